@@ -1,0 +1,375 @@
+//! 2D heat diffusion (Jacobi iteration) with checkpoints, block-decomposed
+//! over ranks that exchange halos through frame's `Comm`.
+//!
+//! Run with no arguments for a demo. `--crash-at N` kills the whole process
+//! with SIGKILL after step N; running the same command again resumes from the
+//! newest checkpoint and prints the same final checksum as a run without the
+//! crash. The last line of output is `final checksum: 0x<16 hex digits>`, a
+//! hash of the whole final grid.
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use frame::comm::{Comm, LocalComm};
+use frame::config::{Config, Interval, Source};
+use frame::Checkpointer;
+use std::path::PathBuf;
+use std::time::Instant;
+use zerocopy::IntoBytes;
+
+/// 2D heat diffusion with frame checkpoints.
+#[derive(Parser, Clone, Debug)]
+struct Args {
+    /// Grid rows.
+    #[arg(long, default_value_t = 512)]
+    nx: usize,
+    /// Grid columns.
+    #[arg(long, default_value_t = 512)]
+    ny: usize,
+    /// Jacobi steps.
+    #[arg(long, default_value_t = 2000)]
+    steps: u64,
+    /// Checkpoint every this many steps (overrides snapshot.interval).
+    #[arg(long)]
+    every: Option<u64>,
+    /// Number of ranks (threads of this process).
+    #[arg(long, default_value_t = 4)]
+    ranks: usize,
+    /// Ranks per virtual node.
+    #[arg(long, default_value_t = 2)]
+    ranks_per_node: usize,
+    /// Kill this process with SIGKILL right after this step. Only a run that
+    /// did not recover crashes, so the same command run again resumes.
+    #[arg(long)]
+    crash_at: Option<u64>,
+    /// frame configuration file (default: $FRAME_CONFIG, else built-in defaults).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Job id (default: the configured one, or "heat2d").
+    #[arg(long)]
+    job: Option<String>,
+}
+
+/// Message tags of the halo exchange, named by the direction of travel.
+const TO_NORTH: u32 = 1;
+const TO_SOUTH: u32 = 2;
+const TO_WEST: u32 = 3;
+const TO_EAST: u32 = 4;
+
+/// Fixed temperatures on the four edges of the plate.
+const TOP: f64 = 100.0;
+const BOTTOM: f64 = 0.0;
+const LEFT: f64 = 75.0;
+const RIGHT: f64 = 50.0;
+
+/// A rank's block of the grid and its neighbours.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    /// First global row and column of the block's interior.
+    row0: usize,
+    col0: usize,
+    /// Interior size.
+    rows: usize,
+    cols: usize,
+    north: Option<usize>,
+    south: Option<usize>,
+    west: Option<usize>,
+    east: Option<usize>,
+}
+
+/// Splits `n` into `parts` nearly equal ranges; returns (start, len) of `i`.
+fn split(n: usize, parts: usize, i: usize) -> (usize, usize) {
+    let base = n / parts;
+    let extra = n % parts;
+    (i * base + i.min(extra), base + usize::from(i < extra))
+}
+
+impl Block {
+    fn new(args: &Args, rank: usize, size: usize) -> Self {
+        // The most square process grid: pr rows of pc columns.
+        let pr = (1..=size)
+            .filter(|p| size % p == 0 && p * p <= size)
+            .max()
+            .unwrap_or(1);
+        let pc = size / pr;
+        let (r, c) = (rank / pc, rank % pc);
+        let (row0, rows) = split(args.nx, pr, r);
+        let (col0, cols) = split(args.ny, pc, c);
+        Block {
+            row0,
+            col0,
+            rows,
+            cols,
+            north: (r > 0).then(|| rank - pc),
+            south: (r + 1 < pr).then(|| rank + pc),
+            west: (c > 0).then(|| rank - 1),
+            east: (c + 1 < pc).then(|| rank + 1),
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.cols + 2
+    }
+
+    fn len(&self) -> usize {
+        (self.rows + 2) * self.width()
+    }
+
+    /// A grid with the plate's fixed edge temperatures in the halo cells that
+    /// lie on the plate's boundary, zero elsewhere.
+    fn initial(&self) -> Vec<f64> {
+        let w = self.width();
+        let mut u = vec![0.0; self.len()];
+        for j in 0..w {
+            if self.north.is_none() {
+                u[j] = TOP;
+            }
+            if self.south.is_none() {
+                u[(self.rows + 1) * w + j] = BOTTOM;
+            }
+        }
+        for i in 1..=self.rows {
+            if self.west.is_none() {
+                u[i * w] = LEFT;
+            }
+            if self.east.is_none() {
+                u[i * w + self.cols + 1] = RIGHT;
+            }
+        }
+        u
+    }
+
+    fn column(&self, u: &[f64], j: usize) -> Vec<f64> {
+        (1..=self.rows).map(|i| u[i * self.width() + j]).collect()
+    }
+
+    /// Exchanges halo rows and columns with the neighbours.
+    fn exchange(&self, comm: &dyn Comm, u: &mut [f64]) -> anyhow::Result<()> {
+        let w = self.width();
+        if let Some(n) = self.north {
+            comm.send(n, TO_NORTH, u[w + 1..w + 1 + self.cols].as_bytes())?;
+        }
+        if let Some(s) = self.south {
+            let i = self.rows * w;
+            comm.send(s, TO_SOUTH, u[i + 1..i + 1 + self.cols].as_bytes())?;
+        }
+        if let Some(west) = self.west {
+            comm.send(west, TO_WEST, self.column(u, 1).as_bytes())?;
+        }
+        if let Some(east) = self.east {
+            comm.send(east, TO_EAST, self.column(u, self.cols).as_bytes())?;
+        }
+        if let Some(n) = self.north {
+            let row = recv_f64(comm, n, TO_SOUTH, self.cols)?;
+            u[1..1 + self.cols].copy_from_slice(&row);
+        }
+        if let Some(s) = self.south {
+            let row = recv_f64(comm, s, TO_NORTH, self.cols)?;
+            let i = (self.rows + 1) * w;
+            u[i + 1..i + 1 + self.cols].copy_from_slice(&row);
+        }
+        if let Some(west) = self.west {
+            for (i, v) in recv_f64(comm, west, TO_EAST, self.rows)?
+                .into_iter()
+                .enumerate()
+            {
+                u[(i + 1) * w] = v;
+            }
+        }
+        if let Some(east) = self.east {
+            for (i, v) in recv_f64(comm, east, TO_WEST, self.rows)?
+                .into_iter()
+                .enumerate()
+            {
+                u[(i + 1) * w + self.cols + 1] = v;
+            }
+        }
+        Ok(())
+    }
+
+    /// One Jacobi step from `u` into `next` (interior cells only).
+    fn step(&self, u: &[f64], next: &mut [f64]) {
+        let w = self.width();
+        for i in 1..=self.rows {
+            for j in 1..=self.cols {
+                let k = i * w + j;
+                next[k] = 0.25 * (((u[k - w] + u[k + w]) + u[k - 1]) + u[k + 1]);
+            }
+        }
+    }
+
+    fn interior(&self, u: &[f64]) -> Vec<f64> {
+        let w = self.width();
+        (1..=self.rows)
+            .flat_map(|i| u[i * w + 1..i * w + 1 + self.cols].iter().copied())
+            .collect()
+    }
+}
+
+/// Decodes `n` f64 values sent by rank `src`.
+fn f64s(bytes: &[u8], src: usize, n: usize) -> anyhow::Result<Vec<f64>> {
+    let mut out = vec![0.0f64; n];
+    if bytes.len() != out.as_bytes().len() {
+        bail!("rank {src} sent {} bytes, expected {}", bytes.len(), n * 8);
+    }
+    out.as_mut_bytes().copy_from_slice(bytes);
+    Ok(out)
+}
+
+fn recv_f64(comm: &dyn Comm, src: usize, tag: u32, n: usize) -> anyhow::Result<Vec<f64>> {
+    f64s(&comm.recv(src, tag)?, src, n)
+}
+
+/// Assembles the global grid on rank 0 and hashes it (row-major f64 bits).
+fn checksum(comm: &dyn Comm, args: &Args, block: &Block, u: &[f64]) -> anyhow::Result<Option<u64>> {
+    let mine = block.interior(u);
+    let Some(parts) = comm.gather(mine.as_bytes(), 0)? else {
+        return Ok(None);
+    };
+    let mut global = vec![0.0f64; args.nx * args.ny];
+    for (rank, bytes) in parts.iter().enumerate() {
+        let b = Block::new(args, rank, comm.size());
+        let values = f64s(bytes, rank, b.rows * b.cols)?;
+        for i in 0..b.rows {
+            let dst = (b.row0 + i) * args.ny + b.col0;
+            global[dst..dst + b.cols].copy_from_slice(&values[i * b.cols..(i + 1) * b.cols]);
+        }
+    }
+    Ok(Some(xxhash_rust::xxh3::xxh3_64(global.as_bytes())))
+}
+
+fn config(args: &Args) -> anyhow::Result<Config> {
+    let mut cfg = Config::load(args.config.as_deref())?;
+    if let Some(job) = &args.job {
+        cfg.job.id = job.clone();
+        cfg.mark_set_by_program("job.id");
+    } else if cfg.source_of("job.id") == Source::Default {
+        cfg.job.id = "heat2d".into();
+        cfg.mark_set_by_program("job.id");
+    }
+    if let Some(every) = args.every {
+        cfg.snapshot.interval = Interval::Calls(every);
+        cfg.mark_set_by_program("snapshot.interval");
+    } else if cfg.source_of("snapshot.interval") == Source::Default {
+        cfg.snapshot.interval = Interval::Calls((args.steps / 10).max(1));
+        cfg.mark_set_by_program("snapshot.interval");
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// What rank 0 reports at the end.
+struct Report {
+    checksum: Option<u64>,
+    recovered: Option<(u64, u64)>,
+    stats: frame::Stats,
+}
+
+fn rank_main(comm: &dyn Comm, args: &Args, cfg: &Config) -> anyhow::Result<Report> {
+    let block = Block::new(args, comm.rank(), comm.size());
+    let mut ckpt = Checkpointer::init(cfg, comm)?;
+    let step = ckpt.protect(0, 0u64);
+    let grid = ckpt.protect(1, block.initial());
+    let params = ckpt.protect(2, [args.nx as u64, args.ny as u64, comm.size() as u64]);
+    let mut recovered = None;
+    if ckpt.recovering() {
+        let id = ckpt.recover()?;
+        let expected = [args.nx as u64, args.ny as u64, comm.size() as u64];
+        if params.get() != expected {
+            bail!(
+                "checkpoint {id} in {} was made for a {}x{} grid on {} ranks, not {}x{} on {}; use another --job or remove it",
+                ckpt.local_dir().display(),
+                params.get()[0], params.get()[1], params.get()[2],
+                expected[0], expected[1], expected[2]
+            );
+        }
+        recovered = Some((id, step.get()));
+    }
+    let mut next = grid.read().clone();
+    while step.get() < args.steps {
+        {
+            let mut u = grid.write();
+            block.exchange(comm, &mut u)?;
+            block.step(&u, &mut next);
+            std::mem::swap(&mut *u, &mut next);
+        }
+        step.set(step.get() + 1);
+        if recovered.is_none()
+            && args.crash_at == Some(step.get())
+            && comm.rank() + 1 == comm.size()
+        {
+            eprintln!(
+                "heat2d: rank {} crashing the process at step {}",
+                comm.rank(),
+                step.get()
+            );
+            rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            )?;
+        }
+        ckpt.snapshot()?;
+    }
+    let checksum = checksum(comm, args, &block, &grid.read())?;
+    let stats = ckpt.stats().clone();
+    ckpt.finalize()?;
+    Ok(Report {
+        checksum,
+        recovered,
+        stats,
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    if args.ranks == 0 || args.nx < args.ranks || args.ny < args.ranks {
+        bail!("need at least one rank and a grid of at least one row and column per rank");
+    }
+    let cfg = config(&args).context("configuration")?;
+    let nodes = args.ranks.div_ceil(args.ranks_per_node.max(1));
+    println!(
+        "heat2d: {}x{} grid, {} steps, {} ranks on {nodes} virtual node(s), checkpoints {} in {}/{}",
+        args.nx,
+        args.ny,
+        args.steps,
+        args.ranks,
+        cfg.snapshot.interval,
+        cfg.storage.local_dir.display(),
+        cfg.job.id
+    );
+    let started = Instant::now();
+    let results = LocalComm::run(args.ranks, args.ranks_per_node, |comm| {
+        rank_main(&comm, &args, &cfg)
+    });
+    let mut report = None;
+    for (rank, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(Ok(rep)) if rank == 0 => report = Some(rep),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => bail!("rank {rank}: {e:#}"),
+            Err(_) => bail!("rank {rank} panicked"),
+        }
+    }
+    let report = report.context("rank 0 produced no result")?;
+    if let Some((id, step)) = report.recovered {
+        println!("recovered checkpoint {id} (step {step}) and resumed");
+    }
+    let s = &report.stats;
+    let mean_ms = if s.checkpoints > 0 {
+        s.checkpoint_time.as_secs_f64() * 1e3 / s.checkpoints as f64
+    } else {
+        0.0
+    };
+    println!(
+        "done in {:.2} s; rank 0 wrote {} checkpoint(s), {:.2} ms each on average",
+        started.elapsed().as_secs_f64(),
+        s.checkpoints,
+        mean_ms
+    );
+    let checksum = report.checksum.context("rank 0 computed no checksum")?;
+    println!("final checksum: {checksum:#018x}");
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! The checkpointer: the API a program uses to protect, save and restore state.
+//!
+//! ```
+//! use frame::{comm::LocalComm, config::{Config, Interval}, Checkpointer};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut cfg = Config::default();
+//! cfg.storage.local_dir = dir.path().to_path_buf();
+//! cfg.snapshot.interval = Interval::Calls(10);
+//!
+//! // First run: compute, snapshot every 10 steps, "crash" after step 25.
+//! let comm = LocalComm::world(1, 1).pop().unwrap();
+//! let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+//! let step = ckpt.protect(0, 0u64);
+//! let field = ckpt.protect(1, vec![0.0f64; 100]);
+//! assert!(!ckpt.recovering());
+//! while step.get() < 25 {
+//!     field.write().iter_mut().for_each(|x| *x += 1.0);
+//!     step.set(step.get() + 1);
+//!     ckpt.snapshot().unwrap();
+//! }
+//! drop(ckpt);
+//!
+//! // Second run: the state of step 20 comes back.
+//! let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+//! let step = ckpt.protect(0, 0u64);
+//! let field = ckpt.protect(1, Vec::<f64>::new());
+//! assert!(ckpt.recovering());
+//! ckpt.recover().unwrap();
+//! assert_eq!(step.get(), 20);
+//! assert_eq!(field.read().len(), 100);
+//! assert!(field.read().iter().all(|x| *x == 20.0));
+//! ckpt.finalize().unwrap();
+//! ```
+
+mod restore;
+mod schedule;
+mod write;
+
+use crate::comm::{agree_on_problems, Comm};
+use crate::config::{Compression, Config};
+use crate::error::{problems, Error, Result};
+use crate::format::CheckpointFile;
+use crate::level::{L1Store, Owner};
+use crate::recovery::{Ballot, Decision, Inventory};
+use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
+use schedule::Schedule;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+/// Counters of what the checkpointer did, for metrics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Checkpoints committed by this checkpointer.
+    pub checkpoints: u64,
+    /// Time spent inside checkpoint writes (the program's checkpoint overhead).
+    pub checkpoint_time: Duration,
+    /// Duration of the last checkpoint.
+    pub last_checkpoint_time: Duration,
+    /// Region bytes saved, summed over checkpoints.
+    pub raw_bytes: u64,
+    /// Bytes stored after compression, summed over checkpoints.
+    pub stored_bytes: u64,
+    /// Id of the newest committed checkpoint.
+    pub last_id: Option<u64>,
+    /// Time spent restoring (identify, load, agree).
+    pub recovery_time: Duration,
+}
+
+/// Where the checkpointer is in its life.
+enum Phase {
+    /// Snapshots can be taken; nothing is waiting to be restored.
+    Running,
+    /// All ranks agreed at init to restore a checkpoint.
+    Recovering(Box<Pending>),
+}
+
+/// The checkpoint all ranks agreed to restore, not restored yet.
+struct Pending {
+    id: u64,
+    /// Its file, opened on first use.
+    file: Option<CheckpointFile>,
+    /// What this rank holds (kept to re-plan after a failed load).
+    inventory: Inventory,
+    /// Ids that failed to load on some rank.
+    excluded: Vec<u64>,
+}
+
+/// Protects memory regions and saves/restores them as coordinated checkpoints.
+///
+/// `init`, `recover`, `snapshot`, `checkpoint` and `finalize` are collective:
+/// every rank calls them, in the same order. Their errors are the same on
+/// every rank.
+pub struct Checkpointer<'c> {
+    comm: &'c dyn Comm,
+    cfg: Config,
+    registry: Registry,
+    store: L1Store,
+    phase: Phase,
+    next_id: u64,
+    schedule: Schedule,
+    stats: Stats,
+}
+
+impl<'c> Checkpointer<'c> {
+    /// Opens this job's checkpoint storage and finds out, with the other ranks,
+    /// whether there is a checkpoint to restore (see [`recovering`](Self::recovering)).
+    ///
+    /// Collective. Fails on every rank if any rank cannot use its storage, or
+    /// if checkpoints exist but no single one can be restored by all ranks.
+    pub fn init(cfg: &Config, comm: &'c dyn Comm) -> Result<Self> {
+        cfg.validate()?;
+        let owner = Owner {
+            job_id: cfg.job.id.clone(),
+            rank: comm.rank() as u32,
+            world_size: comm.size() as u32,
+            node: comm.node(),
+        };
+        let opened = L1Store::open(&cfg.storage.local_dir, owner);
+        let local = opened
+            .as_ref()
+            .err()
+            .map(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")));
+        let trouble = agree_on_problems(comm, local.as_deref())?;
+        let mut store = match opened {
+            Ok(store) if trouble.is_empty() => store,
+            _ => {
+                return Err(Error::Init {
+                    problems: problems(trouble),
+                })
+            }
+        };
+        let inventory = store.inventory();
+        let mut me = Self {
+            comm,
+            cfg: cfg.clone(),
+            registry: Registry::default(),
+            store,
+            phase: Phase::Running,
+            next_id: 1,
+            schedule: Schedule::new(cfg.snapshot.interval),
+            stats: Stats::default(),
+        };
+        me.plan(inventory, Vec::new())?;
+        Ok(me)
+    }
+
+    /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and
+    /// enters the matching phase.
+    fn plan(&mut self, inventory: Inventory, excluded: Vec<u64>) -> Result<()> {
+        let mut ballot = Ballot::new(&inventory, &excluded);
+        self.comm
+            .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+        match ballot.decide() {
+            Decision::Fresh if excluded.is_empty() => {
+                self.store.discard_newer(0)?;
+                self.phase = Phase::Running;
+                self.next_id = 1;
+                Ok(())
+            }
+            Decision::Restore(id) => {
+                tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
+                self.phase = Phase::Recovering(Box::new(Pending {
+                    id,
+                    file: self.store.open_checkpoint(id).ok(),
+                    inventory,
+                    excluded,
+                }));
+                Ok(())
+            }
+            Decision::Fresh | Decision::Unrecoverable => {
+                let wanted = ballot.newest_anywhere();
+                let usable = inventory.valid.contains(&wanted) && !excluded.contains(&wanted);
+                let local = if wanted == 0 {
+                    Some(inventory.explain(None))
+                } else if excluded.contains(&wanted) {
+                    Some(format!("checkpoint {wanted} failed to load"))
+                } else {
+                    (!usable).then(|| inventory.explain(Some(wanted)))
+                };
+                let trouble = agree_on_problems(self.comm, local.as_deref())?;
+                Err(Error::NotRecoverable {
+                    problems: problems(trouble),
+                })
+            }
+        }
+    }
+
+    /// Whether init found a checkpoint that every rank can restore and it has
+    /// not been restored yet.
+    pub fn recovering(&self) -> bool {
+        matches!(self.phase, Phase::Recovering(_))
+    }
+
+    /// Id of the checkpoint agreed for recovery, while [`recovering`](Self::recovering).
+    pub fn recovery_id(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::Recovering(p) => Some(p.id),
+            Phase::Running => None,
+        }
+    }
+
+    /// Regions stored in the checkpoint agreed for recovery (empty when not
+    /// recovering). Lets a program size its buffers before loading.
+    pub fn stored_regions(&self) -> Vec<RegionInfo> {
+        self.pending_file()
+            .map(CheckpointFile::regions)
+            .unwrap_or_default()
+    }
+
+    /// The stored description of region `id` in the checkpoint agreed for recovery.
+    pub fn stored_region(&self, id: RegionId) -> Option<RegionInfo> {
+        self.pending_file().and_then(|f| f.region(id))
+    }
+
+    fn pending_file(&self) -> Option<&CheckpointFile> {
+        match &self.phase {
+            Phase::Recovering(p) => p.file.as_ref(),
+            Phase::Running => None,
+        }
+    }
+
+    /// Protects `value` under `id` and returns the handle to use it through.
+    /// Protecting an id again replaces the earlier registration.
+    pub fn protect<R: Region>(&mut self, id: RegionId, value: R) -> Protected<R> {
+        let handle = Protected::new(value);
+        self.registry.insert(id, handle.erased());
+        handle
+    }
+
+    /// Protects an existing handle under `id` (for example one kept across a
+    /// re-entry of the resilient function).
+    pub fn protect_handle<R: Region>(&mut self, id: RegionId, handle: &Protected<R>) {
+        self.registry.insert(id, handle.erased());
+    }
+
+    /// Protects caller-owned memory given as a pointer and an element count:
+    /// the form the C interface uses. Protect again to change the size.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `count` elements of
+    /// `elem` and suitably aligned, until the region is unprotected or
+    /// protected again, and must not be accessed by anyone else while a
+    /// checkpointer call is running. A null `ptr` is allowed when `count` is 0.
+    pub unsafe fn protect_raw(&mut self, id: RegionId, ptr: *mut u8, count: usize, elem: ElemType) {
+        // SAFETY: forwarded to the caller.
+        let raw = unsafe { RawRegion::new(ptr, count, elem) };
+        self.registry.insert(id, Arc::new(RwLock::new(raw)));
+    }
+
+    /// Stops protecting `id`; returns whether it was protected.
+    pub fn unprotect(&mut self, id: RegionId) -> bool {
+        self.registry.remove(id)
+    }
+
+    /// The communicator this checkpointer uses.
+    pub fn comm(&self) -> &'c dyn Comm {
+        self.comm
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// What the checkpointer has done so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The job's level-1 directory.
+    pub fn local_dir(&self) -> &std::path::Path {
+        self.store.root()
+    }
+
+    fn zstd_level(&self) -> Option<i32> {
+        (self.cfg.snapshot.compression == Compression::Zstd)
+            .then_some(self.cfg.snapshot.compression_level)
+    }
+
+    /// Ends checkpointing. Collective. Unless `retention.keep_on_finalize` is
+    /// set, removes this job's checkpoints once every rank has arrived, so the
+    /// next run starts from the beginning.
+    pub fn finalize(mut self) -> Result<()> {
+        self.comm.barrier()?;
+        if !self.cfg.retention.keep_on_finalize {
+            self.store.remove_all()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,225 @@
+//! Restoring protected regions from the checkpoint agreed at init.
+
+use super::{Checkpointer, Pending, Phase};
+use crate::comm::{agree_on_problems, ReduceOp};
+use crate::error::{problems, Error, Result};
+use crate::format::CheckpointFile;
+use crate::region::{ErasedRegion, RegionId, RegionInfo};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why this rank could not load a checkpoint.
+enum LoadFailure {
+    /// The data is missing or damaged: another checkpoint may do.
+    Data(String),
+    /// The protected regions do not fit the checkpoint: the program must change.
+    Mismatch(String),
+}
+
+impl LoadFailure {
+    fn code(&self) -> u64 {
+        match self {
+            LoadFailure::Data(_) => 1,
+            LoadFailure::Mismatch(_) => 2,
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            LoadFailure::Data(s) | LoadFailure::Mismatch(s) => s,
+        }
+    }
+}
+
+/// Checks that region `id`, protected as `region`, can take `stored`.
+fn check_fit(
+    id: RegionId,
+    region: &Arc<dyn ErasedRegion>,
+    stored: RegionInfo,
+) -> Result<(), LoadFailure> {
+    let held = region
+        .try_read()
+        .ok_or_else(|| LoadFailure::Mismatch(format!("region {id} is locked by the program")))?;
+    let r = held.region();
+    if r.elem_type() != stored.elem {
+        return Err(LoadFailure::Mismatch(format!(
+            "region {id}: checkpoint holds {} elements, the protected region holds {}",
+            stored.elem,
+            r.elem_type()
+        )));
+    }
+    Ok(())
+}
+
+/// Loads `stored` from `file` into `region`, resizing it if it can.
+fn load_one(
+    file: &CheckpointFile,
+    id: RegionId,
+    region: &Arc<dyn ErasedRegion>,
+    stored: RegionInfo,
+) -> Result<(), LoadFailure> {
+    let mut held = region
+        .try_write()
+        .ok_or_else(|| LoadFailure::Mismatch(format!("region {id} is locked by the program")))?;
+    let count = usize::try_from(stored.count)
+        .map_err(|_| LoadFailure::Mismatch(format!("region {id}: too large for this machine")))?;
+    let target = held.region_mut().load_target(count).map_err(|current| {
+        LoadFailure::Mismatch(format!(
+            "region {id}: checkpoint holds {} elements, the protected region has {current} and cannot be resized",
+            stored.count
+        ))
+    })?;
+    file.load_region(id, target)
+        .map_err(|e| LoadFailure::Data(e.to_string()))
+}
+
+impl Checkpointer<'_> {
+    /// The file of the checkpoint being recovered, opened on first use.
+    fn recovery_file(&mut self) -> Result<(u64, &CheckpointFile), LoadFailure> {
+        let Phase::Recovering(pending) = &mut self.phase else {
+            return Err(LoadFailure::Data("nothing to recover".into()));
+        };
+        if pending.file.is_none() {
+            pending.file = Some(
+                self.store
+                    .open_checkpoint(pending.id)
+                    .map_err(|e| LoadFailure::Data(e.to_string()))?,
+            );
+        }
+        match &pending.file {
+            Some(f) => Ok((pending.id, f)),
+            None => Err(LoadFailure::Data("checkpoint file unavailable".into())),
+        }
+    }
+
+    /// Loads every protected region; all fit checks happen before any load.
+    fn load_all(&mut self) -> Result<(), LoadFailure> {
+        let regions: Vec<(RegionId, Arc<dyn ErasedRegion>)> = self
+            .registry
+            .iter()
+            .map(|(id, r)| (id, Arc::clone(r)))
+            .collect();
+        let (ckpt, file) = self.recovery_file()?;
+        let stored = file.regions();
+        for (id, region) in &regions {
+            let s = stored.iter().find(|s| s.id == *id).ok_or_else(|| {
+                LoadFailure::Mismatch(format!(
+                    "region {id} is protected but checkpoint {ckpt} does not hold it"
+                ))
+            })?;
+            check_fit(*id, region, *s)?;
+        }
+        if let Some(extra) = stored
+            .iter()
+            .find(|s| !regions.iter().any(|(id, _)| *id == s.id))
+        {
+            return Err(LoadFailure::Mismatch(format!(
+                "checkpoint {ckpt} holds region {} ({} x {}), which is not protected",
+                extra.id, extra.count, extra.elem
+            )));
+        }
+        for (id, region) in &regions {
+            if let Some(s) = stored.iter().find(|s| s.id == *id) {
+                load_one(file, *id, region, *s)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Restores every protected region from the agreed checkpoint and
+    /// returns its id. Collective.
+    ///
+    /// Every stored region must be protected, with the same element type;
+    /// `Vec` regions are resized to the stored length, fixed-size regions
+    /// must already have it. If some rank finds its data damaged while
+    /// loading, all ranks fall back to the newest older checkpoint they can
+    /// all restore. Region mismatches are reported on every rank without
+    /// falling back.
+    pub fn recover(&mut self) -> Result<u64> {
+        let started = Instant::now();
+        loop {
+            let Some(id) = self.recovery_id() else {
+                return Err(Error::NothingToRecover);
+            };
+            let local = self.load_all().err();
+            let mut worst = [local.as_ref().map_or(0, LoadFailure::code)];
+            self.comm.all_reduce_u64(&mut worst, ReduceOp::Max)?;
+            if worst[0] == 0 {
+                self.finish_recovery(id)?;
+                self.stats.recovery_time += started.elapsed();
+                return Ok(id);
+            }
+            let trouble = problems(agree_on_problems(
+                self.comm,
+                local.as_ref().map(LoadFailure::text),
+            )?);
+            if worst[0] == 2 {
+                return Err(Error::RegionMismatch {
+                    id,
+                    problems: trouble,
+                });
+            }
+            for p in &trouble {
+                tracing::warn!(checkpoint = id, rank = p.rank, reason = %p.reason, "checkpoint failed to load; falling back");
+            }
+            let Phase::Recovering(pending) = std::mem::replace(&mut self.phase, Phase::Running)
+            else {
+                return Err(Error::NothingToRecover);
+            };
+            let Pending {
+                inventory,
+                mut excluded,
+                ..
+            } = *pending;
+            excluded.push(id);
+            if let Err(e) = self.plan(inventory, excluded) {
+                return Err(match e {
+                    Error::NotRecoverable { problems: mut more } => {
+                        let mut all = trouble;
+                        all.append(&mut more);
+                        Error::NotRecoverable { problems: all }
+                    }
+                    other => other,
+                });
+            }
+        }
+    }
+
+    /// Restores the single region `id` from the agreed checkpoint. Not
+    /// collective: each rank may restore the regions it wants, then call
+    /// `snapshot` as usual.
+    pub fn recover_region(&mut self, id: RegionId) -> Result<()> {
+        let region = self
+            .registry
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::Region {
+                id,
+                reason: "is not protected".into(),
+            })?;
+        let to_error = |f: LoadFailure| Error::Region {
+            id,
+            reason: f.text().to_string(),
+        };
+        let (ckpt, file) = self.recovery_file().map_err(|f| match f {
+            LoadFailure::Data(s) if s == "nothing to recover" => Error::NothingToRecover,
+            other => to_error(other),
+        })?;
+        let stored = file.region(id).ok_or_else(|| Error::Region {
+            id,
+            reason: format!("checkpoint {ckpt} does not hold it"),
+        })?;
+        check_fit(id, &region, stored).map_err(to_error)?;
+        load_one(file, id, &region, stored).map_err(to_error)
+    }
+
+    /// Leaves the recovering phase after checkpoint `id` was restored: newer
+    /// leftovers are removed and ids continue after `id`.
+    pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
+        self.store.discard_newer(id)?;
+        self.phase = Phase::Running;
+        self.next_id = id + 1;
+        self.stats.last_id = Some(id);
+        Ok(())
+    }
+}

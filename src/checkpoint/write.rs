@@ -1,0 +1,129 @@
+//! Writing coordinated checkpoints.
+//!
+//! A checkpoint commits in three steps, each closed by an agreement among all
+//! ranks: (1) every rank writes its file and record durably; (2) every rank
+//! advances `LATEST`; (3) only then does any rank retire checkpoints beyond
+//! the retention count. A failure in step 1 anywhere removes the new files
+//! everywhere; a failure in step 2 anywhere skips retention everywhere. Either
+//! way the previous checkpoint stays restorable.
+
+use super::Checkpointer;
+use crate::comm::agree_on_problems;
+use crate::error::{problems, Error, Result};
+use crate::format::{Metadata, RegionSource};
+use crate::level::l1::WriteOptions;
+use crate::region::RegionInfo;
+use std::time::Instant;
+
+impl Checkpointer<'_> {
+    /// Counts a call in the program's main loop and writes a checkpoint when
+    /// the configured interval says so. Returns the id written, if any.
+    /// Collective.
+    pub fn snapshot(&mut self) -> Result<Option<u64>> {
+        if !self.schedule.due(self.comm)? {
+            return Ok(None);
+        }
+        self.checkpoint().map(Some)
+    }
+
+    /// Writes a checkpoint now, whatever the interval. Collective.
+    pub fn checkpoint(&mut self) -> Result<u64> {
+        if let Some(id) = self.recovery_id() {
+            tracing::warn!(
+                checkpoint = id,
+                "checkpointing without having recovered: the agreed checkpoint is superseded"
+            );
+            self.finish_recovery(id)?;
+        }
+        let started = Instant::now();
+        // The id is only consumed once the checkpoint commits: ids stay
+        // consecutive, which recovery planning relies on.
+        let id = self.next_id;
+
+        let written = self.write_local(id);
+        let local = written.as_ref().err().map(String::as_str);
+        let trouble = agree_on_problems(self.comm, local)?;
+        if !trouble.is_empty() {
+            if let Err(e) = self.store.abort(id) {
+                tracing::warn!(checkpoint = id, error = %e, "could not remove an abandoned checkpoint");
+            }
+            return Err(Error::SnapshotFailed {
+                id,
+                problems: problems(trouble),
+            });
+        }
+        let meta = written.map_err(|reason| Error::SnapshotFailed {
+            id,
+            problems: problems(vec![(self.comm.rank(), reason)]),
+        })?;
+
+        let advanced = self.store.advance(id);
+        let local = advanced.as_ref().err().map(|e| e.to_string());
+        let trouble = agree_on_problems(self.comm, local.as_deref())?;
+        if !trouble.is_empty() {
+            // Some nodes committed `id`: never write that id again.
+            self.next_id = id + 1;
+            return Err(Error::SnapshotFailed {
+                id,
+                problems: problems(trouble),
+            });
+        }
+        if let Err(e) = self.store.retain(self.cfg.retention.keep_last as usize) {
+            tracing::warn!(checkpoint = id, error = %e, "could not retire old checkpoints");
+        }
+
+        self.next_id = id + 1;
+        self.schedule.checkpointed(self.comm)?;
+        let took = started.elapsed();
+        self.stats.checkpoints += 1;
+        self.stats.checkpoint_time += took;
+        self.stats.last_checkpoint_time = took;
+        self.stats.raw_bytes += meta.raw_bytes;
+        self.stats.stored_bytes += meta.stored_bytes;
+        self.stats.last_id = Some(id);
+        tracing::info!(
+            checkpoint = id,
+            bytes = meta.raw_bytes,
+            stored = meta.stored_bytes,
+            micros = took.as_micros() as u64,
+            "checkpoint committed"
+        );
+        Ok(id)
+    }
+
+    /// Step 1 on this rank: lock the regions and write the file and record.
+    fn write_local(&mut self, id: u64) -> std::result::Result<Metadata, String> {
+        let mut held = Vec::with_capacity(self.registry.len());
+        for (rid, region) in self.registry.iter() {
+            match region.try_read() {
+                Some(guard) => held.push((rid, guard)),
+                None => {
+                    return Err(format!(
+                        "region {rid} is locked for writing by the program (drop the guard before snapshot)"
+                    ))
+                }
+            }
+        }
+        let sources: Vec<RegionSource<'_>> = held
+            .iter()
+            .map(|(rid, guard)| {
+                let r = guard.region();
+                RegionSource {
+                    info: RegionInfo {
+                        id: *rid,
+                        elem: r.elem_type(),
+                        count: r.count() as u64,
+                    },
+                    bytes: r.as_bytes(),
+                }
+            })
+            .collect();
+        let opts = WriteOptions {
+            chunk_size: self.cfg.chunk_bytes(),
+            zstd_level: self.zstd_level(),
+        };
+        self.store
+            .write(id, &sources, opts)
+            .map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,154 @@
+//! Configuration: what a job's checkpoints look like and where they go.
+//!
+//! A [`Config`] is read from a TOML file (see `config/default.toml` for every
+//! key), then each key may be overridden from the environment with a variable
+//! named `FRAME_<SECTION>_<KEY>` (for example `FRAME_STORAGE_LOCAL_DIR`). Every
+//! key has a default. Unknown keys, wrong types and invalid values are rejected
+//! with the key's name and where the value came from.
+//!
+//! ```
+//! use frame::config::{Config, Interval};
+//!
+//! let cfg = Config::from_toml_str("[snapshot]\ninterval = 25\n", "inline").unwrap();
+//! assert_eq!(cfg.snapshot.interval, Interval::Calls(25));
+//! assert_eq!(cfg.retention.keep_last, 2);
+//!
+//! let err = Config::from_toml_str("[snapshot]\nintervl = 25\n", "inline").unwrap_err();
+//! assert!(err.to_string().contains("snapshot.intervl"));
+//! ```
+
+mod load;
+mod types;
+
+pub use load::{ConfigError, Source};
+pub use types::{Compression, Interval};
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Name of the environment variable that points to a configuration file.
+pub const CONFIG_ENV: &str = "FRAME_CONFIG";
+
+/// Prefix of environment variables that override single keys.
+pub const ENV_PREFIX: &str = "FRAME_";
+
+/// A job's checkpoint configuration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[job]`: identity of the job.
+    pub job: JobConfig,
+    /// `[storage]`: where checkpoints live.
+    pub storage: StorageConfig,
+    /// `[snapshot]`: when and how snapshots are written.
+    pub snapshot: SnapshotConfig,
+    /// `[retention]`: how many checkpoints are kept.
+    pub retention: RetentionConfig,
+    /// Where each key's value came from (keys absent here have their default).
+    #[serde(skip)]
+    sources: BTreeMap<String, Source>,
+}
+
+/// `[job]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobConfig {
+    /// Job id: names the job's checkpoint folders. Jobs with different ids may
+    /// share directories without touching each other's checkpoints.
+    pub id: String,
+}
+
+/// `[storage]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Node-local directory (RAM-disk or SSD) for level-1 checkpoints.
+    pub local_dir: PathBuf,
+    /// Global (parallel file system) directory for level-4 checkpoints.
+    pub global_dir: PathBuf,
+}
+
+/// `[snapshot]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SnapshotConfig {
+    /// How often `snapshot()` actually writes a checkpoint.
+    pub interval: Interval,
+    /// Per-chunk compression.
+    pub compression: Compression,
+    /// zstd level (used when `compression = "zstd"`).
+    pub compression_level: i32,
+    /// Chunk size: the unit of CRC checking and compression.
+    pub chunk_size: ByteSize,
+}
+
+/// `[retention]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    /// Number of committed checkpoints kept per level (the newest ones).
+    pub keep_last: u32,
+    /// Keep the checkpoints when the job finalizes normally (otherwise they
+    /// are removed, so the next run of the job starts fresh).
+    pub keep_on_finalize: bool,
+}
+
+impl Default for JobConfig {
+    fn default() -> Self {
+        Self { id: "frame".into() }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            local_dir: PathBuf::from("/dev/shm/frame"),
+            global_dir: PathBuf::from("frame-global"),
+        }
+    }
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        Self {
+            interval: Interval::Every(std::time::Duration::from_secs(60)),
+            compression: Compression::None,
+            compression_level: 3,
+            chunk_size: ByteSize::mib(4),
+        }
+    }
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        Self {
+            keep_last: 2,
+            keep_on_finalize: false,
+        }
+    }
+}
+
+impl Config {
+    /// Where the value of `key` (for example `"storage.local_dir"`) came from.
+    pub fn source_of(&self, key: &str) -> Source {
+        self.sources.get(key).cloned().unwrap_or(Source::Default)
+    }
+
+    /// Records that `key` was set by the program itself (for error messages).
+    pub fn mark_set_by_program(&mut self, key: &str) {
+        self.sources.insert(key.to_string(), Source::Program);
+    }
+
+    /// Describes `key` with its origin, for error messages:
+    /// `` `storage.local_dir` (from /etc/job.toml) ``.
+    pub fn describe(&self, key: &str) -> String {
+        format!("`{key}` ({})", self.source_of(key))
+    }
+
+    /// Chunk size in bytes (validated to fit the file format).
+    pub fn chunk_bytes(&self) -> usize {
+        usize::try_from(self.snapshot.chunk_size.as_u64()).unwrap_or(usize::MAX)
+    }
+}

@@ -1,0 +1,165 @@
+//! Loading, overriding and validating configurations.
+use super::*;
+use crate::config::Interval;
+use std::time::Duration;
+
+const NO_ENV: [(&str, &str); 0] = [];
+
+#[test]
+fn defaults_are_valid() {
+    Config::default().validate().unwrap();
+    let cfg = Config::load_with_env(None, NO_ENV).unwrap();
+    assert_eq!(cfg, Config::default());
+    assert_eq!(cfg.source_of("job.id"), Source::Default);
+}
+
+#[test]
+fn malformed_toml_names_file_and_line() {
+    let err = Config::from_toml_str("[job]\nid = \"x\"\n[snapshot\n", "job.toml").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, ConfigError::Syntax { line: 3, .. }), "{msg}");
+    assert!(msg.starts_with("job.toml, line 3"), "{msg}");
+}
+
+#[test]
+fn unknown_key_is_named() {
+    let err = Config::from_toml_str("[retention]\nkeep_lst = 3\n", "a.toml").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("retention.keep_lst"), "{msg}");
+    assert!(msg.contains("a.toml"), "{msg}");
+    let err = Config::from_toml_str("[colour]\nx = 1\n", "a.toml").unwrap_err();
+    assert!(err.to_string().contains("colour"), "{err}");
+}
+
+#[test]
+fn wrong_type_names_key_file_and_line() {
+    let text = "[snapshot]\ncompression = \"zstd\"\ncompression_level = \"high\"\n";
+    let err = Config::from_toml_str(text, "b.toml").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("b.toml, line 3: key `snapshot.compression_level`"),
+        "{msg}"
+    );
+    let err = Config::from_toml_str("[snapshot]\ncompression = \"lz4\"\n", "b.toml").unwrap_err();
+    assert!(err.to_string().contains("snapshot.compression"), "{err}");
+}
+
+#[test]
+fn out_of_range_values_are_rejected_with_key() {
+    for (text, key) in [
+        ("[job]\nid = \"../etc\"\n", "job.id"),
+        ("[job]\nid = \"\"\n", "job.id"),
+        ("[snapshot]\ninterval = 0\n", "snapshot.interval"),
+        ("[snapshot]\ninterval = \"whenever\"\n", "snapshot.interval"),
+        (
+            "[snapshot]\nchunk_size = \"1 KiB\"\n",
+            "snapshot.chunk_size",
+        ),
+        (
+            "[snapshot]\ncompression = \"zstd\"\ncompression_level = 99\n",
+            "snapshot.compression_level",
+        ),
+        ("[retention]\nkeep_last = 0\n", "retention.keep_last"),
+        ("[storage]\nlocal_dir = \"\"\n", "storage.local_dir"),
+    ] {
+        let err = Config::from_toml_str(text, "c.toml").unwrap_err();
+        assert!(err.to_string().contains(key), "{text}: {err}");
+        assert!(err.to_string().contains("c.toml"), "{text}: {err}");
+    }
+}
+
+#[test]
+fn file_values_and_sizes_parse() {
+    let text = "[snapshot]\ninterval = \"5min\"\nchunk_size = \"1 MiB\"\n[storage]\nlocal_dir = \"/tmp/x\"\n";
+    let cfg = Config::from_toml_str(text, "d.toml").unwrap();
+    assert_eq!(
+        cfg.snapshot.interval,
+        Interval::Every(Duration::from_secs(300))
+    );
+    assert_eq!(cfg.chunk_bytes(), 1 << 20);
+    assert_eq!(cfg.storage.local_dir, PathBuf::from("/tmp/x"));
+    assert_eq!(
+        cfg.source_of("storage.local_dir"),
+        Source::File("d.toml".into())
+    );
+    let cfg = Config::from_toml_str("[snapshot]\nchunk_size = 131072\n", "d.toml").unwrap();
+    assert_eq!(cfg.chunk_bytes(), 131072);
+}
+
+#[test]
+fn environment_overrides_file_and_is_named_in_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("job.toml");
+    std::fs::write(
+        &file,
+        "[job]\nid = \"from-file\"\n[retention]\nkeep_last = 3\n",
+    )
+    .unwrap();
+    let env = [
+        ("FRAME_JOB_ID", "from-env"),
+        ("FRAME_SNAPSHOT_INTERVAL", "7"),
+        ("FRAME_SNAPSHOT_CHUNK_SIZE", "262144"),
+        ("FRAME_RETENTION_KEEP_ON_FINALIZE", "true"),
+        ("FRAME_RANK", "3"),
+    ];
+    let cfg = Config::load_with_env(Some(&file), env).unwrap();
+    assert_eq!(cfg.job.id, "from-env");
+    assert_eq!(cfg.retention.keep_last, 3);
+    assert!(cfg.retention.keep_on_finalize);
+    assert_eq!(cfg.snapshot.interval, Interval::Calls(7));
+    assert_eq!(cfg.chunk_bytes(), 262144);
+    assert_eq!(cfg.source_of("job.id"), Source::Env("FRAME_JOB_ID".into()));
+    assert_eq!(
+        cfg.source_of("retention.keep_last"),
+        Source::File(file.clone())
+    );
+
+    let err =
+        Config::load_with_env(Some(&file), [("FRAME_RETENTION_KEEP_LAST", "many")]).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("FRAME_RETENTION_KEEP_LAST") && msg.contains("retention.keep_last"),
+        "{msg}"
+    );
+
+    let err = Config::load_with_env(None, [("FRAME_RETENTION_KEEP_LAST", "0")]).unwrap_err();
+    assert!(
+        err.to_string().contains("FRAME_RETENTION_KEEP_LAST"),
+        "{err}"
+    );
+
+    let err = Config::load_with_env(None, [("FRAME_SNAPSHOT_INTERVL", "3")]).unwrap_err();
+    assert!(err.to_string().contains("FRAME_SNAPSHOT_INTERVL"), "{err}");
+}
+
+#[test]
+fn config_file_from_environment_and_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.toml");
+    std::fs::write(&file, "[job]\nid = \"via-env-file\"\n").unwrap();
+    let cfg = Config::load_with_env(None, [(CONFIG_ENV, file.to_str().unwrap())]).unwrap();
+    assert_eq!(cfg.job.id, "via-env-file");
+    let missing = dir.path().join("nope.toml");
+    let err = Config::load_with_env(Some(&missing), NO_ENV).unwrap_err();
+    assert!(matches!(err, ConfigError::Read { .. }));
+    assert!(err.to_string().contains("nope.toml"), "{err}");
+}
+
+#[test]
+fn shipped_default_file_matches_built_in_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.toml");
+    let cfg = Config::from_file(&path).unwrap();
+    let expected = Config {
+        sources: cfg.sources.clone(),
+        ..Config::default()
+    };
+    assert_eq!(cfg, expected);
+    // Every key is present in the shipped file.
+    for (key, _) in known_keys() {
+        assert_eq!(
+            cfg.source_of(&key),
+            Source::File(path.clone()),
+            "{key} missing"
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! The library's top-level error type.
+
+use crate::comm::{CommError, Rank};
+use crate::config::ConfigError;
+use crate::level::StorageError;
+use crate::region::RegionId;
+use std::fmt;
+
+/// A problem one rank reported during a collective step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankProblem {
+    /// The rank.
+    pub rank: Rank,
+    /// What went wrong there.
+    pub reason: String,
+}
+
+impl fmt::Display for RankProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank {}: {}", self.rank, self.reason)
+    }
+}
+
+/// Formats a list of problems, one per line after a summary.
+fn list(problems: &[RankProblem]) -> String {
+    let ranks: Vec<String> = problems.iter().map(|p| p.rank.to_string()).collect();
+    let mut s = format!("rank(s) {}", ranks.join(", "));
+    for p in problems {
+        s.push_str(&format!("\n  {p}"));
+    }
+    s
+}
+
+/// Converts the output of [`agree_on_problems`](crate::comm::agree_on_problems).
+pub(crate) fn problems(list: Vec<(Rank, String)>) -> Vec<RankProblem> {
+    list.into_iter()
+        .map(|(rank, reason)| RankProblem { rank, reason })
+        .collect()
+}
+
+/// Errors returned by frame's checkpointing API.
+///
+/// Errors of collective calls are the same on every rank: each lists the
+/// ranks where something went wrong and why.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Communication failed (a peer died, or the runtime started a recovery).
+    #[error(transparent)]
+    Comm(#[from] CommError),
+    /// A storage operation of this rank failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Some ranks could not set up their checkpoint storage.
+    #[error("checkpoint storage unavailable on {}", list(.problems))]
+    Init {
+        /// Where and why.
+        problems: Vec<RankProblem>,
+    },
+    /// No checkpoint can be restored by every rank. Nothing was deleted.
+    #[error("not recoverable: {}\n(nothing was deleted; to start from the beginning, remove the job's checkpoint directories or use another job id)", list(.problems))]
+    NotRecoverable {
+        /// Where and why.
+        problems: Vec<RankProblem>,
+    },
+    /// The protected regions do not match the checkpoint being restored.
+    #[error("protected regions do not match checkpoint {id} on {}", list(.problems))]
+    RegionMismatch {
+        /// The checkpoint being restored.
+        id: u64,
+        /// Where and why.
+        problems: Vec<RankProblem>,
+    },
+    /// A checkpoint could not be written everywhere; the previous one stays.
+    #[error("checkpoint {id} failed (the previous checkpoint is kept) on {}", list(.problems))]
+    SnapshotFailed {
+        /// The checkpoint that was abandoned.
+        id: u64,
+        /// Where and why.
+        problems: Vec<RankProblem>,
+    },
+    /// A local region operation failed (for example, the id is not protected).
+    #[error("region {id}: {reason}")]
+    Region {
+        /// Region id.
+        id: RegionId,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `recover` was called but there is nothing to recover.
+    #[error("there is no checkpoint to recover (this run started fresh)")]
+    NothingToRecover,
+}
+
+/// Result alias for frame's API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,482 @@
+//! Opening, validating and loading checkpoint files.
+//!
+//! [`CheckpointFile::open`] reads only the header and tables; it checks the
+//! magic, version, header CRC, that the tables describe a consistent layout
+//! and that the file has exactly the length the header gives. Data is read by
+//! [`CheckpointFile::load_region`] with large positioned reads straight into
+//! the destination, each block's CRC computed while it is still in cache.
+
+use super::layout::{self, RawChunk, RawHeader, RawRegion, CHUNK_SIZE, HEADER_SIZE, REGION_SIZE};
+use super::{Codec, FormatError, FormatErrorKind, MAX_CHUNK, MAX_JOB_ID, VERSION};
+use crate::region::{ElemType, RegionId, RegionInfo};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use zerocopy::FromBytes;
+
+/// Largest header (with tables) accepted: bounds allocations on damaged input.
+const MAX_HEADER: u64 = 256 << 20;
+/// Read granularity when loading raw chunks.
+const READ_BLOCK: usize = 64 * 1024;
+
+/// The decoded fixed header of a checkpoint file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Job id.
+    pub job_id: String,
+    /// Checkpoint id.
+    pub checkpoint_id: u64,
+    /// Rank that wrote the file.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// Chunk size used when writing.
+    pub chunk_size: u32,
+    /// Offset of the first chunk.
+    pub header_len: u64,
+    /// Total file length.
+    pub file_len: u64,
+    /// Creation time, milliseconds since the Unix epoch.
+    pub created_unix_ms: u64,
+    /// CRC of the header and tables.
+    pub header_crc: u32,
+}
+
+/// Where one chunk lives and how to check it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Region the chunk belongs to.
+    pub region: RegionId,
+    /// Index in the file's chunk table.
+    pub index: u32,
+    /// File offset.
+    pub offset: u64,
+    /// Stored length.
+    pub stored_len: u32,
+    /// Original length.
+    pub raw_len: u32,
+    /// CRC32 of the stored bytes.
+    pub crc: u32,
+    /// How the bytes are stored.
+    pub codec: Codec,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RegionEntry {
+    info: RegionInfo,
+    first_chunk: u32,
+    chunk_count: u32,
+}
+
+/// An open, structurally valid checkpoint file.
+#[derive(Debug)]
+pub struct CheckpointFile {
+    path: PathBuf,
+    file: File,
+    header: FileHeader,
+    regions: Vec<RegionEntry>,
+    chunks: Vec<ChunkInfo>,
+}
+
+fn inconsistent(msg: impl Into<String>) -> FormatErrorKind {
+    FormatErrorKind::Inconsistent(msg.into())
+}
+
+/// Decodes and validates a header and its tables. `head` holds the first
+/// `header_len` bytes of the file; `actual_len` is the file's length on disk.
+fn parse(
+    head: &[u8],
+    actual_len: u64,
+) -> Result<(FileHeader, Vec<RegionEntry>, Vec<ChunkInfo>), FormatErrorKind> {
+    let raw = RawHeader::read_from_prefix(head)
+        .map(|(h, _)| h)
+        .map_err(|_| FormatErrorKind::Truncated {
+            expected: HEADER_SIZE as u64,
+            actual: actual_len,
+        })?;
+    let header_len = u64::from(raw.header_len.get());
+    let region_count = raw.region_count.get() as usize;
+    let chunk_count = raw.chunk_count.get() as usize;
+    let tables_len = region_count
+        .checked_mul(REGION_SIZE)
+        .and_then(|r| r.checked_add(chunk_count.checked_mul(CHUNK_SIZE)?))
+        .filter(|t| (HEADER_SIZE + t) as u64 <= header_len)
+        .ok_or_else(|| inconsistent("tables do not fit in the header"))?;
+    let tables = head
+        .get(HEADER_SIZE..HEADER_SIZE + tables_len)
+        .ok_or_else(|| inconsistent("header shorter than its tables"))?;
+    let computed = layout::header_crc(&raw, tables);
+    if computed != raw.header_crc.get() {
+        return Err(FormatErrorKind::HeaderCrc {
+            stored: raw.header_crc.get(),
+            computed,
+        });
+    }
+    let padding = head.get(HEADER_SIZE + tables_len..).unwrap_or_default();
+    if padding.iter().any(|b| *b != 0) {
+        return Err(inconsistent("non-zero bytes in the header padding"));
+    }
+    let job_len = raw.job_id_len.get() as usize;
+    let job_id = raw
+        .job_id
+        .get(..job_len)
+        .filter(|_| job_len <= MAX_JOB_ID)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .ok_or_else(|| inconsistent("job id is not valid UTF-8 of at most 64 bytes"))?
+        .to_string();
+    let chunk_size = raw.chunk_size.get();
+    if chunk_size == 0 || u64::from(chunk_size) > MAX_CHUNK {
+        return Err(inconsistent(format!("chunk size {chunk_size}")));
+    }
+    let header = FileHeader {
+        job_id,
+        checkpoint_id: raw.checkpoint_id.get(),
+        rank: raw.rank.get(),
+        world_size: raw.world_size.get(),
+        chunk_size,
+        header_len,
+        file_len: raw.file_len.get(),
+        created_unix_ms: raw.created_unix_ms.get(),
+        header_crc: computed,
+    };
+    if header.rank >= header.world_size {
+        return Err(inconsistent(format!(
+            "rank {} is not below world size {}",
+            header.rank, header.world_size
+        )));
+    }
+    let (region_bytes, chunk_bytes) = tables.split_at(region_count * REGION_SIZE);
+    let raw_regions = <[RawRegion]>::ref_from_bytes(region_bytes)
+        .map_err(|_| inconsistent("region table size"))?;
+    let raw_chunks =
+        <[RawChunk]>::ref_from_bytes(chunk_bytes).map_err(|_| inconsistent("chunk table size"))?;
+
+    let mut regions = Vec::with_capacity(region_count);
+    let mut chunks = Vec::with_capacity(chunk_count);
+    let mut next_offset = header_len;
+    for (i, r) in raw_regions.iter().enumerate() {
+        let id = r.id.get();
+        if regions
+            .last()
+            .is_some_and(|p: &RegionEntry| p.info.id >= id)
+        {
+            return Err(inconsistent(format!("region {id} out of order")));
+        }
+        let elem = ElemType::from_code(r.elem)
+            .ok_or_else(|| inconsistent(format!("region {id}: unknown element type {}", r.elem)))?;
+        let info = RegionInfo {
+            id,
+            elem,
+            count: r.count.get(),
+        };
+        let byte_len = r.byte_len.get();
+        if info.count.checked_mul(elem.size() as u64) != Some(byte_len) {
+            return Err(inconsistent(format!(
+                "region {id}: size does not match count"
+            )));
+        }
+        let first = r.first_chunk.get();
+        let n = r.chunk_count.get();
+        if first as usize != chunks.len() {
+            return Err(inconsistent(format!("region {id}: chunks out of sequence")));
+        }
+        let mut covered = 0u64;
+        for k in 0..n {
+            let index = first
+                .checked_add(k)
+                .ok_or_else(|| inconsistent("chunk index overflow"))?;
+            let c = raw_chunks
+                .get(index as usize)
+                .ok_or_else(|| inconsistent(format!("region {id}: chunk {index} missing")))?;
+            let codec = Codec::from_code(c.codec)
+                .ok_or_else(|| inconsistent(format!("chunk {index}: unknown codec {}", c.codec)))?;
+            let (stored, raw_len) = (c.stored_len.get(), c.raw_len.get());
+            let last = k + 1 == n;
+            let size_ok = raw_len > 0
+                && raw_len <= chunk_size
+                && (last || raw_len == chunk_size)
+                && stored <= raw_len
+                && (codec == Codec::Zstd || stored == raw_len);
+            if !size_ok || c.offset.get() != next_offset {
+                return Err(inconsistent(format!("chunk {index}: bad size or offset")));
+            }
+            next_offset += u64::from(stored);
+            covered += u64::from(raw_len);
+            chunks.push(ChunkInfo {
+                region: id,
+                index,
+                offset: c.offset.get(),
+                stored_len: stored,
+                raw_len,
+                crc: c.crc.get(),
+                codec,
+            });
+        }
+        if covered != byte_len {
+            return Err(inconsistent(format!(
+                "region {id} (table entry {i}): chunks hold {covered} bytes, region has {byte_len}"
+            )));
+        }
+        regions.push(RegionEntry {
+            info,
+            first_chunk: first,
+            chunk_count: n,
+        });
+    }
+    if chunks.len() != chunk_count {
+        return Err(inconsistent("chunks not owned by any region"));
+    }
+    if next_offset != header.file_len {
+        return Err(inconsistent(format!(
+            "chunks end at {next_offset}, header says the file is {} bytes",
+            header.file_len
+        )));
+    }
+    if actual_len < header.file_len {
+        return Err(FormatErrorKind::Truncated {
+            expected: header.file_len,
+            actual: actual_len,
+        });
+    }
+    if actual_len > header.file_len {
+        return Err(inconsistent(format!(
+            "{} unexpected bytes after the last chunk",
+            actual_len - header.file_len
+        )));
+    }
+    Ok((header, regions, chunks))
+}
+
+impl CheckpointFile {
+    /// Opens `path` and validates its header, tables and length.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, FormatError> {
+        let path = path.as_ref();
+        let err = |k: FormatErrorKind| FormatError::new(path, k);
+        let file = File::open(path).map_err(|e| err(e.into()))?;
+        let actual = file.metadata().map_err(|e| err(e.into()))?.len();
+        let mut fixed = [0u8; HEADER_SIZE];
+        if actual < HEADER_SIZE as u64 {
+            // Distinguish "not ours" from "ours but cut short" where possible.
+            let mut probe = vec![0u8; actual as usize];
+            file.read_exact_at(&mut probe, 0)
+                .map_err(|e| err(e.into()))?;
+            if !layout::MAGIC.starts_with(&probe[..probe.len().min(8)]) {
+                return Err(err(FormatErrorKind::BadMagic));
+            }
+            return Err(err(FormatErrorKind::Truncated {
+                expected: HEADER_SIZE as u64,
+                actual,
+            }));
+        }
+        file.read_exact_at(&mut fixed, 0)
+            .map_err(|e| err(e.into()))?;
+        let raw =
+            RawHeader::read_from_bytes(&fixed[..]).map_err(|_| err(inconsistent("header size")))?;
+        if raw.magic != layout::MAGIC {
+            return Err(err(FormatErrorKind::BadMagic));
+        }
+        if raw.version.get() != VERSION {
+            return Err(err(FormatErrorKind::Version(raw.version.get())));
+        }
+        let header_len = u64::from(raw.header_len.get());
+        if header_len < HEADER_SIZE as u64 || header_len > MAX_HEADER {
+            return Err(err(inconsistent(format!("header length {header_len}"))));
+        }
+        if actual < header_len {
+            return Err(err(FormatErrorKind::Truncated {
+                expected: header_len,
+                actual,
+            }));
+        }
+        let mut head = vec![0u8; header_len as usize];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| err(e.into()))?;
+        let (header, regions, chunks) = parse(&head, actual).map_err(err)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            header,
+            regions,
+            chunks,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// The regions stored, in id order.
+    pub fn regions(&self) -> Vec<RegionInfo> {
+        self.regions.iter().map(|r| r.info).collect()
+    }
+
+    /// The stored region `id`, if present.
+    pub fn region(&self, id: RegionId) -> Option<RegionInfo> {
+        self.entry(id).map(|r| r.info)
+    }
+
+    /// Every chunk, in file order.
+    pub fn chunks(&self) -> &[ChunkInfo] {
+        &self.chunks
+    }
+
+    /// Bytes of region data.
+    pub fn raw_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| u64::from(c.raw_len)).sum()
+    }
+
+    /// Bytes of chunk data as stored.
+    pub fn stored_bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| u64::from(c.stored_len)).sum()
+    }
+
+    /// CRC of all stored chunk bytes in file order, derived from the chunk CRCs.
+    pub fn data_crc(&self) -> u32 {
+        let mut all = crc32fast::Hasher::new();
+        for c in &self.chunks {
+            all.combine(&crc32fast::Hasher::new_with_initial_len(
+                c.crc,
+                u64::from(c.stored_len),
+            ));
+        }
+        all.finalize()
+    }
+
+    fn entry(&self, id: RegionId) -> Option<&RegionEntry> {
+        self.regions
+            .binary_search_by_key(&id, |r| r.info.id)
+            .ok()
+            .map(|i| &self.regions[i])
+    }
+
+    fn err(&self, kind: FormatErrorKind) -> FormatError {
+        FormatError::new(&self.path, kind)
+    }
+
+    fn crc_error(&self, c: &ChunkInfo, computed: u32) -> FormatError {
+        self.err(FormatErrorKind::ChunkCrc {
+            region: c.region,
+            chunk: c.index,
+            offset: c.offset,
+            stored: c.crc,
+            computed,
+        })
+    }
+
+    /// Reads a chunk's stored bytes into `buf` and checks their CRC.
+    fn read_stored(&self, c: &ChunkInfo, buf: &mut Vec<u8>) -> Result<(), FormatError> {
+        buf.resize(c.stored_len as usize, 0);
+        self.file
+            .read_exact_at(buf, c.offset)
+            .map_err(|e| self.err(e.into()))?;
+        let computed = crc32fast::hash(buf);
+        if computed != c.crc {
+            return Err(self.crc_error(c, computed));
+        }
+        Ok(())
+    }
+
+    fn decompress(
+        &self,
+        c: &ChunkInfo,
+        dec: &mut zstd::bulk::Decompressor<'_>,
+        src: &[u8],
+        dst: &mut [u8],
+    ) -> Result<(), FormatError> {
+        let bad = |message: String| {
+            self.err(FormatErrorKind::Decompress {
+                region: c.region,
+                chunk: c.index,
+                message,
+            })
+        };
+        match dec.decompress_to_buffer(src, dst) {
+            Ok(n) if n == dst.len() => Ok(()),
+            Ok(n) => Err(bad(format!("{n} bytes, expected {}", dst.len()))),
+            Err(e) => Err(bad(e.to_string())),
+        }
+    }
+
+    /// Loads region `id` into `dst`, which must be exactly the region's size.
+    /// Every chunk's CRC is checked as it is read.
+    pub fn load_region(&self, id: RegionId, dst: &mut [u8]) -> Result<(), FormatError> {
+        let entry = *self
+            .entry(id)
+            .ok_or_else(|| self.err(FormatErrorKind::NoRegion(id)))?;
+        if dst.len() as u64 != entry.info.bytes() {
+            return Err(self.err(FormatErrorKind::SizeMismatch {
+                region: id,
+                got: dst.len() as u64,
+                expected: entry.info.bytes(),
+            }));
+        }
+        let first = entry.first_chunk as usize;
+        let chunks = &self.chunks[first..first + entry.chunk_count as usize];
+        let mut scratch = Vec::new();
+        let mut decoder = None;
+        let mut at = 0usize;
+        for c in chunks {
+            let out = &mut dst[at..at + c.raw_len as usize];
+            at += c.raw_len as usize;
+            match c.codec {
+                Codec::Raw => {
+                    let mut crc = crc32fast::Hasher::new();
+                    let mut offset = c.offset;
+                    for block in out.chunks_mut(READ_BLOCK) {
+                        self.file
+                            .read_exact_at(block, offset)
+                            .map_err(|e| self.err(e.into()))?;
+                        crc.update(block);
+                        offset += block.len() as u64;
+                    }
+                    let computed = crc.finalize();
+                    if computed != c.crc {
+                        return Err(self.crc_error(c, computed));
+                    }
+                }
+                Codec::Zstd => {
+                    self.read_stored(c, &mut scratch)?;
+                    if decoder.is_none() {
+                        decoder =
+                            Some(zstd::bulk::Decompressor::new().map_err(|e| self.err(e.into()))?);
+                    }
+                    if let Some(dec) = decoder.as_mut() {
+                        self.decompress(c, dec, &scratch, out)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every chunk (CRC, and decompression for compressed chunks) and
+    /// returns every problem found; an empty list means the file is sound.
+    pub fn verify(&self) -> Vec<FormatError> {
+        let mut problems = Vec::new();
+        let mut stored = Vec::new();
+        let mut raw = Vec::new();
+        let mut decoder = match zstd::bulk::Decompressor::new() {
+            Ok(d) => d,
+            Err(e) => return vec![self.err(e.into())],
+        };
+        for c in &self.chunks {
+            if let Err(e) = self.read_stored(c, &mut stored) {
+                problems.push(e);
+                continue;
+            }
+            if c.codec == Codec::Zstd {
+                raw.resize(c.raw_len as usize, 0);
+                if let Err(e) = self.decompress(c, &mut decoder, &stored, &mut raw) {
+                    problems.push(e);
+                }
+            }
+        }
+        problems
+    }
+}

@@ -1,0 +1,134 @@
+//! Destinations a checkpoint file is written into.
+//!
+//! The writer asks a [`Sink`] for a writable window at an offset, fills it and
+//! commits it. A memory-mapped file is a [`SliceSink`] (windows are the mapped
+//! pages themselves, so the data is copied exactly once); [`FileSink`] writes
+//! with `pwrite` for file systems where mapping is not wanted; [`MemSink`]
+//! builds the file in memory.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use super::copy::copy_with_crc;
+
+/// A destination for the bytes of one checkpoint file.
+pub trait Sink {
+    /// A writable buffer for `len` bytes that will land at `offset`.
+    fn window(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]>;
+    /// Declares the first `len` bytes of the last window written.
+    fn commit(&mut self, offset: u64, len: usize) -> io::Result<()>;
+    /// Writes `src` at `offset`, feeding it to `crc` in the same pass.
+    fn copy_in(&mut self, offset: u64, src: &[u8], crc: &mut crc32fast::Hasher) -> io::Result<()> {
+        copy_with_crc(self.window(offset, src.len())?, src, crc);
+        self.commit(offset, src.len())
+    }
+}
+
+fn out_of_range(offset: u64, len: usize, cap: usize) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("write at {offset}+{len} exceeds the {cap}-byte destination"),
+    )
+}
+
+/// Writes into borrowed memory of fixed size, such as a mapped file.
+pub struct SliceSink<'a> {
+    buf: &'a mut [u8],
+}
+
+impl<'a> SliceSink<'a> {
+    /// A sink writing into `buf`.
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        Self { buf }
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    fn window(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
+        let cap = self.buf.len();
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| Some(start..start.checked_add(len)?))
+            .and_then(|range| self.buf.get_mut(range))
+            .ok_or_else(|| out_of_range(offset, len, cap))
+    }
+
+    fn commit(&mut self, _offset: u64, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Builds a file in memory, growing as needed.
+#[derive(Default)]
+pub struct MemSink {
+    /// The bytes written so far.
+    pub bytes: Vec<u8>,
+}
+
+impl Sink for MemSink {
+    fn window(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
+        let end = usize::try_from(offset)
+            .ok()
+            .and_then(|s| s.checked_add(len))
+            .ok_or_else(|| out_of_range(offset, len, self.bytes.len()))?;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        Ok(&mut self.bytes[end - len..end])
+    }
+
+    fn commit(&mut self, _offset: u64, _len: usize) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes through `pwrite` on an open file.
+pub struct FileSink<'a> {
+    file: &'a File,
+    scratch: Vec<u8>,
+}
+
+impl<'a> FileSink<'a> {
+    /// A sink writing into `file`.
+    pub fn new(file: &'a File) -> Self {
+        Self {
+            file,
+            scratch: Vec::new(),
+        }
+    }
+}
+
+impl Sink for FileSink<'_> {
+    fn window(&mut self, _offset: u64, len: usize) -> io::Result<&mut [u8]> {
+        self.scratch.resize(len, 0);
+        Ok(&mut self.scratch[..])
+    }
+
+    fn commit(&mut self, offset: u64, len: usize) -> io::Result<()> {
+        let data = self
+            .scratch
+            .get(..len)
+            .ok_or_else(|| out_of_range(offset, len, self.scratch.len()))?;
+        self.file.write_all_at(data, offset)
+    }
+
+    fn copy_in(&mut self, offset: u64, src: &[u8], crc: &mut crc32fast::Hasher) -> io::Result<()> {
+        crc.update(src);
+        self.file.write_all_at(src, offset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slice_sink_refuses_out_of_range_windows() {
+        let mut buf = [0u8; 8];
+        let mut sink = SliceSink::new(&mut buf);
+        assert!(sink.window(4, 4).is_ok());
+        assert!(sink.window(5, 4).is_err());
+        assert!(sink.window(u64::MAX, 1).is_err());
+    }
+}

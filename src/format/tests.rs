@@ -1,0 +1,301 @@
+//! Round trips and damage detection for the file format.
+
+use super::*;
+use crate::region::{ElemType, RegionInfo};
+use std::path::Path;
+use zerocopy::IntoBytes;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    regions: Vec<(RegionInfo, Vec<u8>)>,
+}
+
+fn spec(zstd: Option<i32>) -> WriteSpec<'static> {
+    WriteSpec {
+        job_id: "unit",
+        checkpoint_id: 7,
+        rank: 1,
+        world_size: 4,
+        chunk_size: MIN_CHUNK as usize,
+        zstd_level: zstd,
+        created_unix_ms: 1_700_000_000_000,
+    }
+}
+
+fn fixture() -> Fixture {
+    let mut rng = fastrand::Rng::with_seed(7);
+    let smooth: Vec<f64> = (0..40_000).map(|i| (i as f64 * 0.001).sin()).collect();
+    let noise: Vec<u8> = (0..100_000).map(|_| rng.u8(..)).collect();
+    let regions = vec![
+        (
+            RegionInfo {
+                id: 0,
+                elem: ElemType::U64,
+                count: 1,
+            },
+            42u64.as_bytes().to_vec(),
+        ),
+        (
+            RegionInfo {
+                id: 3,
+                elem: ElemType::F64,
+                count: 40_000,
+            },
+            smooth.as_bytes().to_vec(),
+        ),
+        (
+            RegionInfo {
+                id: 4,
+                elem: ElemType::I32,
+                count: 0,
+            },
+            Vec::new(),
+        ),
+        (
+            RegionInfo {
+                id: 9,
+                elem: ElemType::Byte,
+                count: 100_000,
+            },
+            noise,
+        ),
+    ];
+    Fixture {
+        dir: tempfile::tempdir().unwrap(),
+        regions,
+    }
+}
+
+impl Fixture {
+    fn sources(&self) -> Vec<RegionSource<'_>> {
+        self.regions
+            .iter()
+            .map(|(info, bytes)| RegionSource { info: *info, bytes })
+            .collect()
+    }
+
+    fn write(&self, name: &str, zstd: Option<i32>) -> (std::path::PathBuf, Written) {
+        let spec = spec(zstd);
+        let layout = plan(&spec, &self.sources()).unwrap();
+        let mut sink = MemSink::default();
+        let written = write_checkpoint(&mut sink, &spec, &self.sources(), &layout).unwrap();
+        assert!(written.file_len <= layout.capacity);
+        sink.bytes.truncate(written.file_len as usize);
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, &sink.bytes).unwrap();
+        (path, written)
+    }
+
+    fn check_loads(&self, path: &Path) {
+        let file = CheckpointFile::open(path).unwrap();
+        assert_eq!(file.header().job_id, "unit");
+        assert_eq!(file.header().checkpoint_id, 7);
+        assert_eq!(file.header().rank, 1);
+        let infos: Vec<RegionInfo> = self.regions.iter().map(|r| r.0).collect();
+        assert_eq!(file.regions(), infos);
+        for (info, bytes) in &self.regions {
+            let mut out = vec![0u8; bytes.len()];
+            file.load_region(info.id, &mut out).unwrap();
+            assert_eq!(&out, bytes, "region {}", info.id);
+        }
+        assert!(file.verify().is_empty());
+    }
+}
+
+#[test]
+fn raw_round_trip() {
+    let f = fixture();
+    let (path, written) = f.write("raw.fck", None);
+    f.check_loads(&path);
+    let file = CheckpointFile::open(&path).unwrap();
+    assert_eq!(file.data_crc(), written.data_crc);
+    assert_eq!(written.raw_bytes, written.stored_bytes);
+    let mut wrong = vec![0u8; 3];
+    assert!(matches!(
+        file.load_region(0, &mut wrong).unwrap_err().kind,
+        FormatErrorKind::SizeMismatch { .. }
+    ));
+    assert!(matches!(
+        file.load_region(5, &mut wrong).unwrap_err().kind,
+        FormatErrorKind::NoRegion(5)
+    ));
+}
+
+#[test]
+fn zstd_round_trip_stores_noise_raw() {
+    let f = fixture();
+    let (path, written) = f.write("z.fck", Some(3));
+    f.check_loads(&path);
+    assert!(written.stored_bytes < written.raw_bytes);
+    let file = CheckpointFile::open(&path).unwrap();
+    let codecs: Vec<Codec> = file.chunks().iter().map(|c| c.codec).collect();
+    assert!(codecs.contains(&Codec::Zstd) && codecs.contains(&Codec::Raw));
+    assert_eq!(file.data_crc(), written.data_crc);
+}
+
+#[test]
+fn every_header_byte_is_protected() {
+    let f = fixture();
+    let (path, written) = f.write("h.fck", None);
+    let good = std::fs::read(&path).unwrap();
+    let header_len = CheckpointFile::open(&path).unwrap().header().header_len as usize;
+    let bad = f.dir.path().join("bad.fck");
+    for at in 0..header_len {
+        let mut b = good.clone();
+        b[at] ^= 0x10;
+        std::fs::write(&bad, &b).unwrap();
+        assert!(
+            CheckpointFile::open(&bad).is_err(),
+            "flip at {at} undetected"
+        );
+    }
+    assert_eq!(written.file_len as usize, good.len());
+}
+
+#[test]
+fn data_flips_are_found_by_load_and_verify() {
+    let f = fixture();
+    for zstd in [None, Some(3)] {
+        let (path, _) = f.write("d.fck", zstd);
+        let good = std::fs::read(&path).unwrap();
+        let file = CheckpointFile::open(&path).unwrap();
+        let chunks = file.chunks().to_vec();
+        drop(file);
+        for c in &chunks {
+            for at in [
+                c.offset,
+                c.offset + u64::from(c.stored_len) / 2,
+                c.offset + u64::from(c.stored_len) - 1,
+            ] {
+                let mut b = good.clone();
+                b[at as usize] ^= 0x01;
+                std::fs::write(&path, &b).unwrap();
+                let file = CheckpointFile::open(&path).unwrap();
+                let problems = file.verify();
+                assert_eq!(problems.len(), 1, "flip at {at}");
+                assert!(
+                    matches!(problems[0].kind, FormatErrorKind::ChunkCrc { chunk, .. } if chunk == c.index),
+                    "{}",
+                    problems[0]
+                );
+                let info = file.region(c.region).unwrap();
+                let mut out = vec![0u8; info.bytes() as usize];
+                assert!(file.load_region(c.region, &mut out).is_err());
+            }
+        }
+    }
+}
+
+#[test]
+fn truncation_and_trailing_bytes_are_detected() {
+    let f = fixture();
+    let (path, _) = f.write("t.fck", None);
+    let good = std::fs::read(&path).unwrap();
+    let cut = f.dir.path().join("cut.fck");
+    for len in [0, 5, 100, 159, 160, 4095, 4096, 5000, good.len() - 1] {
+        std::fs::write(&cut, &good[..len]).unwrap();
+        let err = CheckpointFile::open(&cut)
+            .err()
+            .unwrap_or_else(|| panic!("len {len} accepted"));
+        assert!(
+            matches!(err.kind, FormatErrorKind::Truncated { .. }),
+            "len {len}: {err}"
+        );
+        assert!(err.to_string().contains("cut.fck"));
+    }
+    let mut longer = good.clone();
+    longer.extend_from_slice(b"junk");
+    std::fs::write(&cut, &longer).unwrap();
+    assert!(matches!(
+        CheckpointFile::open(&cut).unwrap_err().kind,
+        FormatErrorKind::Inconsistent(_)
+    ));
+}
+
+#[test]
+fn garbage_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("g.fck");
+    let mut rng = fastrand::Rng::with_seed(99);
+    let f = fixture();
+    let (good_path, _) = f.write("good.fck", Some(1));
+    let good = std::fs::read(&good_path).unwrap();
+    for round in 0..400 {
+        let bytes: Vec<u8> = if round % 2 == 0 {
+            let len = rng.usize(..9000);
+            let mut b: Vec<u8> = (0..len).map(|_| rng.u8(..)).collect();
+            if round % 4 == 0 && b.len() >= 8 {
+                b[..8].copy_from_slice(&layout::MAGIC);
+            }
+            b
+        } else {
+            // A valid file with a few random bytes overwritten anywhere.
+            let mut b = good.clone();
+            for _ in 0..rng.usize(1..4) {
+                let at = rng.usize(..b.len());
+                b[at] = rng.u8(..);
+            }
+            b
+        };
+        std::fs::write(&path, &bytes).unwrap();
+        if let Ok(file) = CheckpointFile::open(&path) {
+            let _ = file.verify();
+            for info in file.regions() {
+                let mut out = vec![0u8; info.bytes() as usize];
+                let _ = file.load_region(info.id, &mut out);
+            }
+        }
+    }
+}
+
+#[test]
+fn plan_rejects_what_the_format_cannot_hold() {
+    let f = fixture();
+    let mut s = spec(None);
+    s.chunk_size = 1000;
+    assert!(plan(&s, &f.sources()).is_err());
+    let mut sources = f.sources();
+    sources.swap(0, 1);
+    assert!(plan(&spec(None), &sources).is_err());
+    let mut sources = f.sources();
+    sources[1].bytes = &sources[1].bytes[..8];
+    assert!(matches!(
+        plan(&spec(None), &sources),
+        Err(FormatErrorKind::SizeMismatch { region: 3, .. })
+    ));
+}
+
+#[test]
+fn metadata_detects_a_foreign_file() {
+    let f = fixture();
+    let (path, written) = f.write("m.fck", None);
+    let file = CheckpointFile::open(&path).unwrap();
+    let mut meta = Metadata {
+        format_version: VERSION,
+        job_id: "unit".into(),
+        checkpoint_id: 7,
+        level: 1,
+        rank: 1,
+        world_size: 4,
+        node: 0,
+        file: "m.fck".into(),
+        file_len: written.file_len,
+        header_crc: written.header_crc,
+        data_crc: written.data_crc,
+        raw_bytes: written.raw_bytes,
+        stored_bytes: written.stored_bytes,
+        compression: Compression::None,
+        regions: file.regions(),
+        created_unix_ms: 0,
+    };
+    meta.check_file(&file).unwrap();
+    let json = meta.to_json();
+    let back: Metadata = serde_json::from_slice(&json).unwrap();
+    assert_eq!(back, meta);
+    meta.checkpoint_id = 8;
+    let err = meta.check_file(&file).unwrap_err().to_string();
+    assert!(
+        err.contains("checkpoint id is 8 in the record but 7 in the file"),
+        "{err}"
+    );
+}

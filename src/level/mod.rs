@@ -1,0 +1,63 @@
+//! Checkpoint levels: where a checkpoint's copies live and how a copy is
+//! committed, listed and removed.
+//!
+//! | level | where | survives |
+//! |---|---|---|
+//! | L1 | node-local RAM-disk or SSD | the death of ranks (the node survives) |
+//! | L2 | L1 plus a copy on a partner node | a node, unless its partner fails too |
+//! | L3 | L1 plus Reed-Solomon parity over a node group | up to m nodes per group |
+//! | L4 | the global (parallel) file system | anything short of losing it |
+//!
+//! This module owns the directory layout and the commit protocol of each
+//! level. It knows nothing of the runtime: it is handed a rank's identity and
+//! the bytes to store.
+
+pub mod catalog;
+mod fsio;
+pub mod l1;
+mod slot;
+
+pub use fsio::StorageError;
+pub use l1::L1Store;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A checkpoint level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Level {
+    /// Node-local storage.
+    L1 = 1,
+    /// Partner copy.
+    L2 = 2,
+    /// Reed-Solomon encoded group.
+    L3 = 3,
+    /// Global file system.
+    L4 = 4,
+}
+
+impl Level {
+    /// The level number, 1 to 4.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "L{}", self.number())
+    }
+}
+
+/// Who is storing: a rank's identity as recorded in its files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Owner {
+    /// Job id.
+    pub job_id: String,
+    /// Rank.
+    pub rank: u32,
+    /// Ranks in the job.
+    pub world_size: u32,
+    /// Node the rank runs on.
+    pub node: u32,
+}

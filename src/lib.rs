@@ -1,0 +1,33 @@
+//! # frame
+//!
+//! frame keeps long-running parallel programs (bulk-synchronous: stencils,
+//! solvers, molecular dynamics) alive through process and node failures.
+//!
+//! A program protects the memory regions that make up its state, calls
+//! [`Checkpointer::snapshot`] in its main loop, and after a crash gets the same
+//! state back, bit for bit, from the newest checkpoint every rank can restore.
+//!
+//! Modules, one concept each:
+//! - [`config`]: TOML configuration with environment overrides.
+//! - [`region`]: protected memory regions.
+//! - [`format`](mod@format): the checkpoint file format and metadata records.
+//! - [`level`]: where checkpoint copies live and how they commit (L1 today).
+//! - [`recovery`]: the pure planner that picks the checkpoint to restore.
+//! - [`comm`]: the communication trait and its in-process implementation.
+//! - [`checkpoint`]: the [`Checkpointer`] API tying them together.
+
+#![warn(missing_docs)]
+
+pub mod checkpoint;
+pub mod comm;
+pub mod config;
+mod error;
+pub mod format;
+pub mod level;
+pub mod recovery;
+pub mod region;
+
+pub use checkpoint::{Checkpointer, Stats};
+pub use config::Config;
+pub use error::{Error, RankProblem, Result};
+pub use region::{Byte, ElemType, Protected, Region, RegionId, RegionInfo};

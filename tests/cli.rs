@@ -1,0 +1,113 @@
+//! `frame inspect` and `frame verify` on real checkpoint directories.
+
+mod common;
+
+use common::{config, frame_bin, ranks, run, scratch};
+use frame::comm::Comm;
+use frame::Checkpointer;
+use std::process::Command;
+use std::time::Duration;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn frame(args: &[&str], dir: &std::path::Path) -> (i32, String) {
+    let (status, out, err) = run(Command::new(frame_bin()).args(args).arg(dir), DEADLINE);
+    (status.code().unwrap_or(-1), out + &err)
+}
+
+fn write(dir: &std::path::Path, job: &str, compression: frame::config::Compression) {
+    let mut cfg = config(dir, job);
+    cfg.snapshot.compression = compression;
+    ranks(3, 2, move |comm| {
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let v = ckpt.protect(1, vec![0.5f64; 20_000 + comm.rank()]);
+        let _s = ckpt.protect(0, comm.rank() as u32);
+        for _ in 0..3 {
+            v.write()[0] += 1.0;
+            ckpt.snapshot().unwrap();
+        }
+    });
+}
+
+#[test]
+fn inspect_lists_checkpoints_regions_and_ratio() {
+    let dir = scratch();
+    write(dir.path(), "plain", frame::config::Compression::None);
+    write(dir.path(), "squeezed", frame::config::Compression::Zstd);
+    let (code, out) = frame(&["inspect", "--ranks"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("job plain, level L1, latest committed checkpoint: 3"),
+        "{out}"
+    );
+    assert!(out.contains("job squeezed, level L1"), "{out}");
+    assert!(out.contains("checkpoint 2: 3 of 3 rank record(s)"), "{out}");
+    assert!(!out.contains("checkpoint 1:"), "retention keeps 2:\n{out}");
+    assert!(
+        out.contains("region 1: f64 x 60003 (20000 to 20002 per rank)"),
+        "{out}"
+    );
+    assert!(out.contains("region 0: u32 x 3 (1 per rank)"), "{out}");
+    assert!(out.contains("compression zstd (ratio"), "{out}");
+    assert!(out.contains("rank 2: node 1"), "{out}");
+    let ratio: f64 = out
+        .lines()
+        .find(|l| l.contains("compression zstd"))
+        .and_then(|l| l.split("(ratio ").nth(1))
+        .and_then(|r| r.split(')').next())
+        .and_then(|r| r.parse().ok())
+        .expect("ratio");
+    assert!(ratio > 10.0, "constant data compresses well: {ratio}");
+
+    let (code, json) = frame(&["inspect", "--json"], dir.path());
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn verify_passes_sound_checkpoints_and_names_damage() {
+    let dir = scratch();
+    write(dir.path(), "v", frame::config::Compression::Zstd);
+    let (code, out) = frame(&["verify"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok: 6 file(s) in 2 checkpoint(s)"), "{out}");
+
+    let victim = dir
+        .path()
+        .join("v/l1/ckpt-00000000000000000003/rank-000002.fck");
+    let mut bytes = std::fs::read(&victim).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0xff;
+    std::fs::write(&victim, bytes).unwrap();
+    let (code, out) = frame(&["verify"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("CORRUPT") && out.contains("rank-000002.fck"),
+        "{out}"
+    );
+    assert!(out.contains("region 1, chunk"), "{out}");
+    assert!(out.contains("1 problem(s)"), "{out}");
+
+    std::fs::remove_file(
+        dir.path()
+            .join("v/l1/ckpt-00000000000000000002/rank-000001.fck"),
+    )
+    .unwrap();
+    let (code, out) = frame(&["verify"], dir.path());
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("rank-000001.meta.json: record without its data file"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_missing_directory_is_a_usage_error() {
+    let dir = scratch();
+    let (code, out) = frame(&["verify"], &dir.path().join("nope"));
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("cannot read") && out.contains("nope"), "{out}");
+    let (code, out) = frame(&["inspect"], &dir.path().join("nope"));
+    assert_eq!(code, 2, "{out}");
+}

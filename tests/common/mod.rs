@@ -1,0 +1,250 @@
+//! Helpers shared by the integration tests: temporary storage, rank threads
+//! and child processes, all with hard deadlines.
+#![allow(dead_code)]
+
+use frame::comm::LocalComm;
+use frame::config::{Config, Interval};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
+
+/// Deadline for one group of rank threads.
+pub const RANKS_DEADLINE: Duration = Duration::from_secs(120);
+/// Deadline for one child process.
+pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Serialises tests that start processes or move a lot of data, so they do
+/// not oversubscribe the machine's cores.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A temporary directory on tmpfs when the machine has one (removed on drop).
+pub fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::Builder::new()
+            .prefix("frame-test-")
+            .tempdir_in(shm)
+        {
+            return d;
+        }
+    }
+    tempfile::Builder::new()
+        .prefix("frame-test-")
+        .tempdir()
+        .expect("temp dir")
+}
+
+/// A configuration writing into `dir` for job `job`, checkpointing at every
+/// `snapshot()` call.
+pub fn config(dir: &Path, job: &str) -> Config {
+    let mut cfg = Config::default();
+    cfg.storage.local_dir = dir.to_path_buf();
+    cfg.job.id = job.into();
+    cfg.snapshot.interval = Interval::Calls(1);
+    cfg.snapshot.chunk_size = bytesize::ByteSize::kib(64);
+    cfg
+}
+
+/// Runs `f` on `size` rank threads (`per_node` ranks per virtual node) and
+/// returns their results in rank order. Fails the test if any rank panics or
+/// the ranks do not finish within [`RANKS_DEADLINE`].
+pub fn ranks<T, F>(size: usize, per_node: usize, f: F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(LocalComm) -> T + Send + Sync + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(LocalComm::run(size, per_node, f));
+    });
+    let results = rx
+        .recv_timeout(RANKS_DEADLINE)
+        .unwrap_or_else(|_| panic!("ranks did not finish within {RANKS_DEADLINE:?}"));
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(rank, r)| match r {
+            Ok(v) => v,
+            Err(p) => {
+                let msg = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                panic!("rank {rank} panicked: {msg}")
+            }
+        })
+        .collect()
+}
+
+/// A child process that is killed and reaped when dropped.
+pub struct ChildGuard {
+    pub child: Child,
+}
+
+impl ChildGuard {
+    pub fn spawn(cmd: &mut Command) -> Self {
+        Self {
+            child: cmd.spawn().expect("spawn child"),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Waits for the child to exit, failing the test after `deadline`.
+    pub fn wait(&mut self, deadline: Duration) -> ExitStatus {
+        match self.child.wait_timeout(deadline).expect("wait") {
+            Some(status) => status,
+            None => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("child {} did not exit within {deadline:?}", self.child.id());
+            }
+        }
+    }
+
+    /// Forwards the child's stdout, line by line, to the returned channel.
+    pub fn stdout_lines(&mut self) -> mpsc::Receiver<String> {
+        let out = self.child.stdout.take().expect("stdout piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        rx
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits on `lines` for one containing `needle`, failing after `deadline`.
+pub fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str, deadline: Duration) -> String {
+    let until = Instant::now() + deadline;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return line,
+            Ok(_) => {}
+            Err(_) => panic!("no line containing {needle:?} within {deadline:?}"),
+        }
+    }
+}
+
+/// Runs a command to completion with a deadline and returns (status, stdout, stderr).
+pub fn run(cmd: &mut Command, deadline: Duration) -> (ExitStatus, String, String) {
+    try_run(cmd, deadline).expect("spawn child")
+}
+
+/// Like [`run`], but returns the error if the command cannot be started.
+pub fn try_run(
+    cmd: &mut Command,
+    deadline: Duration,
+) -> std::io::Result<(ExitStatus, String, String)> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut guard = ChildGuard {
+        child: cmd.spawn()?,
+    };
+    let mut out = guard.child.stdout.take().expect("stdout");
+    let mut err = guard.child.stderr.take().expect("stderr");
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    let status = guard.wait(deadline);
+    Ok((
+        status,
+        out_t.join().unwrap_or_default(),
+        err_t.join().unwrap_or_default(),
+    ))
+}
+
+/// The `frame` command-line tool.
+pub fn frame_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_frame"))
+}
+
+/// Path of a compiled example, building it first if cargo has not.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join("examples").join(name);
+    if !path.exists() {
+        let release = profile_dir.ends_with("release");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--example", name]);
+        if release {
+            cmd.arg("--release");
+        }
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+        let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+        assert!(status.success(), "building example {name} failed:\n{err}");
+    }
+    path
+}
+
+/// A command running this test binary's ignored test `name` as a child
+/// process, with `FRAME_TEST_CHILD` set so the test knows it is the child.
+pub fn self_as_child(name: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().expect("test executable"));
+    cmd.args([
+        "--exact",
+        name,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("FRAME_TEST_CHILD", "1");
+    cmd
+}
+
+/// Whether this process is a child started by [`self_as_child`].
+pub fn is_child() -> bool {
+    std::env::var_os("FRAME_TEST_CHILD").is_some()
+}
+
+/// Recursively lists every file under `dir` (for leftovers checks).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
