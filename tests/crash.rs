@@ -197,6 +197,18 @@ fn a_process_killed_while_writing_leaves_the_previous_checkpoint() {
         Some(9)
     );
 
+    // The interrupted file is only a spare: what is on disk verifies clean.
+    let (st, out, _) = common::run(
+        Command::new(common::frame_bin())
+            .arg("verify")
+            .arg(dir.path()),
+        CHILD_DEADLINE,
+    );
+    assert!(
+        st.success() && out.contains("ok: 1 file(s) in 1 checkpoint(s)"),
+        "{out}"
+    );
+
     let cfg = config(dir.path(), "killed");
     let got = ranks(1, 1, move |comm| {
         let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();

@@ -118,13 +118,19 @@ pub fn plan(spec: &WriteSpec<'_>, regions: &[RegionSource<'_>]) -> Result<Layout
 }
 
 /// Writes a checkpoint file into `sink`, which must hold `layout.capacity`
-/// bytes. Returns the summary recorded in the metadata.
+/// bytes. `layout` must be what [`plan`] returned for the same spec and
+/// regions. Returns the summary recorded in the metadata.
 pub fn write_checkpoint(
     sink: &mut dyn Sink,
     spec: &WriteSpec<'_>,
     regions: &[RegionSource<'_>],
     layout: &Layout,
 ) -> Result<Written, FormatErrorKind> {
+    if plan(spec, regions)? != *layout {
+        return Err(FormatErrorKind::Inconsistent(
+            "layout was planned for other regions".into(),
+        ));
+    }
     let mut compressor = match spec.zstd_level {
         Some(level) => {
             let mut c = zstd::bulk::Compressor::new(level)?;

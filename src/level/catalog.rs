@@ -159,6 +159,40 @@ pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
     Ok(out)
 }
 
+/// Why a consistent file and record do not belong where they lie, if so:
+/// another job's directory, another checkpoint's or another rank's name.
+fn misplaced(
+    level: &LevelDir,
+    ckpt: &CheckpointDir,
+    rank: u32,
+    record: &Metadata,
+) -> Option<String> {
+    let job_dir = level
+        .path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy());
+    if let Some(job) = job_dir.filter(|j| *j != record.job_id.as_str()) {
+        return Some(format!(
+            "belongs to job `{}` but lies in the directory of job `{job}`",
+            record.job_id
+        ));
+    }
+    if record.checkpoint_id != ckpt.id {
+        return Some(format!(
+            "holds checkpoint {} but lies in checkpoint {}'s directory",
+            record.checkpoint_id, ckpt.id
+        ));
+    }
+    if record.rank != rank {
+        return Some(format!(
+            "holds rank {}'s data under rank {rank}'s name",
+            record.rank
+        ));
+    }
+    None
+}
+
 /// Checks every checkpoint under `levels`: each data file's header and every
 /// chunk CRC, each record against its file. Returns the problems and the
 /// number of data files checked.
@@ -208,6 +242,8 @@ pub fn verify(levels: &[LevelDir]) -> (Vec<Problem>, usize) {
                     Some(record) => {
                         if let Err(e) = record.check_file(&file) {
                             flag(data, e.kind.to_string());
+                        } else if let Some(why) = misplaced(level, ckpt, rank.rank, record) {
+                            flag(data, why);
                         }
                     }
                     None if rank.record_path.is_none() && committed => {

@@ -413,7 +413,13 @@ impl L1Store {
                 (Err(e), true) => inv.invalid.push((id, e.to_string())),
             }
         }
-        self.committed = inv.valid.iter().copied().collect();
+        // Damaged checkpoints age out through retention like the others.
+        self.committed = inv
+            .valid
+            .iter()
+            .copied()
+            .chain(inv.invalid.iter().map(|(id, _)| *id))
+            .collect();
         inv
     }
 
