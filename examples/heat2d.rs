@@ -1,18 +1,23 @@
 //! 2D heat diffusion (Jacobi iteration) with checkpoints, block-decomposed
 //! over ranks that exchange halos through frame's `Comm`.
 //!
-//! Run with no arguments for a demo. `--crash-at N` kills the whole process
-//! with SIGKILL after step N; running the same command again resumes from the
-//! newest checkpoint and prints the same final checksum as a run without the
-//! crash. The last line of output is `final checksum: 0x<16 hex digits>`, a
-//! hash of the whole final grid.
+//! Started on its own, heat2d launches itself under frame's embedded runtime
+//! (one daemon per virtual node, the ranks as separate processes); under
+//! `frame run` it is just the ranks. With no arguments it runs a demo: 4 ranks
+//! on 2 nodes plus a spare, one rank killed at step 1234, recovered online.
+//!
+//! `--crash-at N` kills the whole job with SIGKILL after step N; running the
+//! same command again resumes from the newest checkpoint and prints the same
+//! final checksum as a run without the crash. The last line of standard
+//! output is `final checksum: 0x<16 hex digits>`, a hash of the whole grid.
 
-use anyhow::{bail, Context};
+use anyhow::{bail, Context as _};
 use clap::Parser;
-use frame::comm::{Comm, LocalComm};
+use frame::comm::Comm;
 use frame::config::{Config, Interval, Source};
+use frame::runtime::{self, Context, LaunchArgs, Role};
 use frame::Checkpointer;
-use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 use zerocopy::IntoBytes;
 
@@ -31,22 +36,15 @@ struct Args {
     /// Checkpoint every this many steps (overrides snapshot.interval).
     #[arg(long)]
     every: Option<u64>,
-    /// Number of ranks (threads of this process).
-    #[arg(long, default_value_t = 4)]
-    ranks: usize,
-    /// Ranks per virtual node.
-    #[arg(long, default_value_t = 2)]
-    ranks_per_node: usize,
-    /// Kill this process with SIGKILL right after this step. Only a run that
+    /// Kill the whole job with SIGKILL right after this step. Only a run that
     /// did not recover crashes, so the same command run again resumes.
     #[arg(long)]
     crash_at: Option<u64>,
-    /// frame configuration file (default: $FRAME_CONFIG, else built-in defaults).
-    #[arg(long)]
-    config: Option<PathBuf>,
     /// Job id (default: the configured one, or "heat2d").
     #[arg(long)]
     job: Option<String>,
+    #[command(flatten)]
+    launch: LaunchArgs,
 }
 
 /// Message tags of the halo exchange, named by the direction of travel.
@@ -238,7 +236,7 @@ fn checksum(comm: &dyn Comm, args: &Args, block: &Block, u: &[f64]) -> anyhow::R
 }
 
 fn config(args: &Args) -> anyhow::Result<Config> {
-    let mut cfg = Config::load(args.config.as_deref())?;
+    let mut cfg = Config::load(args.launch.config.as_deref())?;
     if let Some(job) = &args.job {
         cfg.job.id = job.clone();
         cfg.mark_set_by_program("job.id");
@@ -257,14 +255,10 @@ fn config(args: &Args) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-/// What rank 0 reports at the end.
-struct Report {
-    checksum: Option<u64>,
-    recovered: Option<(u64, u64)>,
-    stats: frame::Stats,
-}
-
-fn rank_main(comm: &dyn Comm, args: &Args, cfg: &Config) -> anyhow::Result<Report> {
+/// The resilient function of every rank.
+fn rank_main(ctx: &mut Context<'_>, args: &Args, cfg: &Config) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let comm = ctx.comm();
     let block = Block::new(args, comm.rank(), comm.size());
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
@@ -274,18 +268,30 @@ fn rank_main(comm: &dyn Comm, args: &Args, cfg: &Config) -> anyhow::Result<Repor
     if ckpt.recovering() {
         let id = ckpt.recover()?;
         let expected = [args.nx as u64, args.ny as u64, comm.size() as u64];
-        if params.get() != expected {
+        let got = params.get();
+        if got != expected {
             bail!(
                 "checkpoint {id} in {} was made for a {}x{} grid on {} ranks, not {}x{} on {}; use another --job or remove it",
                 ckpt.local_dir().display(),
-                params.get()[0], params.get()[1], params.get()[2],
-                expected[0], expected[1], expected[2]
+                got[0], got[1], got[2], expected[0], expected[1], expected[2]
             );
         }
         recovered = Some((id, step.get()));
     }
+    if comm.rank() == 0 {
+        match (ctx.state(), recovered) {
+            (state, Some((id, at))) => println!(
+                "rank 0 entered {state} (epoch {}, failed ranks {:?}, failed nodes {:?}); recovered checkpoint {id} (step {at}) and resumed",
+                ctx.epoch(),
+                ctx.failed_ranks(),
+                ctx.failed_nodes()
+            ),
+            (state, None) => println!("rank 0 entered {state} (epoch {}); starting at step 0", ctx.epoch()),
+        }
+    }
     let mut next = grid.read().clone();
     while step.get() < args.steps {
+        ctx.fault_point(step.get())?;
         {
             let mut u = grid.write();
             block.exchange(comm, &mut u)?;
@@ -298,10 +304,16 @@ fn rank_main(comm: &dyn Comm, args: &Args, cfg: &Config) -> anyhow::Result<Repor
             && comm.rank() + 1 == comm.size()
         {
             eprintln!(
-                "heat2d: rank {} crashing the process at step {}",
+                "heat2d: rank {} crashing the whole job at step {}",
                 comm.rank(),
                 step.get()
             );
+            if let Some(pid) = ctx
+                .launcher_pid()
+                .and_then(|p| rustix::process::Pid::from_raw(p as i32))
+            {
+                rustix::process::kill_process(pid, rustix::process::Signal::KILL)?;
+            }
             rustix::process::kill_process(
                 rustix::process::getpid(),
                 rustix::process::Signal::KILL,
@@ -312,64 +324,100 @@ fn rank_main(comm: &dyn Comm, args: &Args, cfg: &Config) -> anyhow::Result<Repor
     let checksum = checksum(comm, args, &block, &grid.read())?;
     let stats = ckpt.stats().clone();
     ckpt.finalize()?;
-    Ok(Report {
-        checksum,
-        recovered,
-        stats,
-    })
+    if let Some(sum) = checksum {
+        let mean_ms = if stats.checkpoints > 0 {
+            stats.checkpoint_time.as_secs_f64() * 1e3 / stats.checkpoints as f64
+        } else {
+            0.0
+        };
+        println!(
+            "done in {:.2} s since the last entry; rank 0 wrote {} checkpoint(s), {:.2} ms each on average",
+            started.elapsed().as_secs_f64(),
+            stats.checkpoints,
+            mean_ms
+        );
+        println!("final checksum: {sum:#018x}");
+    }
+    Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
+/// Launches this program as a job under the embedded runtime.
+fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
+    let mut rank_args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let mut launch_args = args.launch.clone();
+    if rank_args.is_empty() {
+        // The demo: a spare node and one injected failure.
+        launch_args.spare_nodes = 1;
+        launch_args.inject = vec!["rank:2@iter=1234".parse().map_err(anyhow::Error::msg)?];
+        rank_args.push("--steps".into());
+        rank_args.push(args.steps.to_string().into());
+    }
+    let exe = std::env::current_exe()?;
+    let launch = launch_args.launch(exe, rank_args)?;
+    let size = launch.nodes * launch.ranks_per_node;
+    if size == 0 || args.nx < size || args.ny < size {
+        bail!("need at least one rank and a grid of at least one row and column per rank");
+    }
+    eprintln!(
+        "heat2d: {}x{} grid, {} steps, {size} ranks on {} node(s) + {} spare, checkpoints {} in {}/node-*/{}{}",
+        args.nx,
+        args.ny,
+        args.steps,
+        launch.nodes,
+        launch.spare_nodes,
+        cfg.snapshot.interval,
+        launch.local_dir.display(),
+        cfg.job.id,
+        if launch.injections.is_empty() {
+            String::new()
+        } else {
+            let specs: Vec<String> = launch.injections.iter().map(|i| i.to_string()).collect();
+            format!(", injecting {}", specs.join(" "))
+        }
+    );
+    let outcome = launch.run()?;
+    for r in &outcome.recoveries {
+        eprintln!(
+            "heat2d: failure {} ({} {:?}) recovered {} in {:.2} ms",
+            r.failure,
+            r.kind,
+            if r.kind == "node" {
+                &r.failed_nodes
+            } else {
+                &r.failed_ranks
+            },
+            if r.mode == runtime::RecoveryMode::Online {
+                "online"
+            } else {
+                "by redeploying"
+            },
+            r.runtime_recovery_ms
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let cfg = match config(&args).context("configuration") {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("heat2d: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    if runtime::role() != Role::Launcher {
+        return runtime::run(|ctx| rank_main(ctx, &args, &cfg));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let args = Args::parse();
-    if args.ranks == 0 || args.nx < args.ranks || args.ny < args.ranks {
-        bail!("need at least one rank and a grid of at least one row and column per rank");
-    }
-    let cfg = config(&args).context("configuration")?;
-    let nodes = args.ranks.div_ceil(args.ranks_per_node.max(1));
-    println!(
-        "heat2d: {}x{} grid, {} steps, {} ranks on {nodes} virtual node(s), checkpoints {} in {}/{}",
-        args.nx,
-        args.ny,
-        args.steps,
-        args.ranks,
-        cfg.snapshot.interval,
-        cfg.storage.local_dir.display(),
-        cfg.job.id
-    );
-    let started = Instant::now();
-    let results = LocalComm::run(args.ranks, args.ranks_per_node, |comm| {
-        rank_main(&comm, &args, &cfg)
-    });
-    let mut report = None;
-    for (rank, r) in results.into_iter().enumerate() {
-        match r {
-            Ok(Ok(rep)) if rank == 0 => report = Some(rep),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => bail!("rank {rank}: {e:#}"),
-            Err(_) => bail!("rank {rank} panicked"),
+    match launch(&args, &cfg) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("heat2d: {e:#}");
+            ExitCode::from(1)
         }
     }
-    let report = report.context("rank 0 produced no result")?;
-    if let Some((id, step)) = report.recovered {
-        println!("recovered checkpoint {id} (step {step}) and resumed");
-    }
-    let s = &report.stats;
-    let mean_ms = if s.checkpoints > 0 {
-        s.checkpoint_time.as_secs_f64() * 1e3 / s.checkpoints as f64
-    } else {
-        0.0
-    };
-    println!(
-        "done in {:.2} s; rank 0 wrote {} checkpoint(s), {:.2} ms each on average",
-        started.elapsed().as_secs_f64(),
-        s.checkpoints,
-        mean_ms
-    );
-    let checksum = report.checksum.context("rank 0 computed no checksum")?;
-    println!("final checksum: {checksum:#018x}");
-    Ok(())
 }

@@ -26,6 +26,7 @@ pub mod format;
 pub mod level;
 pub mod recovery;
 pub mod region;
+pub mod runtime;
 
 pub use checkpoint::{Checkpointer, Stats};
 pub use config::Config;

@@ -38,8 +38,9 @@ fn checksum(out: &str) -> String {
     hex.to_string()
 }
 
-fn fault_free(dir: &Path, ranks: &str) -> String {
-    let (status, out) = heat2d(dir, &["--ranks", ranks], &[]);
+/// Runs heat2d fault-free on `nodes` x `per_node` ranks.
+fn fault_free(dir: &Path, nodes: &str, per_node: &str) -> String {
+    let (status, out) = heat2d(dir, &["--nodes", nodes, "--ranks-per-node", per_node], &[]);
     assert!(status.success(), "{out}");
     checksum(&out)
 }
@@ -48,17 +49,17 @@ fn fault_free(dir: &Path, ranks: &str) -> String {
 fn the_checksum_does_not_depend_on_the_decomposition() {
     let _g = serial();
     let dir = scratch();
-    let four = fault_free(dir.path(), "4");
-    assert_eq!(fault_free(dir.path(), "1"), four);
-    assert_eq!(fault_free(dir.path(), "3"), four);
+    let four = fault_free(dir.path(), "2", "2");
+    assert_eq!(fault_free(dir.path(), "1", "1"), four);
+    assert_eq!(fault_free(dir.path(), "3", "1"), four);
     // finalize removed every checkpoint of the job.
     assert!(common::files_under(dir.path()).is_empty());
 }
 
 fn crash_and_recover(env: &[(&str, &str)], crash_at: &str, expect_recovery: Option<&str>) {
     let dir = scratch();
-    let reference = fault_free(dir.path(), "4");
-    let args = ["--ranks", "4", "--crash-at", crash_at];
+    let reference = fault_free(dir.path(), "2", "2");
+    let args = ["--nodes", "2", "--crash-at", crash_at];
     let (status, out) = heat2d(dir.path(), &args, env);
     assert_eq!(
         status.signal(),

@@ -5,7 +5,7 @@
 //! partial results in an order fixed by the tree, so floating point sums are
 //! reproducible for a given number of ranks.
 
-use super::{check_rank, Comm, CommError, CommResult, Rank, ReduceOp};
+use super::{check_rank, Bytes, Comm, CommError, CommResult, Rank, ReduceOp};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 /// Tags at or above 2^32 belong to frame's collectives.
@@ -41,7 +41,7 @@ pub(super) fn broadcast<C: Comm + ?Sized>(
     while mask < size {
         if vrank & mask != 0 {
             let parent = (vrank - mask + root) % size;
-            *data = comm.recv_tagged(parent, TAG_BCAST)?;
+            *data = Vec::from(comm.recv_tagged(parent, TAG_BCAST)?);
             break;
         }
         mask <<= 1;
@@ -158,7 +158,7 @@ pub(super) fn gather<C: Comm + ?Sized>(
     comm: &C,
     data: &[u8],
     root: Rank,
-) -> CommResult<Option<Vec<Vec<u8>>>> {
+) -> CommResult<Option<Vec<Bytes>>> {
     check_rank(comm, root)?;
     if comm.rank() != root {
         comm.send_tagged(root, TAG_GATHER, data)?;
@@ -167,7 +167,7 @@ pub(super) fn gather<C: Comm + ?Sized>(
     let mut all = Vec::with_capacity(comm.size());
     for src in 0..comm.size() {
         if src == root {
-            all.push(data.to_vec());
+            all.push(Bytes::copy_from_slice(data));
         } else {
             all.push(comm.recv_tagged(src, TAG_GATHER)?);
         }
@@ -175,7 +175,7 @@ pub(super) fn gather<C: Comm + ?Sized>(
     Ok(Some(all))
 }
 
-pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
+pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<Vec<Bytes>> {
     let gathered = gather(comm, data, 0)?;
     // Two broadcasts: the lengths, then the concatenated contributions.
     let (mut lens, mut joined) = match &gathered {
@@ -201,12 +201,9 @@ pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<
             expected: usize::try_from(total).unwrap_or(usize::MAX),
         });
     }
-    let mut rest = joined.as_slice();
-    let mut parts = Vec::with_capacity(sizes.len());
-    for len in sizes {
-        let (head, tail) = rest.split_at(len as usize);
-        parts.push(head.to_vec());
-        rest = tail;
-    }
-    Ok(parts)
+    let mut rest = Bytes::from(joined);
+    Ok(sizes
+        .into_iter()
+        .map(|len| rest.split_to(len as usize))
+        .collect())
 }

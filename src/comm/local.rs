@@ -6,7 +6,7 @@
 //! finished or unwound), the rank is marked departed and blocked receivers
 //! waiting on it get [`CommError::PeerFailed`] instead of hanging.
 
-use super::{check_rank, Comm, CommError, CommResult, NodeId, Rank};
+use super::{check_rank, Bytes, Comm, CommError, CommResult, NodeId, Rank};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 struct Envelope {
     src: Rank,
     tag: u64,
-    data: Vec<u8>,
+    data: Bytes,
 }
 
 #[derive(Default)]
@@ -124,13 +124,13 @@ impl Comm for LocalComm {
         mailbox.lock().push_back(Envelope {
             src: self.rank,
             tag,
-            data: data.to_vec(),
+            data: Bytes::copy_from_slice(data),
         });
         mailbox.ready.notify_all();
         Ok(())
     }
 
-    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Vec<u8>> {
+    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes> {
         check_rank(self, src)?;
         let mailbox = &self.world.mailboxes[self.rank];
         let mut queue = mailbox.lock();
@@ -186,7 +186,7 @@ mod tests {
                 assert_eq!(v[3], (1u64 << n) - 1);
                 assert_eq!(b, vec![7u8; 3]);
                 let expect: Vec<Vec<u8>> = (0..size).map(|r| vec![r as u8; 2]).collect();
-                assert_eq!(g, expect);
+                assert_eq!(g.iter().map(|b| b.to_vec()).collect::<Vec<_>>(), expect);
             }
         }
     }
@@ -218,9 +218,9 @@ mod tests {
                 Vec::new()
             }
             _ => vec![
-                c.recv(0, 6).unwrap(),
-                c.recv(1, 5).unwrap(),
-                c.recv(0, 5).unwrap(),
+                c.recv(0, 6).unwrap().to_vec(),
+                c.recv(1, 5).unwrap().to_vec(),
+                c.recv(0, 5).unwrap().to_vec(),
             ],
         });
         assert_eq!(out[2], vec![b"a6".to_vec(), b"b5".to_vec(), b"a5".to_vec()]);

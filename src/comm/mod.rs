@@ -12,7 +12,9 @@
 
 mod collective;
 mod local;
+pub mod net;
 
+pub use bytes::Bytes;
 pub use local::LocalComm;
 
 /// A rank: the index of a process in a communicator, `0..size`.
@@ -114,14 +116,15 @@ pub trait Comm: Send {
     /// low 32 bits; frame's collectives use tags at or above 2^32.
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()>;
     /// Transport primitive: receives the next message from `src` with `tag`.
-    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Vec<u8>>;
+    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes>;
 
     /// Sends a byte message to `dest` (eager: does not wait for the receiver).
     fn send(&self, dest: Rank, tag: Tag, data: &[u8]) -> CommResult<()> {
         self.send_tagged(dest, u64::from(tag), data)
     }
-    /// Receives the next byte message from `src` carrying `tag`.
-    fn recv(&self, src: Rank, tag: Tag) -> CommResult<Vec<u8>> {
+    /// Receives the next byte message from `src` carrying `tag`. The bytes
+    /// are handed over without a copy.
+    fn recv(&self, src: Rank, tag: Tag) -> CommResult<Bytes> {
         self.recv_tagged(src, u64::from(tag))
     }
     /// Blocks until every rank has entered the barrier.
@@ -142,11 +145,11 @@ pub trait Comm: Send {
     }
     /// Collects every rank's `data` at `root`, in rank order. Returns `Some` on
     /// the root and `None` elsewhere.
-    fn gather(&self, data: &[u8], root: Rank) -> CommResult<Option<Vec<Vec<u8>>>> {
+    fn gather(&self, data: &[u8], root: Rank) -> CommResult<Option<Vec<Bytes>>> {
         collective::gather(self, data, root)
     }
     /// Collects every rank's `data` on every rank, in rank order.
-    fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Vec<u8>>> {
+    fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Bytes>> {
         collective::all_gather(self, data)
     }
 }

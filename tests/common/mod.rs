@@ -248,3 +248,106 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Pids of live processes whose environment mentions `marker` (the job's
+/// run directory appears in the environment of its daemons and ranks).
+pub fn processes_mentioning(marker: &Path) -> Vec<i32> {
+    let needle = marker.as_os_str().as_encoded_bytes().to_vec();
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() as i32 {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(e.path().join("environ")) {
+            if env.windows(needle.len()).any(|w| w == needle.as_slice()) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Waits (with a deadline) for every process of a finished job to be gone,
+/// and fails the test if one survives. Waits on process exit events (pidfd).
+pub fn assert_no_survivors(marker: &Path, deadline: Duration) {
+    let until = Instant::now() + deadline;
+    for pid in processes_mentioning(marker) {
+        let Some(p) = rustix::process::Pid::from_raw(pid) else {
+            continue;
+        };
+        let Ok(fd) = rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()) else {
+            continue; // already gone
+        };
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let left = until.saturating_duration_since(Instant::now());
+        let ts = rustix::event::Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: left.subsec_nanos() as i64,
+        };
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+    let left: Vec<i32> = processes_mentioning(marker);
+    assert!(left.is_empty(), "processes outlived the job: {left:?}");
+}
+
+/// The outcome of one `frame run`.
+pub struct Job {
+    pub status: ExitStatus,
+    /// Standard output and standard error, one after the other.
+    pub out: String,
+    /// The recovery metrics, one JSON object per line of the metrics file.
+    pub metrics: Vec<serde_json::Value>,
+}
+
+/// Runs `frame run ARGS -- PROGRAM PROGRAM_ARGS` with its run, node-local and
+/// metrics paths inside `scratch`, a hard deadline, and afterwards checks
+/// that no process of the job survived and its socket directory is gone.
+pub fn frame_run(scratch: &Path, args: &[&str], program: &Path, program_args: &[&str]) -> Job {
+    let run = scratch.join("run");
+    let local = scratch.join("local");
+    let metrics = scratch.join("metrics.jsonl");
+    let _ = std::fs::remove_file(&metrics);
+    let mut cmd = Command::new(frame_bin());
+    cmd.arg("run")
+        .arg("--run-dir")
+        .arg(&run)
+        .arg("--metrics")
+        .arg(&metrics)
+        .args(args)
+        .arg("--")
+        .arg(program)
+        .args(program_args)
+        .env("FRAME_STORAGE_LOCAL_DIR", &local);
+    let (status, out, err) = run_with_deadline(&mut cmd);
+    assert_no_survivors(&run, Duration::from_secs(30));
+    let left: Vec<_> = std::fs::read_dir(&run)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "the job left {left:?} in its run directory"
+    );
+    let metrics = std::fs::read_to_string(&metrics)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("metrics line is JSON"))
+        .collect();
+    Job {
+        status,
+        out: out + &err,
+        metrics,
+    }
+}
+
+fn run_with_deadline(cmd: &mut Command) -> (ExitStatus, String, String) {
+    run(cmd, Duration::from_secs(240))
+}

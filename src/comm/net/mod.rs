@@ -1,0 +1,264 @@
+//! [`NetComm`]: the communicator of ranks that are separate processes.
+//!
+//! Each rank process owns a [`Hub`] (its mailbox) and a listener (see
+//! [`listen`]) served by a background tokio runtime: one task per incoming
+//! connection decodes frames and drops them into the hub. Sends are written
+//! by the calling thread straight onto a lazily opened connection to the
+//! peer, which is eager in practice because every peer's readers drain their
+//! sockets into memory.
+//!
+//! Every message carries the epoch it was sent in. A communicator belongs to
+//! one epoch: it only ever receives messages of that epoch, and the hub
+//! discards older ones. When the runtime starts a recovery it interrupts the
+//! hub: every call in progress or to come on the old communicator fails with
+//! [`CommError::Interrupted`], and blocked receives wake up.
+//!
+//! Addresses are Unix-domain sockets on one machine or TCP anywhere
+//! ([`Endpoint`]).
+
+mod listen;
+mod wire;
+
+pub use listen::{listen, Bind};
+
+use super::{check_rank, Bytes, Comm, CommError, CommResult, NodeId, Rank};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Where a rank listens for messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Endpoint {
+    /// A Unix-domain socket (ranks on the same machine).
+    Unix(PathBuf),
+    /// A TCP address.
+    Tcp(SocketAddr),
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
+            Endpoint::Tcp(a) => write!(f, "tcp:{a}"),
+        }
+    }
+}
+
+struct Envelope {
+    epoch: u64,
+    src: Rank,
+    tag: u64,
+    data: Bytes,
+}
+
+struct HubState {
+    /// Messages of epochs below this are discarded.
+    epoch: u64,
+    /// Set when the runtime starts a recovery into this (newer) epoch.
+    interrupt: Option<u64>,
+    queue: VecDeque<Envelope>,
+}
+
+/// A rank process's mailbox, shared by its communicators and its readers.
+pub struct Hub {
+    state: Mutex<HubState>,
+    ready: Condvar,
+}
+
+impl Hub {
+    /// An empty hub at epoch 0.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(HubState {
+                epoch: 0,
+                interrupt: None,
+                queue: VecDeque::new(),
+            }),
+            ready: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Accepts a message from a reader; messages of past epochs are dropped.
+    fn deliver(&self, env: Envelope) {
+        let mut s = self.lock();
+        if env.epoch >= s.epoch {
+            s.queue.push_back(env);
+            drop(s);
+            self.ready.notify_all();
+        }
+    }
+
+    /// Starts a recovery into `epoch`: calls on communicators of older epochs
+    /// fail with [`CommError::Interrupted`] from now on.
+    pub fn interrupt(&self, epoch: u64) {
+        let mut s = self.lock();
+        if s.interrupt.is_none_or(|e| e < epoch) {
+            s.interrupt = Some(epoch);
+        }
+        drop(s);
+        self.ready.notify_all();
+    }
+
+    /// The epoch of the pending recovery, if one was started.
+    pub fn interrupted(&self) -> Option<u64> {
+        self.lock().interrupt
+    }
+
+    /// Enters `epoch`: older messages are discarded and a pending interrupt
+    /// for an epoch at or below it is cleared.
+    pub fn begin_epoch(&self, epoch: u64) {
+        let mut s = self.lock();
+        s.epoch = s.epoch.max(epoch);
+        let floor = s.epoch;
+        s.queue.retain(|m| m.epoch >= floor);
+        if s.interrupt.is_some_and(|e| e <= floor) {
+            s.interrupt = None;
+        }
+    }
+}
+
+/// An outgoing connection to one peer.
+enum Link {
+    Unix(std::os::unix::net::UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl Link {
+    fn connect(to: &Endpoint) -> io::Result<Self> {
+        match to {
+            Endpoint::Unix(path) => Ok(Link::Unix(std::os::unix::net::UnixStream::connect(path)?)),
+            Endpoint::Tcp(addr) => {
+                let s = std::net::TcpStream::connect(addr)?;
+                s.set_nodelay(true)?;
+                Ok(Link::Tcp(s))
+            }
+        }
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Link::Unix(s) => s,
+            Link::Tcp(s) => s,
+        }
+    }
+}
+
+/// The communicator of one epoch of a multi-process job.
+pub struct NetComm {
+    rank: Rank,
+    node: NodeId,
+    epoch: u64,
+    hub: Arc<Hub>,
+    table: Arc<Vec<Endpoint>>,
+    links: Vec<Mutex<Option<Link>>>,
+}
+
+impl NetComm {
+    /// A communicator for `epoch`, reaching rank `r` at `table[r]`.
+    pub fn new(
+        rank: Rank,
+        node: NodeId,
+        epoch: u64,
+        hub: Arc<Hub>,
+        table: Arc<Vec<Endpoint>>,
+    ) -> Self {
+        hub.begin_epoch(epoch);
+        let links = table.iter().map(|_| Mutex::new(None)).collect();
+        Self {
+            rank,
+            node,
+            epoch,
+            hub,
+            table,
+            links,
+        }
+    }
+
+    /// The epoch this communicator belongs to.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn check_interrupt(&self) -> CommResult<()> {
+        match self.hub.interrupted() {
+            Some(epoch) if epoch > self.epoch => Err(CommError::Interrupted { epoch }),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Comm for NetComm {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.table.len()
+    }
+
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {
+        check_rank(self, dest)?;
+        self.check_interrupt()?;
+        if dest == self.rank {
+            self.hub.deliver(Envelope {
+                epoch: self.epoch,
+                src: self.rank,
+                tag,
+                data: Bytes::copy_from_slice(data),
+            });
+            return Ok(());
+        }
+        let mut link = self.links[dest].lock().unwrap_or_else(|e| e.into_inner());
+        let failed = |e: io::Error| {
+            self.check_interrupt().err().unwrap_or_else(|| {
+                tracing::debug!(dest, error = %e, "send failed");
+                CommError::PeerFailed { rank: dest }
+            })
+        };
+        if link.is_none() {
+            *link = Some(Link::connect(&self.table[dest]).map_err(failed)?);
+        }
+        let result = match link.as_mut() {
+            Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, data),
+            None => Ok(()),
+        };
+        if let Err(e) = result {
+            *link = None;
+            return Err(failed(e));
+        }
+        Ok(())
+    }
+
+    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes> {
+        check_rank(self, src)?;
+        let mut s = self.hub.lock();
+        loop {
+            if let Some(epoch) = s.interrupt.filter(|e| *e > self.epoch) {
+                return Err(CommError::Interrupted { epoch });
+            }
+            let found = s
+                .queue
+                .iter()
+                .position(|m| m.src == src && m.tag == tag && m.epoch == self.epoch);
+            if let Some(m) = found.and_then(|pos| s.queue.remove(pos)) {
+                return Ok(m.data);
+            }
+            s = self.hub.ready.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

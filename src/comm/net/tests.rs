@@ -1,0 +1,177 @@
+//! Multi-rank tests of the socket communicator, ranks as threads of the test.
+
+use super::*;
+use crate::comm::ReduceOp;
+use std::time::Duration;
+
+struct World {
+    rt: tokio::runtime::Runtime,
+    hubs: Vec<Arc<Hub>>,
+    table: Arc<Vec<Endpoint>>,
+    _dir: tempfile::TempDir,
+}
+
+fn world(n: usize, tcp: bool) -> World {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let hubs: Vec<Arc<Hub>> = (0..n).map(|_| Hub::new()).collect();
+    let table = hubs
+        .iter()
+        .enumerate()
+        .map(|(r, hub)| {
+            let bind = if tcp {
+                Bind::Tcp("127.0.0.1".parse().unwrap())
+            } else {
+                Bind::Unix(dir.path().join(format!("r{r}.sock")))
+            };
+            rt.block_on(listen(bind, Arc::clone(hub))).unwrap()
+        })
+        .collect();
+    World {
+        rt,
+        hubs,
+        table: Arc::new(table),
+        _dir: dir,
+    }
+}
+
+impl World {
+    fn comm(&self, rank: usize, epoch: u64) -> NetComm {
+        NetComm::new(
+            rank,
+            rank as u32 / 2,
+            epoch,
+            Arc::clone(&self.hubs[rank]),
+            Arc::clone(&self.table),
+        )
+    }
+
+    /// Runs `f` on every rank (one thread each) in `epoch`.
+    fn run<T: Send>(&self, epoch: u64, f: impl Fn(NetComm) -> T + Sync) -> Vec<T> {
+        let _guard = self.rt.enter();
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..self.hubs.len())
+                .map(|r| {
+                    let comm = self.comm(r, epoch);
+                    let f = &f;
+                    s.spawn(move || f(comm))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+}
+
+#[test]
+fn collectives_work_over_unix_and_tcp_sockets() {
+    for tcp in [false, true] {
+        let w = world(5, tcp);
+        let out = w.run(1, |c| {
+            let mut v = [c.rank() as u64 + 1];
+            c.all_reduce_u64(&mut v, ReduceOp::Sum).unwrap();
+            let g = c.all_gather(&[c.rank() as u8]).unwrap();
+            let mut b = if c.rank() == 2 {
+                b"from two".to_vec()
+            } else {
+                Vec::new()
+            };
+            c.broadcast(&mut b, 2).unwrap();
+            c.barrier().unwrap();
+            (v[0], g.iter().map(|x| x[0]).collect::<Vec<_>>(), b)
+        });
+        for (sum, gathered, b) in out {
+            assert_eq!(sum, 15);
+            assert_eq!(gathered, vec![0, 1, 2, 3, 4]);
+            assert_eq!(b, b"from two");
+        }
+    }
+}
+
+#[test]
+fn large_messages_arrive_intact() {
+    let w = world(2, false);
+    let big: Vec<u8> = (0..(16 << 20)).map(|i: u32| (i % 251) as u8).collect();
+    let out = w.run(1, |c| {
+        if c.rank() == 0 {
+            c.send(1, 9, &big).unwrap();
+            c.recv(1, 10).unwrap().len()
+        } else {
+            let got = c.recv(0, 9).unwrap();
+            assert!(got == big);
+            c.send(0, 10, &got).unwrap();
+            got.len()
+        }
+    });
+    assert_eq!(out, vec![16 << 20, 16 << 20]);
+}
+
+#[test]
+fn an_interrupt_wakes_blocked_calls_and_stops_new_ones() {
+    let w = world(2, false);
+    let hub = Arc::clone(&w.hubs[1]);
+    let out = w.run(1, |c| {
+        if c.rank() == 1 {
+            // Blocks until the interrupt below.
+            let e = c.recv(0, 1).unwrap_err();
+            let s = c.send(0, 1, b"x").unwrap_err();
+            (e.to_string(), s.to_string())
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+            hub.interrupt(2);
+            (String::new(), String::new())
+        }
+    });
+    assert_eq!(out[1].0, "interrupted by recovery (new epoch 2)");
+    assert_eq!(out[1].1, "interrupted by recovery (new epoch 2)");
+}
+
+#[test]
+fn messages_of_an_old_epoch_are_never_delivered_in_a_new_one() {
+    let w = world(2, false);
+    // Epoch 1: rank 0 sends, rank 1 never receives it.
+    w.run(1, |c| {
+        if c.rank() == 0 {
+            c.send(1, 7, b"stale").unwrap();
+        }
+    });
+    // Make sure the stale frame reached rank 1's hub before the epoch changes.
+    w.run(1, |c| c.barrier().unwrap());
+    w.hubs[1].interrupt(2);
+    // Epoch 2: the same tag carries new content.
+    let out = w.run(2, |c| {
+        if c.rank() == 0 {
+            c.send(1, 7, b"fresh").unwrap();
+            Vec::new()
+        } else {
+            c.recv(0, 7).unwrap().to_vec()
+        }
+    });
+    assert_eq!(out[1], b"fresh");
+}
+
+#[test]
+fn messages_from_a_newer_epoch_wait_for_it() {
+    let w = world(2, false);
+    // Rank 0 already entered epoch 3 and sends; rank 1 is still in epoch 2.
+    let _c1 = w.comm(1, 2);
+    {
+        let _g = w.rt.enter();
+        w.comm(0, 3).send(1, 4, b"early").unwrap();
+    }
+    // Wait (with a deadline) until the frame reached rank 1's hub.
+    let hub = &w.hubs[1];
+    let state = hub.lock();
+    let (state, timeout) = hub
+        .ready
+        .wait_timeout_while(state, Duration::from_secs(30), |s| s.queue.is_empty())
+        .unwrap();
+    assert!(!timeout.timed_out(), "the frame never arrived");
+    drop(state);
+    // Rank 1 enters epoch 3 and finds it.
+    let got = w.comm(1, 3).recv(0, 4).unwrap();
+    assert_eq!(&got[..], b"early");
+}

@@ -1,0 +1,157 @@
+//! The frame that carries one message between ranks.
+//!
+//! Every message is a 32-byte header followed by the payload. The header ends
+//! with the payload length, and the framing is tokio-util's
+//! [`LengthDelimitedCodec`] configured to find that length field at offset 24
+//! and to keep the header in the frame. Writers send the header struct and the
+//! payload with one vectored write, so the payload is never copied in user
+//! space; readers get each frame in one buffer and split the payload off
+//! without copying either.
+
+use bytes::{Bytes, BytesMut};
+use std::io::{self, IoSlice, Write};
+use tokio_util::codec::LengthDelimitedCodec;
+use zerocopy::little_endian::{U32, U64};
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
+
+/// The fixed header in front of every payload.
+#[derive(Clone, Copy, FromBytes, IntoBytes, Immutable, KnownLayout, Unaligned)]
+#[repr(C)]
+pub(crate) struct WireHeader {
+    /// Runtime epoch the message was sent in.
+    pub epoch: U64,
+    /// Message tag (user tags below 2^32, collectives above).
+    pub tag: U64,
+    /// Sending rank.
+    pub src: U32,
+    /// Zero.
+    pub reserved: U32,
+    /// Payload length (the codec's length field).
+    pub len: U64,
+}
+
+/// Size of [`WireHeader`].
+pub(crate) const HEADER_LEN: usize = std::mem::size_of::<WireHeader>();
+const _: () = assert!(HEADER_LEN == 32);
+
+/// Largest payload accepted from a peer (bounds allocation on bad input).
+pub(crate) const MAX_PAYLOAD: usize = 1 << 40;
+
+/// The codec that splits a byte stream into frames (header + payload).
+pub(crate) fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_offset(HEADER_LEN - 8)
+        .length_field_type::<u64>()
+        .little_endian()
+        // The frame handed out starts at the header (nothing skipped), and the
+        // length field counts only the payload: add the header to it.
+        .length_adjustment(HEADER_LEN as isize)
+        .num_skip(0)
+        .max_frame_length(HEADER_LEN + MAX_PAYLOAD)
+        .new_codec()
+}
+
+/// A decoded message.
+pub(crate) struct Frame {
+    pub epoch: u64,
+    pub tag: u64,
+    pub src: u32,
+    pub payload: Bytes,
+}
+
+/// Splits a codec frame into its header fields and payload (no copy).
+pub(crate) fn decode(mut frame: BytesMut) -> io::Result<Frame> {
+    let payload = frame.split_off(HEADER_LEN.min(frame.len())).freeze();
+    let header = WireHeader::read_from_bytes(&frame[..])
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "short frame header"))?;
+    if header.len.get() != payload.len() as u64 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame length disagrees with its header",
+        ));
+    }
+    Ok(Frame {
+        epoch: header.epoch.get(),
+        tag: header.tag.get(),
+        src: header.src.get(),
+        payload,
+    })
+}
+
+/// Writes one frame: the header, then the payload, with vectored writes.
+pub(crate) fn write_frame(
+    out: &mut dyn Write,
+    epoch: u64,
+    tag: u64,
+    src: u32,
+    payload: &[u8],
+) -> io::Result<()> {
+    let mut header = WireHeader::new_zeroed();
+    header.epoch.set(epoch);
+    header.tag.set(tag);
+    header.src.set(src);
+    header.len.set(payload.len() as u64);
+    let mut bufs = [IoSlice::new(header.as_bytes()), IoSlice::new(payload)];
+    let mut slices = &mut bufs[..];
+    while !slices.is_empty() {
+        match out.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_util::codec::Decoder;
+
+    #[test]
+    fn frames_written_are_the_frames_the_codec_reads() {
+        let mut stream = Vec::new();
+        write_frame(&mut stream, 7, 1 << 33, 3, b"hello").unwrap();
+        write_frame(&mut stream, 8, 5, 0, b"").unwrap();
+        let big = vec![0xabu8; 100_000];
+        write_frame(&mut stream, 9, 6, 1, &big).unwrap();
+        let mut buf = BytesMut::from(&stream[..]);
+        let mut codec = codec();
+        let a = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+        assert_eq!(
+            (a.epoch, a.tag, a.src, &a.payload[..]),
+            (7, 1 << 33, 3, &b"hello"[..])
+        );
+        let b = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+        assert_eq!((b.epoch, b.payload.len()), (8, 0));
+        let c = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+        assert_eq!(c.payload, big);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_partial_frame_waits_for_more_bytes() {
+        let mut stream = Vec::new();
+        write_frame(&mut stream, 1, 2, 3, &[9u8; 50]).unwrap();
+        let mut codec = codec();
+        let mut buf = BytesMut::from(&stream[..40]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(&stream[40..]);
+        assert_eq!(
+            decode(codec.decode(&mut buf).unwrap().unwrap())
+                .unwrap()
+                .payload
+                .len(),
+            50
+        );
+    }
+
+    #[test]
+    fn absurd_lengths_are_refused() {
+        let mut header = WireHeader::new_zeroed();
+        header.len.set(u64::MAX);
+        let mut buf = BytesMut::from(header.as_bytes());
+        assert!(codec().decode(&mut buf).is_err());
+    }
+}

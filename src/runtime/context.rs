@@ -1,0 +1,123 @@
+//! [`Context`]: what the resilient function knows about its run.
+
+use super::agent::Agent;
+use super::inject::{Injection, Target};
+use super::proto::FromRank;
+use super::State;
+use crate::comm::{Comm, CommError};
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The fault injections a rank may trigger itself.
+pub(crate) struct Faults<'a> {
+    pub(crate) agent: &'a Agent,
+    pub(crate) injections: &'a [(u32, Injection)],
+    pub(crate) fired: RefCell<BTreeSet<u32>>,
+}
+
+/// Kills this process (SIGKILL), never returning.
+pub(crate) fn die() -> ! {
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    loop {
+        std::thread::park();
+    }
+}
+
+impl Faults<'_> {
+    /// Fires injection `idx`: tells the root (so it never fires again) and
+    /// kills this rank, or this rank's whole node.
+    pub(crate) fn fire(&self, idx: u32, inj: &Injection) -> ! {
+        self.fired.borrow_mut().insert(idx);
+        self.agent.send_flushed(FromRank::Fired { injection: idx });
+        if let Target::Nodes(_) = inj.target {
+            // The daemon leads the node's process group.
+            if let Some(daemon) = rustix::process::getppid() {
+                let _ = rustix::process::kill_process_group(daemon, rustix::process::Signal::KILL);
+            }
+        }
+        die()
+    }
+}
+
+/// What the resilient function gets on every (re-)entry.
+pub struct Context<'a> {
+    pub(crate) comm: &'a dyn Comm,
+    pub(crate) state: State,
+    pub(crate) epoch: u64,
+    pub(crate) failed_ranks: Vec<u32>,
+    pub(crate) failed_nodes: Vec<u32>,
+    pub(crate) node_dir: PathBuf,
+    pub(crate) launcher_pid: Option<u32>,
+    pub(crate) faults: Option<Faults<'a>>,
+}
+
+impl Context<'_> {
+    /// The communicator of this epoch (world of all ranks).
+    pub fn comm(&self) -> &dyn Comm {
+        self.comm
+    }
+
+    /// How this rank entered: `New`, `Reinited` (survivor rolled back) or
+    /// `Restarted` (replacement of a failed rank).
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The runtime epoch (1 at the start, one more after each recovery).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Ranks that failed in the recovery that led to this entry.
+    pub fn failed_ranks(&self) -> &[u32] {
+        &self.failed_ranks
+    }
+
+    /// Nodes that failed in that recovery.
+    pub fn failed_nodes(&self) -> &[u32] {
+        &self.failed_nodes
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// The node this rank runs on.
+    pub fn node(&self) -> u32 {
+        self.comm.node()
+    }
+
+    /// The node-local storage directory (also the checkpoint library's
+    /// `storage.local_dir` for this rank).
+    pub fn node_dir(&self) -> &Path {
+        &self.node_dir
+    }
+
+    /// Process id of the launcher that started the job, if any.
+    pub fn launcher_pid(&self) -> Option<u32> {
+        self.launcher_pid
+    }
+
+    /// To be called once per iteration: fires any fault injection set for
+    /// this iteration (the process dies), and fails with
+    /// [`CommError::Interrupted`] if a recovery started, so a rank in a long
+    /// compute stretch rolls back without waiting for its next message.
+    pub fn fault_point(&self, iteration: u64) -> Result<(), CommError> {
+        if let Some(f) = &self.faults {
+            let rank = self.comm.rank() as u32;
+            let node = self.comm.node();
+            let due = f.injections.iter().find(|(idx, inj)| {
+                inj.fires_at(rank, node, iteration) && !f.fired.borrow().contains(idx)
+            });
+            if let Some((idx, inj)) = due {
+                f.fire(*idx, inj);
+            }
+            if let Some(epoch) = f.agent.hub.interrupted().filter(|e| *e > self.epoch) {
+                return Err(CommError::Interrupted { epoch });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! Control messages between the root, the daemons and the ranks.
+//!
+//! Each message is one JSON document in one frame of tokio-util's
+//! [`LengthDelimitedCodec`]. The control plane carries little traffic, so
+//! readability wins over compactness; the data plane between ranks is the
+//! binary transport in [`crate::comm::net`].
+
+use super::State;
+use crate::comm::net::Endpoint;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+/// What the root tells a daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum ToDaemon {
+    /// Start these ranks (first start, or a redeployment).
+    Launch {
+        epoch: u64,
+        size: u32,
+        ranks: Vec<u32>,
+        state: State,
+    },
+    /// A recovery into `epoch`: roll back every local rank, start `spawn` here.
+    Reinit {
+        epoch: u64,
+        failed_ranks: Vec<u32>,
+        failed_nodes: Vec<u32>,
+        spawn: Vec<u32>,
+    },
+    /// Every rank is ready in `epoch`: here is how to reach each one.
+    Go(Go),
+    /// Kill this rank (time-triggered fault injection).
+    Kill { rank: u32 },
+    /// Every rank finished: let them exit.
+    Finish,
+    /// Stop: kill every local rank and exit.
+    Shutdown,
+}
+
+/// The release of the world barrier of an epoch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Go {
+    pub epoch: u64,
+    /// Rank `r` listens at `table[r]`.
+    pub table: Vec<Endpoint>,
+    /// Node of each rank.
+    pub nodes: Vec<u32>,
+    /// Ranks that failed in the recovery that led to this epoch.
+    pub failed_ranks: Vec<u32>,
+    /// Nodes that failed in that recovery.
+    pub failed_nodes: Vec<u32>,
+    /// Injections that already fired (never fire again).
+    pub fired: Vec<u32>,
+}
+
+/// What a daemon tells the root.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum ToRoot {
+    /// First message on the connection.
+    Hello { node: u32, pid: u32 },
+    /// A rank process was started (or a standby assigned) at this time.
+    Spawned { rank: u32, epoch: u64, at_ns: u64 },
+    /// A rank is rolled back or started and listening, waiting for `Go`.
+    Ready {
+        rank: u32,
+        epoch: u64,
+        endpoint: Endpoint,
+    },
+    /// A rank's resilient function returned in `epoch`.
+    Done { rank: u32, epoch: u64 },
+    /// A rank fired injection `injection` (it is about to die).
+    Fired { injection: u32 },
+    /// A rank process died unexpectedly.
+    Failed {
+        rank: u32,
+        /// Epoch in which this process was started (stale reports are ignored).
+        incarnation: u64,
+        how: String,
+        at_ns: u64,
+    },
+    /// A rank gave up with an application error: the job must stop.
+    Aborted { rank: u32, reason: String },
+    /// A rank exited cleanly after `Finish`.
+    Exited { rank: u32 },
+    /// The daemon is alive.
+    Heartbeat,
+}
+
+/// What a daemon tells one of its ranks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum ToRank {
+    /// The world barrier of an epoch passed.
+    Go { go: Go },
+    /// Roll back: a recovery into `epoch` started.
+    Reinit { epoch: u64 },
+    /// The job is over: exit.
+    Finish,
+    /// A message was written to the daemon (reply to a flush request).
+    Flushed,
+}
+
+/// What a rank tells its daemon.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum FromRank {
+    /// First message on the connection; `epoch` is the one it was started in.
+    Hello { rank: u32, pid: u32, epoch: u64 },
+    /// Listening at `endpoint`, waiting for the `Go` of `epoch`.
+    Ready { epoch: u64, endpoint: Endpoint },
+    /// The resilient function returned in `epoch`.
+    Done { epoch: u64 },
+    /// About to die from injection `injection`; answer `Flushed` once forwarded.
+    Fired { injection: u32 },
+    /// Giving up with an application error.
+    Abort { reason: String },
+}
+
+/// The codec of every control connection.
+fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(64 << 20)
+        .new_codec()
+}
+
+/// Sends JSON messages on a control connection.
+pub(crate) struct Sender<W> {
+    inner: FramedWrite<W, LengthDelimitedCodec>,
+}
+
+impl<W: AsyncWrite + Unpin> Sender<W> {
+    pub(crate) fn new(w: W) -> Self {
+        Self {
+            inner: FramedWrite::new(w, codec()),
+        }
+    }
+
+    pub(crate) async fn send<T: Serialize>(&mut self, msg: &T) -> io::Result<()> {
+        let bytes = serde_json::to_vec(msg).map_err(io::Error::other)?;
+        self.inner.send(Bytes::from(bytes)).await
+    }
+}
+
+/// Receives JSON messages from a control connection.
+pub(crate) struct Receiver<R> {
+    inner: FramedRead<R, LengthDelimitedCodec>,
+}
+
+impl<R: AsyncRead + Unpin> Receiver<R> {
+    pub(crate) fn new(r: R) -> Self {
+        Self {
+            inner: FramedRead::new(r, codec()),
+        }
+    }
+
+    /// The next message, or `None` when the peer closed the connection.
+    pub(crate) async fn next<T: DeserializeOwned>(&mut self) -> io::Result<Option<T>> {
+        match self.inner.next().await {
+            None => Ok(None),
+            Some(frame) => serde_json::from_slice(&frame?)
+                .map(Some)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        }
+    }
+}
+
+/// Nanoseconds since the Unix epoch (comparable across processes of one machine).
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}

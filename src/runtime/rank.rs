@@ -1,0 +1,178 @@
+//! The life of a rank process: wait at the world barrier, run the resilient
+//! function, roll back and re-enter on every recovery, finish together.
+
+use super::agent::Agent;
+use super::context::{Context, Faults};
+use super::env::{RankEnv, LOCAL_DIR_KEY};
+use super::inject::Trigger;
+use super::proto::{FromRank, ToRank};
+use super::State;
+use crate::comm::net::NetComm;
+use crate::comm::LocalComm;
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::fmt::Display;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Text of a panic payload.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// Runs `f` as a rank of a job started by a frame runtime.
+pub(crate) fn main<F, E>(mut f: F) -> ExitCode
+where
+    F: FnMut(&mut Context<'_>) -> Result<(), E>,
+    E: Display,
+{
+    let env = match RankEnv::from_env() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("frame: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let agent = match Agent::start(&env) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("frame: rank {}: {e}", env.rank);
+            return ExitCode::from(2);
+        }
+    };
+    let mut fired: BTreeSet<u32> = BTreeSet::new();
+    let mut epoch = env.epoch;
+    let mut entered = false;
+    // A recovery into `e` began: maybe die here (injected), else report ready.
+    let rejoin = |e: u64, fired: &BTreeSet<u32>| {
+        let recovery = e.saturating_sub(1);
+        let due = env.spec.injections.iter().find(|(idx, inj)| {
+            inj.trigger == Trigger::Reinit(recovery)
+                && inj.targets(env.rank, env.spec.node)
+                && !fired.contains(idx)
+        });
+        if let Some((idx, inj)) = due {
+            let faults = Faults {
+                agent: &agent,
+                injections: &env.spec.injections,
+                fired: RefCell::new(fired.clone()),
+            };
+            faults.fire(*idx, inj);
+        }
+        agent.ready(e);
+    };
+    agent.ready(epoch);
+    loop {
+        let go = loop {
+            match agent.next() {
+                None => return ExitCode::from(3),
+                Some(ToRank::Go { go }) if go.epoch == epoch => break go,
+                Some(ToRank::Reinit { epoch: e }) if e > epoch => {
+                    epoch = e;
+                    rejoin(e, &fired);
+                }
+                Some(_) => {}
+            }
+        };
+        fired.extend(go.fired.iter().copied());
+        let comm = NetComm::new(
+            env.rank as usize,
+            env.spec.node,
+            epoch,
+            Arc::clone(&agent.hub),
+            Arc::new(go.table),
+        );
+        let state = if entered { State::Reinited } else { env.state };
+        entered = true;
+        let mut ctx = Context {
+            comm: &comm,
+            state,
+            epoch,
+            failed_ranks: go.failed_ranks,
+            failed_nodes: go.failed_nodes,
+            node_dir: env.spec.node_dir.clone(),
+            launcher_pid: Some(env.spec.launcher_pid),
+            faults: Some(Faults {
+                agent: &agent,
+                injections: &env.spec.injections,
+                fired: RefCell::new(fired.clone()),
+            }),
+        };
+        let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut ctx)));
+        if let Some(faults) = ctx.faults.take() {
+            fired.extend(faults.fired.into_inner());
+        }
+        drop(ctx);
+        drop(comm);
+        if let Some(e) = agent.hub.interrupted().filter(|e| *e > epoch) {
+            epoch = e;
+            rejoin(e, &fired);
+            continue;
+        }
+        match outcome {
+            Ok(Ok(())) => {
+                agent.send(FromRank::Done { epoch });
+                loop {
+                    match agent.next() {
+                        Some(ToRank::Finish) | None => return ExitCode::SUCCESS,
+                        Some(ToRank::Reinit { epoch: e }) if e > epoch => {
+                            epoch = e;
+                            rejoin(e, &fired);
+                            break;
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            Ok(Err(e)) => {
+                agent.send_flushed(FromRank::Abort {
+                    reason: e.to_string(),
+                });
+                return ExitCode::from(1);
+            }
+            Err(p) => {
+                agent.send_flushed(FromRank::Abort {
+                    reason: format!("panicked: {}", panic_text(&*p)),
+                });
+                return ExitCode::from(101);
+            }
+        }
+    }
+}
+
+/// Runs `f` once as the only rank, when no runtime started this process.
+pub(crate) fn standalone<F, E>(mut f: F) -> ExitCode
+where
+    F: FnMut(&mut Context<'_>) -> Result<(), E>,
+    E: Display,
+{
+    let comm = match LocalComm::world(1, 1).pop() {
+        Some(c) => c,
+        None => return ExitCode::from(2),
+    };
+    let node_dir = std::env::var_os(LOCAL_DIR_KEY)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate::config::Config::default().storage.local_dir);
+    let mut ctx = Context {
+        comm: &comm,
+        state: State::New,
+        epoch: 1,
+        failed_ranks: Vec::new(),
+        failed_nodes: Vec::new(),
+        node_dir,
+        launcher_pid: None,
+        faults: None,
+    };
+    match f(&mut ctx) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Command-line options of a launch, shared by `frame run` and programs that
+//! launch themselves.
+
+use super::{Launch, RecoveryMode};
+use crate::config::{Config, ConfigError};
+use crate::runtime::env::Transport;
+use crate::runtime::inject::Injection;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of a launch, as `clap` arguments.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LaunchArgs {
+    /// Nodes that run ranks.
+    #[arg(long, default_value_t = 2)]
+    pub nodes: usize,
+    /// Ranks per node.
+    #[arg(long, default_value_t = 2)]
+    pub ranks_per_node: usize,
+    /// Spare nodes, started without ranks, that take the ranks of failed nodes.
+    #[arg(long, default_value_t = 0)]
+    pub spare_nodes: usize,
+    /// frame configuration file (its storage.local_dir holds the node directories).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Fault to inject (repeatable): rank:R@2s, node:N@500ms, node:1,2@3s,
+    /// rank:R@iter=I, node:N@iter=I, rank:R@reinit=K.
+    #[arg(long = "inject", value_name = "SPEC")]
+    pub inject: Vec<Injection>,
+    /// online: survivors roll back in place and only failed ranks restart;
+    /// redeploy: kill and relaunch the whole job, as a job script would.
+    #[arg(long, value_enum, default_value_t = RecoveryMode::Online)]
+    pub recovery: RecoveryMode,
+    /// How ranks reach each other.
+    #[arg(long, value_enum, default_value_t = Transport::Unix)]
+    pub transport: Transport,
+    /// Append one JSON line of timings per recovery to this file.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+    /// Directory in which the job makes its socket directory (default: the
+    /// system's temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    /// A node silent for this long is declared dead.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub heartbeat_timeout: Duration,
+    /// Give up after this many failures.
+    #[arg(long, default_value_t = 32)]
+    pub max_failures: usize,
+}
+
+impl LaunchArgs {
+    /// The launch of `program` with `args`, node directories under the
+    /// configured `storage.local_dir`.
+    pub fn launch(&self, program: PathBuf, args: Vec<OsString>) -> Result<Launch, ConfigError> {
+        let cfg = Config::load(self.config.as_deref())?;
+        let mut l = Launch::new(self.nodes, self.ranks_per_node, program);
+        l.args = args;
+        l.spare_nodes = self.spare_nodes;
+        l.injections = self.inject.clone();
+        l.recovery = self.recovery;
+        l.transport = self.transport;
+        l.local_dir = cfg.storage.local_dir;
+        l.run_dir = self.run_dir.clone();
+        l.metrics = self.metrics.clone();
+        l.heartbeat_timeout = self.heartbeat_timeout;
+        l.max_failures = self.max_failures;
+        Ok(l)
+    }
+}

@@ -1,0 +1,170 @@
+//! The root of a job: `frame run` and the embedded launcher.
+//!
+//! The root starts one daemon per node (spare nodes start with no ranks),
+//! tells the daemons which ranks to launch, and then runs the job's control
+//! loop: it releases world barriers, learns of failures (a daemon reports a
+//! dead rank; a daemon's connection breaks or its heartbeats stop for a dead
+//! node), handles them one at a time in arrival order, fires time-triggered
+//! fault injections, writes one JSON line of metrics per recovery, and stops
+//! everything when the job ends. Nothing it started outlives it: daemons
+//! lead their own process groups, which the root kills on the way out, and
+//! die with the root if it is killed.
+
+mod args;
+mod cluster;
+mod daemons;
+mod metrics;
+
+pub use args::LaunchArgs;
+pub use metrics::RecoveryRecord;
+
+use super::env::Transport;
+use super::inject::Injection;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the job recovers from a failure.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryMode {
+    /// Reinit: survivors roll back in place, failed ranks are respawned.
+    Online,
+    /// Baseline: every rank (and daemon) is killed and the job relaunched,
+    /// as a job script would.
+    Redeploy,
+}
+
+/// A job to launch: nodes, ranks, program, injections.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// Nodes that run ranks.
+    pub nodes: usize,
+    /// Ranks per node (also the rank slots of every node, spares included).
+    pub ranks_per_node: usize,
+    /// Spare nodes, started empty.
+    pub spare_nodes: usize,
+    /// The program each rank runs, and its arguments.
+    pub program: PathBuf,
+    /// Arguments of `program`.
+    pub args: Vec<OsString>,
+    /// Faults to inject.
+    pub injections: Vec<Injection>,
+    /// Online (Reinit) or redeploy recovery.
+    pub recovery: RecoveryMode,
+    /// How ranks reach each other.
+    pub transport: Transport,
+    /// Base of the node-local directories (`<local_dir>/node-<n>`).
+    pub local_dir: PathBuf,
+    /// Where the job's socket directory is made (default: the system's
+    /// temporary directory); the socket directory is removed at exit.
+    pub run_dir: Option<PathBuf>,
+    /// Append one JSON line per recovery to this file.
+    pub metrics: Option<PathBuf>,
+    /// Daemon heartbeat period.
+    pub heartbeat: Duration,
+    /// A node whose heartbeats stop for this long is declared dead.
+    pub heartbeat_timeout: Duration,
+    /// The job stops after this many failures.
+    pub max_failures: usize,
+    /// The executable that serves as daemon (default: this executable).
+    pub daemon_exe: Option<PathBuf>,
+}
+
+impl Launch {
+    /// A job of `nodes` x `ranks_per_node` ranks of `program`, with defaults
+    /// for everything else.
+    pub fn new(nodes: usize, ranks_per_node: usize, program: impl Into<PathBuf>) -> Self {
+        Self {
+            nodes,
+            ranks_per_node,
+            spare_nodes: 0,
+            program: program.into(),
+            args: Vec::new(),
+            injections: Vec::new(),
+            recovery: RecoveryMode::Online,
+            transport: Transport::Unix,
+            local_dir: crate::config::Config::default().storage.local_dir,
+            run_dir: None,
+            metrics: None,
+            heartbeat: Duration::from_millis(200),
+            heartbeat_timeout: Duration::from_secs(5),
+            max_failures: 32,
+            daemon_exe: None,
+        }
+    }
+
+    /// Runs the job to its end (blocking) and reports what happened.
+    pub fn run(&self) -> Result<Outcome, RunError> {
+        if self.nodes == 0 || self.ranks_per_node == 0 {
+            return Err(RunError::Invalid(
+                "need at least one node and one rank per node".into(),
+            ));
+        }
+        let size = self.nodes * self.ranks_per_node;
+        for inj in &self.injections {
+            let bad = match &inj.target {
+                super::inject::Target::Ranks(r) => r.iter().find(|&&r| r as usize >= size),
+                super::inject::Target::Nodes(n) => n
+                    .iter()
+                    .find(|&&n| n as usize >= self.nodes + self.spare_nodes),
+            };
+            if let Some(id) = bad {
+                return Err(RunError::Invalid(format!(
+                    "injection `{inj}`: there is no {id} in this job"
+                )));
+            }
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| RunError::Startup(e.to_string()))?;
+        rt.block_on(cluster::drive(self))
+    }
+}
+
+/// What happened in a job that ran to its end.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// One record per failure recovered from.
+    pub recoveries: Vec<RecoveryRecord>,
+}
+
+/// Why a job did not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The launch options are unusable.
+    #[error("invalid launch: {0}")]
+    Invalid(String),
+    /// The job could not be started.
+    #[error("cannot start the job: {0}")]
+    Startup(String),
+    /// A node failed and no node has room for its ranks.
+    #[error("node {node} failed and no spare node is left for its ranks {ranks:?}")]
+    NoSpare {
+        /// The failed node.
+        node: u32,
+        /// Its ranks.
+        ranks: Vec<u32>,
+    },
+    /// A rank stopped with an application error.
+    #[error("rank {rank} failed: {reason}")]
+    Aborted {
+        /// The rank.
+        rank: u32,
+        /// Its error.
+        reason: String,
+    },
+    /// More failures than `max_failures`.
+    #[error("giving up after {0} failures")]
+    TooManyFailures(usize),
+    /// The launcher was asked to stop.
+    #[error("stopped by {0}")]
+    Signal(&'static str),
+    /// An I/O error of the root.
+    #[error("runtime I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,493 @@
+//! The runtime with real processes: `frame run` with virtual nodes, spares,
+//! injected failures (real SIGKILLs), online recovery and redeploy.
+
+mod common;
+
+use common::{example, frame_run, scratch, serial, Job};
+use std::path::Path;
+
+const RING: [&str; 4] = ["--iterations", "200", "--checkpoint-every", "10"];
+
+fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
+    frame_run(scratch, args, &example("ring"), program_args)
+}
+
+/// The value ring prints at the end of a fault-free run with these arguments.
+fn reference(program_args: &[&str]) -> String {
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2"],
+        program_args,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    final_value(&job.out)
+}
+
+fn final_value(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("ring: final value "))
+        .unwrap_or_else(|| panic!("no final value in:\n{out}"))
+        .to_string()
+}
+
+/// (rank, state, epoch, node) of every entry into the resilient function.
+fn entries(out: &str) -> Vec<(u32, String, u64, u32)> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix("ring: rank "))
+        .filter(|l| l.contains(" entered "))
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (
+                w[0].parse().unwrap(),
+                w[2].to_string(),
+                w[4].parse().unwrap(),
+                w[6].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn states_in(out: &str, epoch: u64) -> Vec<(u32, String, u32)> {
+    let mut v: Vec<_> = entries(out)
+        .into_iter()
+        .filter(|e| e.2 == epoch)
+        .map(|(r, s, _, n)| (r, s, n))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Greetings are read in the epoch they were sent in: none was left over from
+/// an interrupted epoch.
+fn assert_no_stale_greetings(out: &str) {
+    let mut seen = 0;
+    for l in out.lines().filter(|l| l.starts_with("ring: rank 1 got")) {
+        let nums: Vec<u64> = l
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // "ring: rank 1 got "hello from epoch E" in epoch F"
+        assert_eq!(nums[1], nums[2], "stale message delivered: {l}");
+        seen += 1;
+    }
+    assert!(seen >= 1, "no greeting read:\n{out}");
+}
+
+#[test]
+fn a_killed_rank_is_respawned_and_survivors_roll_back() {
+    let _g = serial();
+    let want = reference(&RING);
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "rank:2@iter=55",
+        ],
+        &RING,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(
+        states_in(&job.out, 2),
+        vec![
+            (0, "REINITED".into(), 0),
+            (1, "REINITED".into(), 0),
+            (2, "RESTARTED".into(), 1),
+            (3, "REINITED".into(), 1)
+        ],
+        "{}",
+        job.out
+    );
+    assert!(
+        job.out.contains("failed_ranks [2] failed_nodes []"),
+        "{}",
+        job.out
+    );
+    assert!(
+        job.out.contains("restored checkpoint 5 at iteration 50"),
+        "{}",
+        job.out
+    );
+    assert_eq!(final_value(&job.out), want);
+    assert_no_stale_greetings(&job.out);
+    assert_eq!(job.metrics.len(), 1);
+    let m = &job.metrics[0];
+    assert_eq!(
+        (m["kind"].as_str(), m["epoch"].as_u64()),
+        (Some("rank"), Some(2))
+    );
+    let (d, s, r, b) = (
+        m["detected_ns"].as_u64().unwrap(),
+        m["reinit_sent_ns"].as_u64().unwrap(),
+        m["replacements_started_ns"].as_u64().unwrap(),
+        m["barrier_ns"].as_u64().unwrap(),
+    );
+    assert!(d <= s && s <= r && r <= b, "timeline out of order: {m}");
+    assert!(m["runtime_recovery_ms"].as_f64().unwrap() > 0.0);
+    // Nothing left in the node-local directories after the job finalized.
+    assert!(common::files_under(&dir.path().join("local")).is_empty());
+}
+
+#[test]
+fn a_killed_node_moves_its_ranks_to_the_spare() {
+    let _g = serial();
+    // Without checkpoints: the node's local storage is gone, so everyone
+    // starts over, and still reaches the same value.
+    let plain = ["--iterations", "200"];
+    let want = reference(&plain);
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--spare-nodes",
+            "1",
+            "--inject",
+            "node:1@iter=60",
+        ],
+        &plain,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(
+        states_in(&job.out, 2),
+        vec![
+            (0, "REINITED".into(), 0),
+            (1, "REINITED".into(), 0),
+            (2, "RESTARTED".into(), 2),
+            (3, "RESTARTED".into(), 2)
+        ],
+        "{}",
+        job.out
+    );
+    assert!(
+        job.out.contains("failed_ranks [2, 3] failed_nodes [1]"),
+        "{}",
+        job.out
+    );
+    assert_eq!(final_value(&job.out), want);
+    assert_eq!(job.metrics[0]["kind"], "node");
+    assert_eq!(job.metrics[0]["failed_nodes"], serde_json::json!([1]));
+}
+
+#[test]
+fn two_failures_in_sequence() {
+    let _g = serial();
+    let want = reference(&RING);
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "rank:1@iter=42",
+            "--inject",
+            "rank:3@iter=137",
+        ],
+        &RING,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(job.metrics.len(), 2, "{}", job.out);
+    assert_eq!(
+        states_in(&job.out, 2)
+            .iter()
+            .filter(|e| e.1 == "RESTARTED")
+            .count(),
+        1
+    );
+    assert_eq!(states_in(&job.out, 3)[3], (3, "RESTARTED".into(), 1));
+    assert_eq!(states_in(&job.out, 3)[1], (1, "REINITED".into(), 0));
+    assert_eq!(final_value(&job.out), want);
+    assert_no_stale_greetings(&job.out);
+}
+
+#[test]
+fn two_nodes_in_one_event() {
+    let _g = serial();
+    let plain = ["--iterations", "300", "--pace", "4ms"];
+    let want = reference(&plain);
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--spare-nodes",
+            "2",
+            "--transport",
+            "tcp",
+            "--inject",
+            "node:0,1@400ms",
+        ],
+        &plain,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert!(job.out.contains("injecting node:0,1@400ms"), "{}", job.out);
+    let last = entries(&job.out).iter().map(|e| e.2).max().unwrap();
+    let mut nodes: Vec<u32> = states_in(&job.out, last).iter().map(|e| e.2).collect();
+    nodes.sort();
+    assert_eq!(nodes, vec![2, 2, 3, 3], "{}", job.out);
+    assert!(states_in(&job.out, last).iter().all(|e| e.1 == "RESTARTED"));
+    assert_eq!(final_value(&job.out), want);
+}
+
+#[test]
+fn a_failure_during_recovery() {
+    let _g = serial();
+    let want = reference(&RING);
+    let dir = scratch();
+    // Rank 1 dies at iteration 70; rank 3 dies during that recovery, before
+    // the world barrier.
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "rank:1@iter=70",
+            "--inject",
+            "rank:3@reinit=1",
+        ],
+        &RING,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(job.metrics.len(), 2, "{}", job.out);
+    // Nobody entered epoch 2: its barrier never passed.
+    assert!(states_in(&job.out, 2).is_empty(), "{}", job.out);
+    let e3 = states_in(&job.out, 3);
+    assert_eq!(e3[1], (1, "RESTARTED".into(), 0));
+    assert_eq!(e3[3], (3, "RESTARTED".into(), 1));
+    assert_eq!(final_value(&job.out), want);
+}
+
+#[test]
+fn no_spare_left_is_a_clear_error_and_a_clean_exit() {
+    let _g = serial();
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "node:1@iter=30",
+        ],
+        &["--iterations", "200"],
+    );
+    assert!(!job.status.success(), "{}", job.out);
+    assert!(
+        job.out
+            .contains("node 1 failed and no spare node is left for its ranks [2, 3]"),
+        "{}",
+        job.out
+    );
+}
+
+#[test]
+fn a_time_triggered_kill_and_redeploy_mode() {
+    let _g = serial();
+    let args = [
+        "--iterations",
+        "150",
+        "--checkpoint-every",
+        "10",
+        "--pace",
+        "4ms",
+    ];
+    let want = reference(&args);
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--recovery",
+            "redeploy",
+            "--inject",
+            "rank:0@300ms",
+        ],
+        &args,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    // Everyone was relaunched as a new process and recovered from checkpoints.
+    assert_eq!(
+        states_in(&job.out, 2)
+            .iter()
+            .map(|e| e.1.as_str())
+            .collect::<Vec<_>>(),
+        vec!["NEW"; 4],
+        "{}",
+        job.out
+    );
+    assert_eq!(
+        job.out.matches("restored checkpoint").count(),
+        4,
+        "{}",
+        job.out
+    );
+    assert_eq!(job.metrics[0]["mode"], "redeploy");
+    assert_eq!(final_value(&job.out), want);
+}
+
+#[test]
+fn a_hung_daemon_is_caught_by_its_heartbeat() {
+    let _g = serial();
+    let plain = ["--iterations", "400", "--pace", "5ms"];
+    let dir = scratch();
+    let run = dir.path().join("run");
+    // Freeze node 1's daemon once it has launched its ranks; its heartbeats stop.
+    let freezer = {
+        let run = run.clone();
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while std::time::Instant::now() < until {
+                let procs: Vec<(i32, String)> = common::processes_mentioning(&run)
+                    .into_iter()
+                    .map(|pid| {
+                        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                        (pid, String::from_utf8_lossy(&env).into_owned())
+                    })
+                    .collect();
+                let ranks_up = procs
+                    .iter()
+                    .any(|(_, e)| e.contains("FRAME_RT_ROLE=rank") && e.contains("FRAME_NODE=1\0"));
+                let daemon = procs
+                    .iter()
+                    .find(|(_, e)| e.contains("FRAME_RT_ROLE=daemon") && e.contains("\"node\":1,"));
+                if let (true, Some((pid, _))) = (ranks_up, daemon) {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(*pid),
+                        nix::sys::signal::Signal::SIGSTOP,
+                    );
+                    return true;
+                }
+                std::thread::yield_now();
+            }
+            false
+        })
+    };
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--spare-nodes",
+            "1",
+            "--heartbeat-timeout",
+            "1s",
+        ],
+        &plain,
+    );
+    assert!(freezer.join().unwrap(), "never found node 1's daemon");
+    assert!(job.status.success(), "{}", job.out);
+    assert!(
+        job.out
+            .contains("node 1 failed (its daemon stopped sending heartbeats)"),
+        "{}",
+        job.out
+    );
+    let last = entries(&job.out).iter().map(|e| e.2).max().unwrap();
+    assert!(
+        states_in(&job.out, last).iter().any(|e| e.2 == 2),
+        "{}",
+        job.out
+    );
+}
+
+#[test]
+fn heat2d_recovers_a_killed_rank_bit_exactly() {
+    let _g = serial();
+    let heat = example("heat2d");
+    let grid = [
+        "--nx", "96", "--ny", "80", "--steps", "300", "--every", "25",
+    ];
+    let dir = scratch();
+    let clean = frame_run(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2"],
+        &heat,
+        &grid,
+    );
+    assert!(clean.status.success(), "{}", clean.out);
+    let failed = frame_run(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "rank:1@iter=140",
+        ],
+        &heat,
+        &grid,
+    );
+    assert!(failed.status.success(), "{}", failed.out);
+    assert!(
+        failed.out.contains("recovered checkpoint 5 (step 125)"),
+        "{}",
+        failed.out
+    );
+    let sum = |out: &str| {
+        out.lines()
+            .rev()
+            .find(|l| l.starts_with("final checksum: "))
+            .map(str::to_string)
+    };
+    assert!(sum(&clean.out).is_some());
+    assert_eq!(sum(&failed.out), sum(&clean.out));
+}
+
+#[test]
+fn killing_the_launcher_takes_everything_with_it() {
+    let _g = serial();
+    let dir = scratch();
+    let run = dir.path().join("run");
+    let mut cmd = std::process::Command::new(common::frame_bin());
+    cmd.arg("run")
+        .arg("--run-dir")
+        .arg(&run)
+        .args(["--nodes", "2", "--ranks-per-node", "2", "--"])
+        .arg(example("ring"))
+        .args(["--iterations", "100000", "--pace", "1ms"])
+        .env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = common::ChildGuard::spawn(&mut cmd);
+    let lines = child.stdout_lines();
+    for _ in 0..4 {
+        common::wait_for_line(&lines, "entered NEW", std::time::Duration::from_secs(60));
+    }
+    assert_eq!(
+        common::processes_mentioning(&run).len(),
+        6,
+        "2 daemons and 4 ranks"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    child.wait(std::time::Duration::from_secs(30));
+    common::assert_no_survivors(&run, std::time::Duration::from_secs(30));
+}
