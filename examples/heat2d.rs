@@ -255,15 +255,36 @@ fn config(args: &Args) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
+/// The grids of a rank, kept across re-entries of the resilient function so
+/// a rollback neither frees nor reallocates them.
+struct Grids {
+    grid: frame::Protected<Vec<f64>>,
+    next: Vec<f64>,
+}
+
 /// The resilient function of every rank.
-fn rank_main(ctx: &mut Context<'_>, args: &Args, cfg: &Config) -> anyhow::Result<()> {
+fn rank_main(
+    ctx: &mut Context<'_>,
+    args: &Args,
+    cfg: &Config,
+    kept: &mut Option<Grids>,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     let comm = ctx.comm();
     let block = Block::new(args, comm.rank(), comm.size());
+    let g = kept.get_or_insert_with(|| Grids {
+        grid: frame::Protected::new(block.initial()),
+        next: block.initial(),
+    });
+    let Grids { grid, next, .. } = g;
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
-    let grid = ckpt.protect(1, block.initial());
+    ckpt.protect_handle(1, grid);
     let params = ckpt.protect(2, [args.nx as u64, args.ny as u64, comm.size() as u64]);
+    if !ckpt.recovering() {
+        // Starting over (also after a failure before the first checkpoint).
+        grid.write().copy_from_slice(&block.initial());
+    }
     let mut recovered = None;
     if ckpt.recovering() {
         let id = ckpt.recover()?;
@@ -289,14 +310,14 @@ fn rank_main(ctx: &mut Context<'_>, args: &Args, cfg: &Config) -> anyhow::Result
             (state, None) => println!("rank 0 entered {state} (epoch {}); starting at step 0", ctx.epoch()),
         }
     }
-    let mut next = grid.read().clone();
+    next.copy_from_slice(&grid.read());
     while step.get() < args.steps {
         ctx.fault_point(step.get())?;
         {
             let mut u = grid.write();
             block.exchange(comm, &mut u)?;
-            block.step(&u, &mut next);
-            std::mem::swap(&mut *u, &mut next);
+            block.step(&u, next);
+            std::mem::swap(&mut *u, next);
         }
         step.set(step.get() + 1);
         if recovered.is_none()
@@ -407,7 +428,8 @@ fn main() -> ExitCode {
         }
     };
     if runtime::role() != Role::Launcher {
-        return runtime::run(|ctx| rank_main(ctx, &args, &cfg));
+        let mut kept = None;
+        return runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
     }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -37,6 +37,15 @@ use std::path::{Path, PathBuf};
 /// Spare files kept beyond this number are deleted instead.
 const MAX_SPARES: usize = 2;
 
+/// The mapped files of stores dropped in this process, by (directory, rank).
+///
+/// A rank that rolls back after a failure drops its checkpointer and makes a
+/// new one a moment later. Keeping the files mapped in between spares the
+/// unmapping on the way out (TLB shoot-downs: a large share of a survivor's
+/// rollback time) and the page faults of the next checkpoint.
+type Kept = (PathBuf, u32, Vec<Slot>, BTreeMap<u64, Slot>);
+static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
+
 /// Contents of the `LATEST` pointer file.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -93,8 +102,24 @@ impl L1Store {
             committed: BTreeSet::new(),
             next_spare: 0,
         };
+        store.adopt_kept();
         store.adopt_spares();
         Ok(store)
+    }
+
+    /// Takes back the mapped files a previous store of this rank left in
+    /// this process, if they are still what the directory holds.
+    fn adopt_kept(&mut self) {
+        let kept = KEPT.lock().ok().and_then(|mut k| {
+            let i = k
+                .iter()
+                .position(|(root, rank, ..)| *root == self.root && *rank == self.owner.rank)?;
+            Some(k.swap_remove(i))
+        });
+        if let Some((_, _, spares, live)) = kept {
+            self.spares = spares.into_iter().filter(Slot::still_there).collect();
+            self.live = live.into_iter().filter(|(_, s)| s.still_there()).collect();
+        }
     }
 
     /// The level-1 directory of the job.
@@ -129,6 +154,7 @@ impl L1Store {
 
     /// Picks up spare files left by an earlier run of this rank.
     fn adopt_spares(&mut self) {
+        let known: Vec<PathBuf> = self.spares.iter().map(|s| s.path.clone()).collect();
         let dir = self.root.join("spare");
         let prefix = self.spare_prefix();
         let Ok(entries) = fs::read_dir(&dir) else {
@@ -145,6 +171,9 @@ impl L1Store {
             };
             self.next_spare = self.next_spare.max(n + 1);
             let path = entry.path();
+            if known.contains(&path) {
+                continue;
+            }
             match Slot::open(&path) {
                 Some(slot) if self.spares.len() < MAX_SPARES => self.spares.push(slot),
                 _ => {
@@ -448,6 +477,20 @@ impl L1Store {
             fsio::remove_dir_if_empty(job_dir);
         }
         Ok(())
+    }
+}
+
+impl Drop for L1Store {
+    fn drop(&mut self) {
+        let spares = std::mem::take(&mut self.spares);
+        let live = std::mem::take(&mut self.live);
+        if spares.is_empty() && live.is_empty() {
+            return;
+        }
+        if let Ok(mut kept) = KEPT.lock() {
+            kept.retain(|(root, rank, ..)| !(*root == self.root && *rank == self.owner.rank));
+            kept.push((self.root.clone(), self.owner.rank, spares, live));
+        }
     }
 }
 

@@ -44,6 +44,16 @@ impl Slot {
         })
     }
 
+    /// Whether the slot's file is still the one at its path (nobody replaced
+    /// or removed it since the slot was made).
+    pub(crate) fn still_there(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.file.metadata(), std::fs::metadata(&self.path)) {
+            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+            _ => false,
+        }
+    }
+
     /// Adopts an existing file as a slot.
     pub(crate) fn open(path: &Path) -> Option<Self> {
         let file = OpenOptions::new().read(true).write(true).open(path).ok()?;

@@ -19,10 +19,11 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(crate) struct Agent {
     /// Runs the listener, the readers and the control connection.
-    _rt: tokio::runtime::Runtime,
+    rt: tokio::runtime::Runtime,
     pub(crate) hub: Arc<Hub>,
     pub(crate) endpoint: Endpoint,
-    to_daemon: tokio::sync::mpsc::UnboundedSender<FromRank>,
+    /// Written by the rank's own thread: no hand-off on the recovery path.
+    to_daemon: tokio::sync::Mutex<Sender<tokio::net::unix::OwnedWriteHalf>>,
     from_daemon: mpsc::Receiver<ToRank>,
     flushed: Arc<Mutex<Option<mpsc::Sender<()>>>>,
 }
@@ -39,9 +40,8 @@ impl Agent {
         let hub = Hub::new();
         let bind = match env.spec.transport {
             Transport::Unix => Bind::Unix(env.spec.run_dir.join(format!(
-                "n{}-r{}-{}.sock",
+                "n{}-p{}.sock",
                 env.spec.node,
-                env.rank,
                 std::process::id()
             ))),
             Transport::Tcp => Bind::Tcp(std::net::Ipv4Addr::LOCALHOST.into()),
@@ -55,18 +55,10 @@ impl Agent {
                 RuntimeError::Daemon(format!("cannot reach {}: {e}", env.daemon.display()))
             })?;
         let (read, write) = stream.into_split();
-        let (to_daemon, mut outbox) = tokio::sync::mpsc::unbounded_channel::<FromRank>();
+        let to_daemon = tokio::sync::Mutex::new(Sender::new(write));
         let (inbox, from_daemon) = mpsc::channel();
         let flushed: Arc<Mutex<Option<mpsc::Sender<()>>>> = Arc::new(Mutex::new(None));
 
-        rt.spawn(async move {
-            let mut tx = Sender::new(write);
-            while let Some(msg) = outbox.recv().await {
-                if tx.send(&msg).await.is_err() {
-                    break;
-                }
-            }
-        });
         let (interrupt, waiter) = (Arc::clone(&hub), Arc::clone(&flushed));
         rt.spawn(async move {
             let mut rx = Receiver::new(read);
@@ -96,7 +88,7 @@ impl Agent {
             }
         });
         let agent = Self {
-            _rt: rt,
+            rt,
             hub,
             endpoint,
             to_daemon,
@@ -111,9 +103,13 @@ impl Agent {
         Ok(agent)
     }
 
-    /// Queues a message to the daemon.
+    /// Writes a message to the daemon from the calling thread. A broken
+    /// connection is noticed by the reader, which ends the process.
     pub(crate) fn send(&self, msg: FromRank) {
-        let _ = self.to_daemon.send(msg);
+        let _ = self.rt.handle().block_on(async {
+            let mut tx = self.to_daemon.lock().await;
+            tx.send(&msg).await
+        });
     }
 
     /// Sends a message and waits until the daemon confirms it was forwarded.

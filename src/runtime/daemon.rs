@@ -1,10 +1,13 @@
-//! The node daemon: starts and watches the ranks of one node.
+//! The node daemon: starts and watches the rank processes of one node.
 //!
 //! A daemon connects to the root, then does what it is told: launch ranks,
 //! roll them back and start replacements (`Reinit`), release them from the
 //! world barrier (`Go`), let them exit (`Finish`). It learns of a rank's
 //! death from the operating system (the rank is its child) and reports it.
-//! It dies with the root (parent-death signal) and its ranks die with it.
+//! It keeps a few *standby* processes: started and connected ahead of time,
+//! one of them becomes a failed rank's replacement without a process launch
+//! on the recovery's critical path. The daemon dies with the root
+//! (parent-death signal) and its processes die with it.
 
 use super::env::{self, NodeSpec, Role};
 use super::proto::{now_ns, FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
@@ -12,6 +15,7 @@ use super::State;
 use std::collections::HashMap;
 use std::process::{ExitCode, ExitStatus};
 use std::time::Duration;
+use tokio::net::tcp::OwnedWriteHalf as RootWrite;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
@@ -19,8 +23,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 enum Event {
     Root(ToDaemon),
     RootGone,
-    RankHello {
-        rank: u32,
+    Hello {
         pid: u32,
         epoch: u64,
         conn: u64,
@@ -28,17 +31,17 @@ enum Event {
     },
     Rank(u32, u64, FromRank),
     Exit {
-        rank: u32,
         pid: u32,
-        incarnation: u64,
         status: std::io::Result<ExitStatus>,
     },
     Beat,
 }
 
-/// One rank process of this node.
-struct Child {
-    pid: u32,
+/// One process of this node: a rank, or a standby (no rank yet).
+struct Proc {
+    rank: Option<u32>,
+    /// Epoch in which it became its rank.
+    incarnation: u64,
     conn: Option<(u64, Sender<OwnedWriteHalf>)>,
     finishing: bool,
 }
@@ -59,15 +62,9 @@ fn describe(status: &std::io::Result<ExitStatus>) -> String {
 pub(crate) fn main() -> ExitCode {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let spec = match NodeSpec::from_env() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("frame daemon: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let root = match env::root_addr() {
-        Ok(r) => r,
+    let started = NodeSpec::from_env().and_then(|spec| Ok((spec, env::root_addr()?)));
+    let (spec, root) = match started {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("frame daemon: {e}");
             return ExitCode::from(2);
@@ -92,13 +89,20 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
+/// Runs the daemon if this process was started as one; returns its exit code.
+pub fn serve_if_daemon() -> Option<ExitCode> {
+    (env::role() == Role::Daemon).then(main)
+}
+
 struct Daemon {
     spec: NodeSpec,
     epoch: u64,
-    children: HashMap<u32, Child>,
+    procs: HashMap<u32, Proc>,
     events: UnboundedSender<Event>,
     socket: std::path::PathBuf,
+    to_root: Sender<RootWrite>,
     shutting_down: bool,
+    finishing: bool,
 }
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()> {
@@ -124,7 +128,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
         let mut next_conn = 0u64;
         while let Ok((stream, _)) = listener.accept().await {
             next_conn += 1;
-            tokio::spawn(rank_connection(stream, next_conn, ev.clone()));
+            tokio::spawn(process_connection(stream, next_conn, ev.clone()));
         }
     });
     let ev = events.clone();
@@ -152,33 +156,36 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
     let mut d = Daemon {
         spec,
         epoch: 1,
-        children: HashMap::new(),
+        procs: HashMap::new(),
         events,
         socket,
+        to_root,
         shutting_down: false,
+        finishing: false,
     };
     while let Some(event) = inbox.recv().await {
-        if !d.handle(event, &mut to_root).await? {
+        if !d.handle(event).await? {
             break;
         }
     }
-    d.kill_all();
+    for pid in d.procs.keys() {
+        kill(*pid);
+    }
     let _ = std::fs::remove_file(&d.socket);
     Ok(())
 }
 
-/// Reads one rank's control connection: its hello, then its messages.
-async fn rank_connection(stream: tokio::net::UnixStream, conn: u64, ev: UnboundedSender<Event>) {
+/// Reads one process's control connection: its hello, then its messages.
+async fn process_connection(stream: tokio::net::UnixStream, conn: u64, ev: UnboundedSender<Event>) {
     let (read, write) = stream.into_split();
     let mut rx = Receiver::new(read);
-    let (rank, pid, epoch) = match rx.next::<FromRank>().await {
-        Ok(Some(FromRank::Hello { rank, pid, epoch })) => (rank, pid, epoch),
+    let (pid, epoch) = match rx.next::<FromRank>().await {
+        Ok(Some(FromRank::Hello { pid, epoch, .. })) => (pid, epoch),
         _ => return,
     };
     let tx = Sender::new(write);
     if ev
-        .send(Event::RankHello {
-            rank,
+        .send(Event::Hello {
             pid,
             epoch,
             conn,
@@ -189,7 +196,7 @@ async fn rank_connection(stream: tokio::net::UnixStream, conn: u64, ev: Unbounde
         return;
     }
     while let Ok(Some(msg)) = rx.next::<FromRank>().await {
-        if ev.send(Event::Rank(rank, conn, msg)).is_err() {
+        if ev.send(Event::Rank(pid, conn, msg)).is_err() {
             return;
         }
     }
@@ -197,170 +204,235 @@ async fn rank_connection(stream: tokio::net::UnixStream, conn: u64, ev: Unbounde
 
 impl Daemon {
     /// Reacts to one event; returns `false` when the daemon should stop.
-    async fn handle(
-        &mut self,
-        event: Event,
-        to_root: &mut Sender<tokio::net::tcp::OwnedWriteHalf>,
-    ) -> std::io::Result<bool> {
+    async fn handle(&mut self, event: Event) -> std::io::Result<bool> {
         match event {
-            Event::Root(ToDaemon::Launch {
-                epoch,
-                size: _,
-                ranks,
-                state,
-            }) => {
-                self.epoch = epoch;
-                for rank in ranks {
-                    self.spawn(rank, epoch, state, to_root).await?;
-                }
-            }
-            Event::Root(ToDaemon::Reinit { epoch, spawn, .. }) => {
-                self.epoch = epoch;
-                for child in self.children.values_mut() {
-                    if let Some((_, tx)) = child.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Reinit { epoch }).await;
-                    }
-                }
-                for rank in spawn {
-                    self.spawn(rank, epoch, State::Restarted, to_root).await?;
-                }
-            }
-            Event::Root(ToDaemon::Go(go)) => {
-                for child in self.children.values_mut() {
-                    if let Some((_, tx)) = child.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
-                    }
-                }
-            }
-            Event::Root(ToDaemon::Kill { rank }) => {
-                if let Some(c) = self.children.get(&rank) {
-                    kill(c.pid);
-                }
-            }
-            Event::Root(ToDaemon::Finish) => {
-                for child in self.children.values_mut() {
-                    child.finishing = true;
-                    if let Some((_, tx)) = child.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Finish).await;
-                    }
-                }
-            }
-            Event::Root(ToDaemon::Shutdown) | Event::RootGone => {
+            Event::Root(msg) => return self.on_root_message(msg).await,
+            Event::RootGone => {
                 self.shutting_down = true;
                 return Ok(false);
             }
-            Event::RankHello {
-                rank,
+            Event::Hello {
                 pid,
                 epoch,
                 conn,
                 mut tx,
             } => {
-                if let Some(child) = self.children.get_mut(&rank).filter(|c| c.pid == pid) {
-                    if self.epoch > epoch {
+                let current = self.epoch;
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    if p.rank.is_some() && current > epoch {
                         // A recovery began before this rank connected.
-                        let _ = tx.send(&ToRank::Reinit { epoch: self.epoch }).await;
+                        let _ = tx.send(&ToRank::Reinit { epoch: current }).await;
                     }
-                    child.conn = Some((conn, tx));
+                    p.conn = Some((conn, tx));
                 }
             }
-            Event::Rank(rank, conn, msg) => {
-                let current = self
-                    .children
-                    .get(&rank)
-                    .is_some_and(|c| c.conn.as_ref().is_some_and(|(id, _)| *id == conn));
-                if current {
-                    self.on_rank_message(rank, msg, to_root).await?;
+            Event::Rank(pid, conn, msg) => {
+                let rank = self
+                    .procs
+                    .get(&pid)
+                    .filter(|p| p.conn.as_ref().is_some_and(|(id, _)| *id == conn))
+                    .and_then(|p| p.rank);
+                if let Some(rank) = rank {
+                    self.on_rank_message(pid, rank, msg).await?;
                 }
             }
-            Event::Exit {
-                rank,
-                pid,
-                incarnation,
-                status,
-            } => {
-                let Some(child) = self.children.get(&rank).filter(|c| c.pid == pid) else {
+            Event::Exit { pid, status } => {
+                let Some(p) = self.procs.remove(&pid) else {
                     return Ok(true);
                 };
-                let clean = child.finishing && status.as_ref().is_ok_and(|s| s.success());
-                self.children.remove(&rank);
-                if clean {
-                    to_root.send(&ToRoot::Exited { rank }).await?;
-                } else if !self.shutting_down {
-                    to_root
-                        .send(&ToRoot::Failed {
+                match p.rank {
+                    Some(rank) if p.finishing && status.as_ref().is_ok_and(|s| s.success()) => {
+                        self.to_root.send(&ToRoot::Exited { rank }).await?;
+                    }
+                    Some(rank) if !self.shutting_down => {
+                        let failed = ToRoot::Failed {
                             rank,
-                            incarnation,
+                            incarnation: p.incarnation,
                             how: describe(&status),
                             at_ns: now_ns(),
-                        })
-                        .await?;
+                        };
+                        self.to_root.send(&failed).await?;
+                    }
+                    // A standby died: start another one.
+                    None if !self.shutting_down && !self.finishing => self.fill_standby(),
+                    _ => {}
                 }
             }
-            Event::Beat => to_root.send(&ToRoot::Heartbeat).await?,
+            Event::Beat => self.to_root.send(&ToRoot::Heartbeat).await?,
         }
         Ok(true)
     }
 
-    async fn on_rank_message(
-        &mut self,
-        rank: u32,
-        msg: FromRank,
-        to_root: &mut Sender<tokio::net::tcp::OwnedWriteHalf>,
-    ) -> std::io::Result<()> {
-        let flush = matches!(msg, FromRank::Fired { .. } | FromRank::Abort { .. });
+    async fn on_root_message(&mut self, msg: ToDaemon) -> std::io::Result<bool> {
         match msg {
-            FromRank::Hello { .. } => {}
-            FromRank::Ready { epoch, endpoint } => {
-                to_root
-                    .send(&ToRoot::Ready {
-                        rank,
-                        epoch,
-                        endpoint,
-                    })
-                    .await?
+            ToDaemon::Launch {
+                epoch,
+                ranks,
+                state,
+                ..
+            } => {
+                self.epoch = epoch;
+                for rank in ranks {
+                    self.start(Some(rank), epoch, state).await?;
+                }
+                self.fill_standby();
             }
-            FromRank::Done { epoch } => to_root.send(&ToRoot::Done { rank, epoch }).await?,
-            FromRank::Fired { injection } => to_root.send(&ToRoot::Fired { injection }).await?,
-            FromRank::Abort { reason } => to_root.send(&ToRoot::Aborted { rank, reason }).await?,
+            ToDaemon::Reinit { epoch, spawn, .. } => {
+                self.epoch = epoch;
+                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Reinit { epoch }).await;
+                    }
+                }
+                for rank in spawn {
+                    self.replace(rank, epoch).await?;
+                }
+            }
+            ToDaemon::Go(go) => {
+                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
+                    }
+                }
+                // Recovery is over: restock standbys off the critical path.
+                self.fill_standby();
+            }
+            ToDaemon::Kill { rank } => {
+                for (pid, _) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
+                    kill(*pid);
+                }
+            }
+            ToDaemon::Finish => {
+                self.finishing = true;
+                for p in self.procs.values_mut() {
+                    p.finishing = true;
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Finish).await;
+                    }
+                }
+            }
+            ToDaemon::Shutdown => {
+                self.shutting_down = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn on_rank_message(&mut self, pid: u32, rank: u32, msg: FromRank) -> std::io::Result<()> {
+        let flush = matches!(msg, FromRank::Fired { .. } | FromRank::Abort { .. });
+        let forward = match msg {
+            FromRank::Hello { .. } => None,
+            FromRank::Ready { epoch, endpoint } => Some(ToRoot::Ready {
+                rank,
+                epoch,
+                endpoint,
+            }),
+            FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
+            FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
+            FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
+        };
+        if let Some(m) = forward {
+            self.to_root.send(&m).await?;
         }
         if flush {
-            if let Some((_, tx)) = self.children.get_mut(&rank).and_then(|c| c.conn.as_mut()) {
+            if let Some((_, tx)) = self.procs.get_mut(&pid).and_then(|p| p.conn.as_mut()) {
                 let _ = tx.send(&ToRank::Flushed).await;
             }
         }
         Ok(())
     }
 
-    /// Starts rank `rank` as a child process, in this node's process group.
-    async fn spawn(
+    /// Makes an idle standby rank `rank` in `epoch`, or starts a new process.
+    async fn replace(&mut self, rank: u32, epoch: u64) -> std::io::Result<()> {
+        let idle = self
+            .procs
+            .iter_mut()
+            .find(|(_, p)| p.rank.is_none() && p.conn.is_some());
+        if let Some((_, p)) = idle {
+            p.rank = Some(rank);
+            p.incarnation = epoch;
+            if let Some((_, tx)) = p.conn.as_mut() {
+                if tx.send(&ToRank::Assign { rank, epoch }).await.is_ok() {
+                    let at_ns = now_ns();
+                    return self
+                        .to_root
+                        .send(&ToRoot::Spawned { rank, epoch, at_ns })
+                        .await;
+                }
+            }
+        }
+        self.start(Some(rank), epoch, State::Restarted).await
+    }
+
+    /// Starts enough standby processes to have `spec.standby` of them.
+    fn fill_standby(&mut self) {
+        let have = self.procs.values().filter(|p| p.rank.is_none()).count();
+        for _ in have..self.spec.standby {
+            if let Err(e) = self.spawn_process(None, 0, State::Restarted) {
+                eprintln!("frame daemon: cannot start a standby process: {e}");
+                return;
+            }
+        }
+    }
+
+    /// Starts a rank process and reports it, or reports why it could not start.
+    async fn start(&mut self, rank: Option<u32>, epoch: u64, state: State) -> std::io::Result<()> {
+        let Some(r) = rank else { return Ok(()) };
+        match self.spawn_process(rank, epoch, state) {
+            Ok(()) => {
+                let at_ns = now_ns();
+                self.to_root
+                    .send(&ToRoot::Spawned {
+                        rank: r,
+                        epoch,
+                        at_ns,
+                    })
+                    .await
+            }
+            Err(e) => {
+                let reason = format!(
+                    "cannot start {}: {e}",
+                    std::path::Path::new(&self.spec.program).display()
+                );
+                self.to_root
+                    .send(&ToRoot::Aborted { rank: r, reason })
+                    .await
+            }
+        }
+    }
+
+    /// Starts one process of the program in this node's process group: rank
+    /// `rank`, or a standby when `rank` is `None`.
+    fn spawn_process(
         &mut self,
-        rank: u32,
+        rank: Option<u32>,
         epoch: u64,
         state: State,
-        to_root: &mut Sender<tokio::net::tcp::OwnedWriteHalf>,
     ) -> std::io::Result<()> {
         let mut cmd = tokio::process::Command::new(&self.spec.program);
+        let state_name = match (rank, state) {
+            (None, _) => "standby",
+            (Some(_), State::Restarted) => "restarted",
+            _ => "new",
+        };
         cmd.args(&self.spec.args)
             .env(env::ROLE, "rank")
-            .env(env::RANK, rank.to_string())
             .env(env::SIZE, self.spec.size.to_string())
             .env(env::NODE, self.spec.node.to_string())
-            .env(env::EPOCH, epoch.to_string())
-            .env(
-                env::STATE,
-                if state == State::Restarted {
-                    "restarted"
-                } else {
-                    "new"
-                },
-            )
+            .env(env::STATE, state_name)
             .env(env::DAEMON, &self.socket)
             .env(env::SPEC, self.spec.to_env())
             .env(env::NODE_DIR, &self.spec.node_dir)
             .env(env::LOCAL_DIR_KEY, &self.spec.node_dir)
             .env_remove(env::ROOT)
             .stdin(std::process::Stdio::null());
+        match rank {
+            Some(r) => cmd
+                .env(env::RANK, r.to_string())
+                .env(env::EPOCH, epoch.to_string()),
+            None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
+        };
         // SAFETY: only an async-signal-safe prctl between fork and exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -370,23 +442,13 @@ impl Daemon {
                 .map_err(std::io::Error::from)
             });
         }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                let reason = format!(
-                    "cannot start {}: {e}",
-                    std::path::Path::new(&self.spec.program).display()
-                );
-                to_root.send(&ToRoot::Aborted { rank, reason }).await?;
-                return Ok(());
-            }
-        };
+        let mut child = cmd.spawn()?;
         let pid = child.id().unwrap_or(0);
-        let at_ns = now_ns();
-        self.children.insert(
-            rank,
-            Child {
-                pid,
+        self.procs.insert(
+            pid,
+            Proc {
+                rank,
+                incarnation: epoch,
                 conn: None,
                 finishing: false,
             },
@@ -394,20 +456,9 @@ impl Daemon {
         let ev = self.events.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
-            let _ = ev.send(Event::Exit {
-                rank,
-                pid,
-                incarnation: epoch,
-                status,
-            });
+            let _ = ev.send(Event::Exit { pid, status });
         });
-        to_root.send(&ToRoot::Spawned { rank, epoch, at_ns }).await
-    }
-
-    fn kill_all(&mut self) {
-        for c in self.children.values() {
-            kill(c.pid);
-        }
+        Ok(())
     }
 }
 
@@ -415,9 +466,4 @@ fn kill(pid: u32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
-}
-
-/// Runs the daemon if this process was started as one; returns its exit code.
-pub fn serve_if_daemon() -> Option<ExitCode> {
-    (env::role() == Role::Daemon).then(main)
 }

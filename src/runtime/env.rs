@@ -22,7 +22,7 @@ pub const NODE: &str = "FRAME_NODE";
 pub const EPOCH: &str = "FRAME_EPOCH";
 /// Role of this process: `daemon` or `rank` (unset: a launcher or a plain program).
 pub(crate) const ROLE: &str = "FRAME_RT_ROLE";
-/// `new` or `restarted`.
+/// `new`, `restarted` or `standby`.
 pub(crate) const STATE: &str = "FRAME_RT_STATE";
 /// The daemon's Unix socket (for ranks).
 pub(crate) const DAEMON: &str = "FRAME_RT_DAEMON";
@@ -90,6 +90,8 @@ pub(crate) struct NodeSpec {
     pub injections: Vec<(u32, Injection)>,
     /// Daemon heartbeat period, milliseconds.
     pub heartbeat_ms: u64,
+    /// Standby processes the daemon keeps ready to replace failed ranks.
+    pub standby: usize,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
 }
@@ -118,7 +120,8 @@ impl NodeSpec {
 /// What a rank reads from its environment.
 #[derive(Clone, Debug)]
 pub(crate) struct RankEnv {
-    pub rank: u32,
+    /// `None` for a standby process, which learns its rank when assigned one.
+    pub rank: Option<u32>,
     pub epoch: u64,
     pub state: State,
     pub daemon: PathBuf,
@@ -127,13 +130,14 @@ pub(crate) struct RankEnv {
 
 impl RankEnv {
     pub(crate) fn from_env() -> Result<Self, RuntimeError> {
+        let standby = var(STATE)? == "standby";
         let state = match var(STATE)?.as_str() {
-            "restarted" => State::Restarted,
+            "restarted" | "standby" => State::Restarted,
             _ => State::New,
         };
         Ok(Self {
-            rank: parse(RANK)?,
-            epoch: parse(EPOCH)?,
+            rank: if standby { None } else { Some(parse(RANK)?) },
+            epoch: if standby { 0 } else { parse(EPOCH)? },
             state,
             daemon: PathBuf::from(var(DAEMON)?),
             spec: NodeSpec::from_env()?,

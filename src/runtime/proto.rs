@@ -98,6 +98,8 @@ pub(crate) enum ToRank {
     Go { go: Go },
     /// Roll back: a recovery into `epoch` started.
     Reinit { epoch: u64 },
+    /// (To a standby process) become rank `rank`, joining `epoch`.
+    Assign { rank: u32, epoch: u64 },
     /// The job is over: exit.
     Finish,
     /// A message was written to the daemon (reply to a flush request).
@@ -107,8 +109,13 @@ pub(crate) enum ToRank {
 /// What a rank tells its daemon.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) enum FromRank {
-    /// First message on the connection; `epoch` is the one it was started in.
-    Hello { rank: u32, pid: u32, epoch: u64 },
+    /// First message on the connection; `epoch` is the one it was started
+    /// in. A standby process has no rank yet.
+    Hello {
+        rank: Option<u32>,
+        pid: u32,
+        epoch: u64,
+    },
     /// Listening at `endpoint`, waiting for the `Go` of `epoch`.
     Ready { epoch: u64, endpoint: Endpoint },
     /// The resilient function returned in `epoch`.

@@ -41,19 +41,33 @@ where
     let agent = match Agent::start(&env) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("frame: rank {}: {e}", env.rank);
+            eprintln!(
+                "frame: node {} rank process {}: {e}",
+                env.spec.node,
+                std::process::id()
+            );
             return ExitCode::from(2);
         }
     };
+    // A standby process waits, fully started, until it replaces a failed rank.
+    let (rank, mut epoch) = match env.rank {
+        Some(r) => (r, env.epoch),
+        None => loop {
+            match agent.next() {
+                Some(ToRank::Assign { rank, epoch }) => break (rank, epoch),
+                Some(ToRank::Finish) | None => return ExitCode::SUCCESS,
+                Some(_) => {}
+            }
+        },
+    };
     let mut fired: BTreeSet<u32> = BTreeSet::new();
-    let mut epoch = env.epoch;
     let mut entered = false;
     // A recovery into `e` began: maybe die here (injected), else report ready.
     let rejoin = |e: u64, fired: &BTreeSet<u32>| {
         let recovery = e.saturating_sub(1);
         let due = env.spec.injections.iter().find(|(idx, inj)| {
             inj.trigger == Trigger::Reinit(recovery)
-                && inj.targets(env.rank, env.spec.node)
+                && inj.targets(rank, env.spec.node)
                 && !fired.contains(idx)
         });
         if let Some((idx, inj)) = due {
@@ -66,7 +80,7 @@ where
         }
         agent.ready(e);
     };
-    agent.ready(epoch);
+    rejoin(epoch, &fired);
     loop {
         let go = loop {
             match agent.next() {
@@ -81,7 +95,7 @@ where
         };
         fired.extend(go.fired.iter().copied());
         let comm = NetComm::new(
-            env.rank as usize,
+            rank as usize,
             env.spec.node,
             epoch,
             Arc::clone(&agent.hub),

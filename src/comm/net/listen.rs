@@ -50,7 +50,7 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>) -> io::Result<Endpoint> {
 
 /// Decodes frames from one connection until it closes or misbehaves.
 async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>) {
-    let mut frames = FramedRead::with_capacity(stream, wire::codec(), 64 * 1024);
+    let mut frames = FramedRead::with_capacity(stream, wire::FrameDecoder::new(), 64 * 1024);
     while let Some(next) = frames.next().await {
         let frame = match next.and_then(wire::decode) {
             Ok(f) => f,

@@ -28,7 +28,18 @@ use std::fmt;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long a receive polls for a message before it sleeps. Waking a
+/// sleeping thread costs tens of microseconds on virtual machines; a message
+/// that arrives while the receiver still polls is picked up at once.
+const POLL: Duration = Duration::from_micros(30);
+
+/// How long a rank whose peer died waits for the runtime's recovery before
+/// reporting the peer as failed.
+const PEER_GRACE: Duration = Duration::from_secs(20);
 
 /// Where a rank listens for messages.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +78,8 @@ struct HubState {
 pub struct Hub {
     state: Mutex<HubState>,
     ready: Condvar,
+    /// Bumped on every delivery and interrupt (read without the lock while polling).
+    changes: AtomicU64,
 }
 
 impl Hub {
@@ -79,7 +92,23 @@ impl Hub {
                 queue: VecDeque::new(),
             }),
             ready: Condvar::new(),
+            changes: AtomicU64::new(0),
         })
+    }
+
+    /// Waits until something changes in the hub: polls briefly, then sleeps.
+    fn wait<'a>(&'a self, s: MutexGuard<'a, HubState>) -> MutexGuard<'a, HubState> {
+        let seen = self.changes.load(Ordering::Acquire);
+        drop(s);
+        let start = Instant::now();
+        while self.changes.load(Ordering::Acquire) == seen && start.elapsed() < POLL {
+            std::hint::spin_loop();
+        }
+        let s = self.lock();
+        if self.changes.load(Ordering::Acquire) != seen {
+            return s;
+        }
+        self.ready.wait(s).unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock(&self) -> MutexGuard<'_, HubState> {
@@ -91,6 +120,7 @@ impl Hub {
         let mut s = self.lock();
         if env.epoch >= s.epoch {
             s.queue.push_back(env);
+            self.changes.fetch_add(1, Ordering::Release);
             drop(s);
             self.ready.notify_all();
         }
@@ -103,8 +133,19 @@ impl Hub {
         if s.interrupt.is_none_or(|e| e < epoch) {
             s.interrupt = Some(epoch);
         }
+        self.changes.fetch_add(1, Ordering::Release);
         drop(s);
         self.ready.notify_all();
+    }
+
+    /// Waits up to `grace` for a recovery into an epoch newer than `epoch`.
+    fn await_interrupt(&self, epoch: u64, grace: Duration) -> Option<u64> {
+        let s = self.lock();
+        let (s, _) = self
+            .ready
+            .wait_timeout_while(s, grace, |s| s.interrupt.is_none_or(|e| e <= epoch))
+            .unwrap_or_else(|e| e.into_inner());
+        s.interrupt.filter(|e| *e > epoch)
     }
 
     /// The epoch of the pending recovery, if one was started.
@@ -222,10 +263,14 @@ impl Comm for NetComm {
         }
         let mut link = self.links[dest].lock().unwrap_or_else(|e| e.into_inner());
         let failed = |e: io::Error| {
-            self.check_interrupt().err().unwrap_or_else(|| {
-                tracing::debug!(dest, error = %e, "send failed");
-                CommError::PeerFailed { rank: dest }
-            })
+            tracing::debug!(dest, error = %e, "send failed");
+            // Only a dead peer breaks its connection, and the runtime reacts
+            // to every death with a recovery: wait for it, so that this rank
+            // rolls back like the others instead of failing on its own.
+            match self.hub.await_interrupt(self.epoch, PEER_GRACE) {
+                Some(epoch) => CommError::Interrupted { epoch },
+                None => CommError::PeerFailed { rank: dest },
+            }
         };
         if link.is_none() {
             *link = Some(Link::connect(&self.table[dest]).map_err(failed)?);
@@ -255,7 +300,7 @@ impl Comm for NetComm {
             if let Some(m) = found.and_then(|pos| s.queue.remove(pos)) {
                 return Ok(m.data);
             }
-            s = self.hub.ready.wait(s).unwrap_or_else(|e| e.into_inner());
+            s = self.hub.wait(s);
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use bytes::{Bytes, BytesMut};
 use std::io::{self, IoSlice, Write};
-use tokio_util::codec::LengthDelimitedCodec;
+use tokio_util::codec::{Decoder, LengthDelimitedCodec};
 use zerocopy::little_endian::{U32, U64};
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout, Unaligned};
 
@@ -49,6 +49,61 @@ pub(crate) fn codec() -> LengthDelimitedCodec {
         .num_skip(0)
         .max_frame_length(HEADER_LEN + MAX_PAYLOAD)
         .new_codec()
+}
+
+/// Frames at least this large are received into a recycled buffer.
+const LARGE: usize = 1 << 20;
+
+/// The reader's decoder: the length-delimited codec, plus reuse of the
+/// buffer of the last large frame.
+///
+/// Every frame is handed out without a copy, so a frame's buffer belongs to
+/// its receiver until dropped. For large frames the decoder keeps a handle on
+/// that buffer; once the receiver dropped the frame, the next large frame is
+/// read into the same, already faulted-in memory instead of fresh pages the
+/// kernel must zero (which otherwise dominates messages of tens of MiB).
+pub(crate) struct FrameDecoder {
+    inner: LengthDelimitedCodec,
+    recycled: Option<BytesMut>,
+}
+
+impl FrameDecoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: codec(),
+            recycled: None,
+        }
+    }
+}
+
+impl Decoder for FrameDecoder {
+    type Item = BytesMut;
+    type Error = io::Error;
+
+    fn decode(&mut self, src: &mut BytesMut) -> io::Result<Option<BytesMut>> {
+        let total = WireHeader::read_from_prefix(&src[..])
+            .ok()
+            .and_then(|(h, _)| usize::try_from(h.len.get()).ok())
+            .and_then(|n| n.checked_add(HEADER_LEN))
+            .filter(|t| *t >= LARGE && *t <= HEADER_LEN + MAX_PAYLOAD);
+        if let Some(total) = total {
+            if src.capacity() < total {
+                if let Some(mut buf) = self.recycled.take() {
+                    // Reclaims the old allocation if its frame was dropped.
+                    buf.reserve(total);
+                    buf.extend_from_slice(src);
+                    *src = buf;
+                }
+            }
+            if src.len() >= total {
+                // The frame is complete: keep a zero-length view of its
+                // allocation, which outlives the codec's split.
+                let end = src.capacity();
+                self.recycled = Some(src.split_off(end));
+            }
+        }
+        self.inner.decode(src)
+    }
 }
 
 /// A decoded message.
@@ -145,6 +200,29 @@ mod tests {
                 .len(),
             50
         );
+    }
+
+    #[test]
+    fn large_frames_reuse_the_buffer_of_a_dropped_frame() {
+        let big = vec![3u8; 2 << 20];
+        let mut stream = Vec::new();
+        write_frame(&mut stream, 1, 1, 0, &big).unwrap();
+        let mut decoder = FrameDecoder::new();
+        let mut buf = BytesMut::from(&stream[..100]);
+        assert!(decoder.decode(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(&stream[100..]);
+        let first = decode(decoder.decode(&mut buf).unwrap().unwrap()).unwrap();
+        let addr = first.payload.as_ptr() as usize;
+        assert_eq!(first.payload, big);
+        drop(first);
+        drop(buf);
+        // The next large frame lands in the same memory.
+        let mut buf = BytesMut::from(&stream[..100]);
+        assert!(decoder.decode(&mut buf).unwrap().is_none());
+        buf.extend_from_slice(&stream[100..]);
+        let second = decode(decoder.decode(&mut buf).unwrap().unwrap()).unwrap();
+        assert_eq!(second.payload, big);
+        assert_eq!(second.payload.as_ptr() as usize, addr);
     }
 
     #[test]

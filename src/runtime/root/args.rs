@@ -48,6 +48,11 @@ pub struct LaunchArgs {
     /// Give up after this many failures.
     #[arg(long, default_value_t = 32)]
     pub max_failures: usize,
+    /// Standby processes per node, started ahead of time to replace failed
+    /// ranks without a process launch (spare nodes keep one per slot; 0
+    /// disables them).
+    #[arg(long, default_value_t = 1)]
+    pub standby: usize,
 }
 
 impl LaunchArgs {
@@ -66,6 +71,7 @@ impl LaunchArgs {
         l.metrics = self.metrics.clone();
         l.heartbeat_timeout = self.heartbeat_timeout;
         l.max_failures = self.max_failures;
+        l.standby = self.standby;
         Ok(l)
     }
 }

@@ -215,6 +215,14 @@ impl Cluster<'_> {
                 .map(|(idx, i)| (idx as u32, i.clone()))
                 .collect(),
             heartbeat_ms: l.heartbeat.as_millis() as u64,
+            standby: match l.recovery {
+                // A job script has no processes waiting to replace others.
+                RecoveryMode::Redeploy => 0,
+                RecoveryMode::Online if l.standby == 0 => 0,
+                RecoveryMode::Online if (node as usize) < l.nodes => l.standby,
+                // A spare node may have to take a whole node's ranks at once.
+                RecoveryMode::Online => l.ranks_per_node.max(l.standby),
+            },
             launcher_pid: std::process::id(),
         }
     }

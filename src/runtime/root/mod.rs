@@ -69,6 +69,10 @@ pub struct Launch {
     pub heartbeat_timeout: Duration,
     /// The job stops after this many failures.
     pub max_failures: usize,
+    /// Standby processes per node, started ahead of time so a failed rank is
+    /// replaced without launching a process (spare nodes keep one per slot;
+    /// 0 disables them; redeploy mode never uses them).
+    pub standby: usize,
     /// The executable that serves as daemon (default: this executable).
     pub daemon_exe: Option<PathBuf>,
 }
@@ -92,6 +96,7 @@ impl Launch {
             heartbeat: Duration::from_millis(200),
             heartbeat_timeout: Duration::from_secs(5),
             max_failures: 32,
+            standby: 1,
             daemon_exe: None,
         }
     }
