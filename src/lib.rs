@@ -27,6 +27,8 @@ pub mod level;
 pub mod recovery;
 pub mod region;
 pub mod runtime;
+#[cfg(test)]
+mod testing;
 
 pub use checkpoint::{Checkpointer, Stats};
 pub use config::Config;

@@ -152,6 +152,7 @@ mod tests {
     use crate::comm::ReduceOp;
 
     fn run_ok<T: Send>(size: usize, f: impl Fn(LocalComm) -> T + Sync) -> Vec<T> {
+        let _deadline = crate::testing::Deadline::new(std::time::Duration::from_secs(60));
         LocalComm::run(size, 2, f)
             .into_iter()
             .map(|r| r.expect("rank panicked"))

@@ -52,6 +52,7 @@ impl World {
 
     /// Runs `f` on every rank (one thread each) in `epoch`.
     fn run<T: Send>(&self, epoch: u64, f: impl Fn(NetComm) -> T + Sync) -> Vec<T> {
+        let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
         let _guard = self.rt.enter();
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..self.hubs.len())

@@ -1,13 +1,17 @@
 //! The root's control loop: membership, barriers, failures, injections.
+//!
+//! `mod.rs` starts the job and dispatches events; `failover.rs` handles
+//! failures (online and redeploy), barrier releases and injections.
+
+mod failover;
 
 use super::daemons::{self, RunDir};
 use super::metrics::RecoveryRecord;
 use super::{Launch, Outcome, RecoveryMode, RunError};
 use crate::comm::net::Endpoint;
 use crate::runtime::env::NodeSpec;
-use crate::runtime::inject::{Target, Trigger};
-use crate::runtime::placement::{self, NodeSlots};
-use crate::runtime::proto::{now_ns, Go, Receiver, Sender, ToDaemon, ToRoot};
+use crate::runtime::inject::Trigger;
+use crate::runtime::proto::{now_ns, Receiver, Sender, ToDaemon, ToRoot};
 use crate::runtime::State;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -78,6 +82,8 @@ struct Cluster<'a> {
     delayed: Vec<u32>,
     last_failed: (Vec<u32>, Vec<u32>),
     metrics: Option<std::fs::File>,
+    /// Background removals of dead nodes' directories.
+    cleanup: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Runs a job from start to end.
@@ -134,6 +140,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         delayed: Vec::new(),
         last_failed: (Vec::new(), Vec::new()),
         metrics,
+        cleanup: Vec::new(),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
@@ -414,223 +421,5 @@ impl Cluster<'_> {
             }
         }
         Ok(false)
-    }
-
-    /// Releases the world barrier of the current epoch.
-    async fn release(&mut self) {
-        let table = self.ready.iter().flatten().cloned().collect();
-        let (failed_ranks, failed_nodes) = std::mem::take(&mut self.last_failed);
-        let go = Go {
-            epoch: self.epoch,
-            table,
-            nodes: self.placement.clone(),
-            failed_ranks,
-            failed_nodes,
-            fired: self.fired.iter().copied().collect(),
-        };
-        self.broadcast(&ToDaemon::Go(go)).await;
-        let at = now_ns();
-        self.started = true;
-        for mut rec in std::mem::take(&mut self.open) {
-            rec.close(at);
-            if let Some(f) = self.metrics.as_mut() {
-                if let Err(e) = rec.write(f) {
-                    eprintln!("frame: cannot write metrics: {e}");
-                }
-            }
-            eprintln!(
-                "frame: recovered from failure {} ({} {:?}) in {:.2} ms ({} recovery, epoch {})",
-                rec.failure,
-                rec.kind,
-                if rec.kind == "node" {
-                    &rec.failed_nodes
-                } else {
-                    &rec.failed_ranks
-                },
-                rec.runtime_recovery_ms,
-                if rec.mode == RecoveryMode::Online {
-                    "online"
-                } else {
-                    "redeploy"
-                },
-                rec.epoch
-            );
-            self.outcome.recoveries.push(rec);
-        }
-        for idx in std::mem::take(&mut self.delayed) {
-            self.inject(idx).await;
-        }
-    }
-
-    /// Fires a time-triggered injection.
-    async fn inject(&mut self, idx: u32) {
-        if !self.fired.insert(idx) {
-            return;
-        }
-        let Some(inj) = self.launch.injections.get(idx as usize) else {
-            return;
-        };
-        eprintln!("frame: injecting {inj}");
-        match inj.target.clone() {
-            Target::Ranks(ranks) => {
-                for rank in ranks {
-                    let node = self.placement[rank as usize];
-                    self.send(node, &ToDaemon::Kill { rank }).await;
-                }
-            }
-            Target::Nodes(nodes) => {
-                for n in nodes {
-                    let node = &self.nodes[n as usize];
-                    if node.alive {
-                        if let Some(pid) = node.pid {
-                            daemons::kill_group(pid);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Handles one failure: new placement, new epoch, REINIT (or relaunch).
-    async fn fail(&mut self, failure: Failure) -> Result<(), RunError> {
-        self.failures += 1;
-        if self.failures > self.launch.max_failures {
-            return Err(RunError::TooManyFailures(self.failures));
-        }
-        let (kind, at_ns, failed_ranks, failed_nodes) = match failure {
-            Failure::Rank { rank, how, at_ns } => {
-                eprintln!("frame: rank {rank} failed ({how})");
-                ("rank", at_ns, vec![rank], vec![])
-            }
-            Failure::Node { node, why, at_ns } => {
-                eprintln!("frame: node {node} failed ({why})");
-                let n = &mut self.nodes[node as usize];
-                n.alive = false;
-                n.tx = None;
-                if let Some(pid) = n.pid {
-                    daemons::kill_group(pid);
-                }
-                // A dead node's local storage is gone with it.
-                let _ = std::fs::remove_dir_all(&n.dir);
-                ("node", at_ns, self.ranks_on(node), vec![node])
-            }
-        };
-        let slots: Vec<NodeSlots> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(id, n)| NodeSlots {
-                id: id as u32,
-                alive: n.alive,
-                slots: self.launch.ranks_per_node,
-            })
-            .collect();
-        let (placement, spawn) =
-            placement::place(&slots, &self.placement, &failed_ranks).map_err(|nr| {
-                RunError::NoSpare {
-                    node: nr.node,
-                    ranks: nr.ranks,
-                }
-            })?;
-        self.placement = placement;
-        self.epoch += 1;
-        let size = self.size();
-        self.ready = vec![None; size];
-        self.done = vec![false; size];
-        self.last_failed.0.extend(&failed_ranks);
-        self.last_failed.1.extend(&failed_nodes);
-        let mut rec = RecoveryRecord {
-            failure: self.failures,
-            mode: self.launch.recovery,
-            kind: kind.into(),
-            epoch: self.epoch,
-            failed_ranks: failed_ranks.clone(),
-            failed_nodes: failed_nodes.clone(),
-            detected_ns: at_ns,
-            reinit_sent_ns: 0,
-            replacements_started_ns: 0,
-            barrier_ns: 0,
-            runtime_recovery_ms: 0.0,
-        };
-        // A recovery still open moves to the new epoch with this one.
-        for open in &mut self.open {
-            open.epoch = self.epoch;
-        }
-        match self.launch.recovery {
-            RecoveryMode::Online => {
-                for ranks in spawn.values() {
-                    for &r in ranks {
-                        self.incarnation[r as usize] = self.epoch;
-                    }
-                }
-                rec.reinit_sent_ns = now_ns();
-                for n in 0..self.nodes.len() as u32 {
-                    if self.nodes[n as usize].alive {
-                        let msg = ToDaemon::Reinit {
-                            epoch: self.epoch,
-                            failed_ranks: failed_ranks.clone(),
-                            failed_nodes: failed_nodes.clone(),
-                            spawn: spawn.get(&n).cloned().unwrap_or_default(),
-                        };
-                        self.send(n, &msg).await;
-                    }
-                }
-                self.open.push(rec);
-            }
-            RecoveryMode::Redeploy => {
-                rec.reinit_sent_ns = now_ns();
-                self.open.push(rec);
-                self.redeploy().await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The baseline: stop every daemon and rank, start them all again.
-    async fn redeploy(&mut self) -> Result<(), RunError> {
-        let alive: Vec<u32> = (0..self.nodes.len() as u32)
-            .filter(|&n| self.nodes[n as usize].alive)
-            .collect();
-        for &n in &alive {
-            self.nodes[n as usize].stopping = true;
-            self.send(n, &ToDaemon::Shutdown).await;
-        }
-        for &n in &alive {
-            self.stop(n).await;
-        }
-        self.incarnation = vec![self.epoch; self.size()];
-        self.start_daemons(&alive).await?;
-        self.launch_ranks(State::New).await;
-        Ok(())
-    }
-
-    /// Waits for node `n`'s daemon to exit, killing its group if it lingers.
-    async fn stop(&mut self, n: u32) {
-        let node = &mut self.nodes[n as usize];
-        if let Some(mut child) = node.child.take() {
-            if tokio::time::timeout(STOP, child.wait()).await.is_err() {
-                if let Some(pid) = node.pid {
-                    daemons::kill_group(pid);
-                }
-                let _ = child.wait().await;
-            }
-        }
-        if let Some(pid) = node.pid {
-            daemons::kill_group(pid);
-        }
-        node.tx = None;
-    }
-
-    /// Stops every daemon (and so every rank).
-    async fn shutdown(&mut self) {
-        for n in 0..self.nodes.len() as u32 {
-            self.nodes[n as usize].stopping = true;
-            self.send(n, &ToDaemon::Shutdown).await;
-        }
-        for n in 0..self.nodes.len() as u32 {
-            self.stop(n).await;
-            // Node directories the job left empty go too.
-            let _ = std::fs::remove_dir(&self.nodes[n as usize].dir);
-        }
     }
 }
