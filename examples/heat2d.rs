@@ -396,25 +396,8 @@ fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
             format!(", injecting {}", specs.join(" "))
         }
     );
-    let outcome = launch.run()?;
-    for r in &outcome.recoveries {
-        eprintln!(
-            "heat2d: failure {} ({} {:?}) recovered {} in {:.2} ms",
-            r.failure,
-            r.kind,
-            if r.kind == "node" {
-                &r.failed_nodes
-            } else {
-                &r.failed_ranks
-            },
-            if r.mode == runtime::RecoveryMode::Online {
-                "online"
-            } else {
-                "by redeploying"
-            },
-            r.runtime_recovery_ms
-        );
-    }
+    // The launcher reports each recovery on standard error as it happens.
+    launch.run()?;
     Ok(())
 }
 
