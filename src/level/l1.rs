@@ -44,6 +44,8 @@ const MAX_SPARES: usize = 2;
 /// unmapping on the way out (TLB shoot-downs: a large share of a survivor's
 /// rollback time) and the page faults of the next checkpoint.
 type Kept = (PathBuf, u32, Vec<Slot>, BTreeMap<u64, Slot>);
+/// At most this many dropped stores keep their files mapped.
+const MAX_KEPT: usize = 16;
 static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
 
 /// Contents of the `LATEST` pointer file.
@@ -489,6 +491,9 @@ impl Drop for L1Store {
         }
         if let Ok(mut kept) = KEPT.lock() {
             kept.retain(|(root, rank, ..)| !(*root == self.root && *rank == self.owner.rank));
+            if kept.len() >= MAX_KEPT {
+                kept.remove(0);
+            }
             kept.push((self.root.clone(), self.owner.rank, spares, live));
         }
     }

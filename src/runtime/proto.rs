@@ -126,6 +126,9 @@ pub(crate) enum FromRank {
     Abort { reason: String },
 }
 
+/// Longest a control message may wait for its peer to read.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The codec of every control connection.
 fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
@@ -145,9 +148,13 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
         }
     }
 
+    /// Sends one message. A peer that does not drain its connection within
+    /// [`SEND_TIMEOUT`] is treated as gone rather than stalling the sender.
     pub(crate) async fn send<T: Serialize>(&mut self, msg: &T) -> io::Result<()> {
         let bytes = serde_json::to_vec(msg).map_err(io::Error::other)?;
-        self.inner.send(Bytes::from(bytes)).await
+        tokio::time::timeout(SEND_TIMEOUT, self.inner.send(Bytes::from(bytes)))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))?
     }
 }
 
