@@ -80,6 +80,9 @@ pub struct Hub {
     ready: Condvar,
     /// Bumped on every delivery and interrupt (read without the lock while polling).
     changes: AtomicU64,
+    /// Receives that went to sleep (lets tests interrupt a sleeping receive).
+    #[cfg(test)]
+    sleepers: AtomicU64,
 }
 
 impl Hub {
@@ -93,6 +96,8 @@ impl Hub {
             }),
             ready: Condvar::new(),
             changes: AtomicU64::new(0),
+            #[cfg(test)]
+            sleepers: AtomicU64::new(0),
         })
     }
 
@@ -108,6 +113,8 @@ impl Hub {
         if self.changes.load(Ordering::Acquire) != seen {
             return s;
         }
+        #[cfg(test)]
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
         self.ready.wait(s).unwrap_or_else(|e| e.into_inner())
     }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::comm::ReduceOp;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 struct World {
@@ -121,7 +122,15 @@ fn an_interrupt_wakes_blocked_calls_and_stops_new_ones() {
             let s = c.send(0, 1, b"x").unwrap_err();
             (e.to_string(), s.to_string())
         } else {
-            std::thread::sleep(Duration::from_millis(50));
+            // Interrupt once rank 1's receive went to sleep (with a deadline).
+            let until = std::time::Instant::now() + Duration::from_secs(30);
+            while hub.sleepers.load(Ordering::Acquire) == 0 && std::time::Instant::now() < until {
+                std::thread::yield_now();
+            }
+            assert!(
+                hub.sleepers.load(Ordering::Acquire) > 0,
+                "rank 1 never blocked"
+            );
             hub.interrupt(2);
             (String::new(), String::new())
         }
