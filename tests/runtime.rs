@@ -8,6 +8,23 @@ use std::path::Path;
 
 const RING: [&str; 4] = ["--iterations", "200", "--checkpoint-every", "10"];
 
+/// Fails the test, showing the job's output, unless the output contains `needle`.
+fn expect_line(job: &Job, needle: &str) {
+    assert!(
+        job.out.contains(needle),
+        "expected {needle:?} in:\n{}",
+        job.out
+    );
+}
+
+/// `--nodes 2 --ranks-per-node 2` followed by `extra`.
+fn two_by_two<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    ["--nodes", "2", "--ranks-per-node", "2"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect()
+}
+
 fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
     frame_run(scratch, args, &example("ring"), program_args)
 }
@@ -15,11 +32,7 @@ fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
 /// The value ring prints at the end of a fault-free run with these arguments.
 fn reference(program_args: &[&str]) -> String {
     let dir = scratch();
-    let job = ring(
-        dir.path(),
-        &["--nodes", "2", "--ranks-per-node", "2"],
-        program_args,
-    );
+    let job = ring(dir.path(), &two_by_two(&[]), program_args);
     assert!(job.status.success(), "{}", job.out);
     final_value(&job.out)
 }
@@ -81,14 +94,7 @@ fn a_killed_rank_is_respawned_and_survivors_roll_back() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--inject",
-            "rank:2@iter=55",
-        ],
+        &two_by_two(&["--inject", "rank:2@iter=55"]),
         &RING,
     );
     assert!(job.status.success(), "{}", job.out);
@@ -103,16 +109,8 @@ fn a_killed_rank_is_respawned_and_survivors_roll_back() {
         "{}",
         job.out
     );
-    assert!(
-        job.out.contains("failed_ranks [2] failed_nodes []"),
-        "{}",
-        job.out
-    );
-    assert!(
-        job.out.contains("restored checkpoint 5 at iteration 50"),
-        "{}",
-        job.out
-    );
+    expect_line(&job, "failed_ranks [2] failed_nodes []");
+    expect_line(&job, "restored checkpoint 5 at iteration 50");
     assert_eq!(final_value(&job.out), want);
     assert_no_stale_greetings(&job.out);
     assert_eq!(job.metrics.len(), 1);
@@ -143,16 +141,7 @@ fn a_killed_node_moves_its_ranks_to_the_spare() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--spare-nodes",
-            "1",
-            "--inject",
-            "node:1@iter=60",
-        ],
+        &two_by_two(&["--spare-nodes", "1", "--inject", "node:1@iter=60"]),
         &plain,
     );
     assert!(job.status.success(), "{}", job.out);
@@ -167,11 +156,7 @@ fn a_killed_node_moves_its_ranks_to_the_spare() {
         "{}",
         job.out
     );
-    assert!(
-        job.out.contains("failed_ranks [2, 3] failed_nodes [1]"),
-        "{}",
-        job.out
-    );
+    expect_line(&job, "failed_ranks [2, 3] failed_nodes [1]");
     assert_eq!(final_value(&job.out), want);
     assert_eq!(job.metrics[0]["kind"], "node");
     assert_eq!(job.metrics[0]["failed_nodes"], serde_json::json!([1]));
@@ -184,16 +169,7 @@ fn two_failures_in_sequence() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--inject",
-            "rank:1@iter=42",
-            "--inject",
-            "rank:3@iter=137",
-        ],
+        &two_by_two(&["--inject", "rank:1@iter=42", "--inject", "rank:3@iter=137"]),
         &RING,
     );
     assert!(job.status.success(), "{}", job.out);
@@ -219,22 +195,18 @@ fn two_nodes_in_one_event() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
+        &two_by_two(&[
             "--spare-nodes",
             "2",
             "--transport",
             "tcp",
             "--inject",
             "node:0,1@400ms",
-        ],
+        ]),
         &plain,
     );
     assert!(job.status.success(), "{}", job.out);
-    assert!(job.out.contains("injecting node:0,1@400ms"), "{}", job.out);
+    expect_line(&job, "injecting node:0,1@400ms");
     let last = entries(&job.out).iter().map(|e| e.2).max().unwrap();
     let mut nodes: Vec<u32> = states_in(&job.out, last).iter().map(|e| e.2).collect();
     nodes.sort();
@@ -252,16 +224,7 @@ fn a_failure_during_recovery() {
     // the world barrier.
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--inject",
-            "rank:1@iter=70",
-            "--inject",
-            "rank:3@reinit=1",
-        ],
+        &two_by_two(&["--inject", "rank:1@iter=70", "--inject", "rank:3@reinit=1"]),
         &RING,
     );
     assert!(job.status.success(), "{}", job.out);
@@ -280,14 +243,7 @@ fn no_spare_left_is_a_clear_error_and_a_clean_exit() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--inject",
-            "node:1@iter=30",
-        ],
+        &two_by_two(&["--inject", "node:1@iter=30"]),
         &["--iterations", "200"],
     );
     assert!(!job.status.success(), "{}", job.out);
@@ -314,16 +270,7 @@ fn a_time_triggered_kill_and_redeploy_mode() {
     let dir = scratch();
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--recovery",
-            "redeploy",
-            "--inject",
-            "rank:0@300ms",
-        ],
+        &two_by_two(&["--recovery", "redeploy", "--inject", "rank:0@300ms"]),
         &args,
     );
     assert!(job.status.success(), "{}", job.out);
@@ -386,16 +333,7 @@ fn a_hung_daemon_is_caught_by_its_heartbeat() {
     };
     let job = ring(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--spare-nodes",
-            "1",
-            "--heartbeat-timeout",
-            "1s",
-        ],
+        &two_by_two(&["--spare-nodes", "1", "--heartbeat-timeout", "1s"]),
         &plain,
     );
     assert!(freezer.join().unwrap(), "never found node 1's daemon");
@@ -422,23 +360,11 @@ fn heat2d_recovers_a_killed_rank_bit_exactly() {
         "--nx", "96", "--ny", "80", "--steps", "300", "--every", "25",
     ];
     let dir = scratch();
-    let clean = frame_run(
-        dir.path(),
-        &["--nodes", "2", "--ranks-per-node", "2"],
-        &heat,
-        &grid,
-    );
+    let clean = frame_run(dir.path(), &two_by_two(&[]), &heat, &grid);
     assert!(clean.status.success(), "{}", clean.out);
     let failed = frame_run(
         dir.path(),
-        &[
-            "--nodes",
-            "2",
-            "--ranks-per-node",
-            "2",
-            "--inject",
-            "rank:1@iter=140",
-        ],
+        &two_by_two(&["--inject", "rank:1@iter=140"]),
         &heat,
         &grid,
     );
