@@ -269,7 +269,6 @@ impl Daemon {
                 epoch,
                 ranks,
                 state,
-                ..
             } => {
                 self.epoch = epoch;
                 for rank in ranks {
@@ -349,18 +348,24 @@ impl Daemon {
             .procs
             .iter_mut()
             .find(|(_, p)| p.rank.is_none() && p.conn.is_some());
-        if let Some((_, p)) = idle {
-            p.rank = Some(rank);
-            p.incarnation = epoch;
-            if let Some((_, tx)) = p.conn.as_mut() {
-                if tx.send(&ToRank::Assign { rank, epoch }).await.is_ok() {
-                    let at_ns = now_ns();
-                    return self
-                        .to_root
-                        .send(&ToRoot::Spawned { rank, epoch, at_ns })
-                        .await;
-                }
+        if let Some((pid, p)) = idle {
+            let pid = *pid;
+            let sent = match p.conn.as_mut() {
+                Some((_, tx)) => tx.send(&ToRank::Assign { rank, epoch }).await.is_ok(),
+                None => false,
+            };
+            if sent {
+                p.rank = Some(rank);
+                p.incarnation = epoch;
+                let at_ns = now_ns();
+                return self
+                    .to_root
+                    .send(&ToRoot::Spawned { rank, epoch, at_ns })
+                    .await;
             }
+            // An unreachable standby is useless: drop it (its exit is ignored).
+            kill(pid);
+            self.procs.remove(&pid);
         }
         self.start(Some(rank), epoch, State::Restarted).await
     }

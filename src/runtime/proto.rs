@@ -21,7 +21,6 @@ pub(crate) enum ToDaemon {
     /// Start these ranks (first start, or a redeployment).
     Launch {
         epoch: u64,
-        size: u32,
         ranks: Vec<u32>,
         state: State,
     },

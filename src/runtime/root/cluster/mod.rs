@@ -307,7 +307,6 @@ impl Cluster<'_> {
             if self.nodes[n as usize].alive && !ranks.is_empty() {
                 let msg = ToDaemon::Launch {
                     epoch: self.epoch,
-                    size: self.size() as u32,
                     ranks,
                     state,
                 };
