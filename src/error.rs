@@ -61,7 +61,7 @@ pub enum Error {
         problems: Vec<RankProblem>,
     },
     /// No checkpoint can be restored by every rank. Nothing was deleted.
-    #[error("not recoverable: {}\n(nothing was deleted; to start from the beginning, remove the job's checkpoint directories or use another job id)", list(.problems))]
+    #[error("not recoverable: {}\n(nothing was deleted; to start from the beginning, remove the job's checkpoints with `frame clean` in the directories named above, or use another job id)", list(.problems))]
     NotRecoverable {
         /// Where and why.
         problems: Vec<RankProblem>,
@@ -89,6 +89,12 @@ pub enum Error {
         id: RegionId,
         /// What is wrong.
         reason: String,
+    },
+    /// The job's checkpoints could not all be removed at the end of the run.
+    #[error("finalize could not remove the job's checkpoints on {}", list(.problems))]
+    Finalize {
+        /// Where and why.
+        problems: Vec<RankProblem>,
     },
     /// `recover` was called but there is nothing to recover.
     #[error("there is no checkpoint to recover (this run started fresh)")]

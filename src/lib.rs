@@ -27,6 +27,7 @@ pub mod level;
 pub mod recovery;
 pub mod region;
 pub mod runtime;
+pub mod safefs;
 #[cfg(test)]
 mod testing;
 

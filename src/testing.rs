@@ -29,3 +29,20 @@ impl Drop for Deadline {
         }
     }
 }
+
+/// A temporary directory on tmpfs when the machine has one (removed on drop).
+pub(crate) fn scratch() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(d) = tempfile::Builder::new()
+            .prefix("frame-unit-")
+            .tempdir_in(shm)
+        {
+            return d;
+        }
+    }
+    tempfile::Builder::new()
+        .prefix("frame-unit-")
+        .tempdir()
+        .expect("temp dir")
+}

@@ -98,8 +98,27 @@ pub struct Checkpointer<'c> {
     store: L1Store,
     phase: Phase,
     next_id: u64,
+    /// Shared by all ranks, random per planning: the base of stamps.
+    session: u64,
+    /// Checkpoint attempts since the last planning (the stamp's offset).
+    attempts: u64,
     schedule: Schedule,
     stats: Stats,
+}
+
+/// A random number for the recovery ballot (its minimum over the ranks
+/// becomes the session, which stamps new checkpoints).
+fn random_u64() -> u64 {
+    getrandom::u64().unwrap_or_else(|_| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    })
 }
 
 impl<'c> Checkpointer<'c> {
@@ -138,6 +157,8 @@ impl<'c> Checkpointer<'c> {
             store,
             phase: Phase::Running,
             next_id: 1,
+            session: 0,
+            attempts: 0,
             schedule: Schedule::new(cfg.snapshot.interval),
             stats: Stats::default(),
         };
@@ -148,42 +169,57 @@ impl<'c> Checkpointer<'c> {
     /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and
     /// enters the matching phase.
     fn plan(&mut self, inventory: Inventory, excluded: Vec<u64>) -> Result<()> {
-        let mut ballot = Ballot::new(&inventory, &excluded);
+        let mut ballot = Ballot::new(&inventory, &excluded, random_u64());
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+        self.session = ballot.session();
+        self.attempts = 0;
         match ballot.decide() {
-            Decision::Fresh if excluded.is_empty() => {
-                self.store.discard_newer(0)?;
+            Decision::Fresh { next_id } if excluded.is_empty() => {
                 self.phase = Phase::Running;
-                self.next_id = 1;
+                self.next_id = next_id;
                 Ok(())
             }
             Decision::Restore(id) => {
                 tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
                 self.phase = Phase::Recovering(Box::new(Pending {
                     id,
-                    file: self.store.open_checkpoint(id).ok(),
+                    file: self.store.open_checkpoint(id).ok().map(|(f, _)| f),
                     inventory,
                     excluded,
                 }));
                 Ok(())
             }
-            Decision::Fresh | Decision::Unrecoverable => {
+            Decision::Fresh { .. } | Decision::Unrecoverable => {
                 let wanted = ballot.newest_anywhere();
-                let usable = inventory.valid.contains(&wanted) && !excluded.contains(&wanted);
+                let holds = inventory.valid.iter().any(|h| h.id == wanted);
                 let local = if wanted == 0 {
                     Some(inventory.explain(None))
                 } else if excluded.contains(&wanted) {
                     Some(format!("checkpoint {wanted} failed to load"))
                 } else {
-                    (!usable).then(|| inventory.explain(Some(wanted)))
+                    (!holds).then(|| inventory.explain(Some(wanted)))
                 };
-                let trouble = agree_on_problems(self.comm, local.as_deref())?;
-                Err(Error::NotRecoverable {
-                    problems: problems(trouble),
-                })
+                let local = local.map(|why| format!("{why} (in {})", self.store.root().display()));
+                let mut trouble = problems(agree_on_problems(self.comm, local.as_deref())?);
+                if trouble.is_empty() {
+                    trouble.push(crate::RankProblem {
+                        rank: 0,
+                        reason: format!(
+                            "the ranks' copies of checkpoint {wanted} were written by different runs"
+                        ),
+                    });
+                }
+                Err(Error::NotRecoverable { problems: trouble })
             }
         }
+    }
+
+    /// The stamp of the next checkpoint attempt: the same on every rank,
+    /// different for every attempt of every run.
+    fn next_stamp(&mut self) -> u64 {
+        self.attempts += 1;
+        self.session.wrapping_add(self.attempts)
     }
 
     /// Whether init found a checkpoint that every rank can restore and it has
@@ -280,11 +316,22 @@ impl<'c> Checkpointer<'c> {
 
     /// Ends checkpointing. Collective. Unless `retention.keep_on_finalize` is
     /// set, removes this job's checkpoints once every rank has arrived, so the
-    /// next run starts from the beginning.
+    /// next run starts from the beginning: first every node's pointer, then
+    /// the files, oldest checkpoint first. A kill part way leaves the newest
+    /// checkpoint restorable, or nothing restorable (a fresh start).
     pub fn finalize(mut self) -> Result<()> {
         self.comm.barrier()?;
-        if !self.cfg.retention.keep_on_finalize {
-            self.store.remove_all()?;
+        if self.cfg.retention.keep_on_finalize {
+            return Ok(());
+        }
+        for step in [L1Store::forget_pointer, L1Store::remove_all] {
+            let local = step(&mut self.store).err().map(|e| e.to_string());
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if !trouble.is_empty() {
+                return Err(Error::Finalize {
+                    problems: problems(trouble),
+                });
+            }
         }
         Ok(())
     }

@@ -83,6 +83,7 @@ impl Checkpointer<'_> {
             pending.file = Some(
                 self.store
                     .open_checkpoint(pending.id)
+                    .map(|(file, _)| file)
                     .map_err(|e| LoadFailure::Data(e.to_string()))?,
             );
         }
@@ -217,6 +218,7 @@ impl Checkpointer<'_> {
     /// leftovers are removed and ids continue after `id`.
     pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
         self.store.discard_newer(id)?;
+        self.store.set_committed(id);
         self.phase = Phase::Running;
         self.next_id = id + 1;
         self.stats.last_id = Some(id);

@@ -40,7 +40,8 @@ impl Checkpointer<'_> {
         // consecutive, which recovery planning relies on.
         let id = self.next_id;
 
-        let written = self.write_local(id);
+        let stamp = self.next_stamp();
+        let written = self.write_local(id, stamp);
         let local = written.as_ref().err().map(String::as_str);
         let trouble = agree_on_problems(self.comm, local)?;
         if !trouble.is_empty() {
@@ -92,7 +93,7 @@ impl Checkpointer<'_> {
     }
 
     /// Step 1 on this rank: lock the regions and write the file and record.
-    fn write_local(&mut self, id: u64) -> std::result::Result<Metadata, String> {
+    fn write_local(&mut self, id: u64, stamp: u64) -> std::result::Result<Metadata, String> {
         let mut held = Vec::with_capacity(self.registry.len());
         for (rid, region) in self.registry.iter() {
             match region.try_read() {
@@ -123,7 +124,7 @@ impl Checkpointer<'_> {
             zstd_level: self.zstd_level(),
         };
         self.store
-            .write(id, &sources, opts)
+            .write(id, stamp, &sources, opts)
             .map_err(|e| e.to_string())
     }
 }

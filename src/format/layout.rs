@@ -40,8 +40,13 @@ pub struct RawHeader {
     pub job_id_len: U32,
     /// Job id, UTF-8, zero padded.
     pub job_id: [u8; 64],
+    /// Node the writing rank ran on.
+    pub node: U32,
+    /// Identifies the collective attempt that wrote the checkpoint: every
+    /// rank's file of one checkpoint carries the same stamp.
+    pub stamp: U64,
     /// Zero.
-    pub reserved: [u8; 28],
+    pub reserved: [u8; 16],
     /// CRC32 of bytes 0..156 of this header followed by both tables.
     pub header_crc: U32,
 }

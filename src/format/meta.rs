@@ -3,13 +3,17 @@
 //! A small JSON document that says what the file holds (ids, level, ranks,
 //! node, regions, sizes, checksums, time) without reading it. Tools list
 //! checkpoints from these records, and recovery uses them to decide what is
-//! available before touching any data. A record must agree with its file:
-//! [`Metadata::check_file`] compares the two.
+//! available before touching any data. A record must agree with its file
+//! ([`Metadata::check_file`]) and with the place it was found
+//! ([`Metadata::check_place`]) before its data is used.
 
 use super::{CheckpointFile, Compression, FormatError, FormatErrorKind};
 use crate::region::RegionInfo;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// Largest record accepted (bounds what a damaged file can make us read).
+pub const MAX_RECORD: u64 = 64 << 20;
 
 /// What one rank's checkpoint file holds, recorded when it was written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +33,9 @@ pub struct Metadata {
     pub world_size: u32,
     /// Node the rank ran on.
     pub node: u32,
+    /// Identifies the collective attempt that wrote the checkpoint; every
+    /// rank's copy of one checkpoint has the same stamp.
+    pub stamp: u64,
     /// Name of the data file, relative to the record's directory.
     pub file: String,
     /// Length of the data file.
@@ -49,6 +56,23 @@ pub struct Metadata {
     pub created_unix_ms: u64,
 }
 
+/// Where a record was found: what it must say about itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The job whose directory holds it.
+    pub job_id: &'a str,
+    /// The checkpoint whose directory holds it.
+    pub checkpoint_id: u64,
+    /// The rank its name belongs to.
+    pub rank: u32,
+    /// The level of the directory holding it.
+    pub level: u8,
+    /// The data file name that goes with it.
+    pub file: &'a str,
+    /// The number of ranks of the job reading it, when known.
+    pub world_size: Option<u32>,
+}
+
 impl Metadata {
     /// Serialises the record as JSON.
     pub fn to_json(&self) -> Vec<u8> {
@@ -56,11 +80,9 @@ impl Metadata {
         serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
-    /// Reads a record from `path`.
-    pub fn read(path: impl AsRef<Path>) -> Result<Self, FormatError> {
-        let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| FormatError::new(path, e))?;
-        serde_json::from_slice(&bytes).map_err(|e| {
+    /// Parses a record read from `path`.
+    pub fn from_json(bytes: &[u8], path: impl AsRef<Path>) -> Result<Self, FormatError> {
+        serde_json::from_slice(bytes).map_err(|e| {
             FormatError::new(
                 path,
                 FormatErrorKind::Metadata(format!("unreadable record: {e}")),
@@ -68,49 +90,158 @@ impl Metadata {
         })
     }
 
+    /// Reads a record from `path` (following no symbolic link, refusing
+    /// records larger than [`MAX_RECORD`]).
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, FormatError> {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = path.as_ref();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .map_err(|e| FormatError::new(path, e))?;
+        let mut bytes = Vec::new();
+        f.take(MAX_RECORD + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| FormatError::new(path, e))?;
+        if bytes.len() as u64 > MAX_RECORD {
+            return Err(FormatError::new(
+                path,
+                FormatErrorKind::Metadata(format!("larger than {MAX_RECORD} bytes")),
+            ));
+        }
+        Self::from_json(&bytes, path)
+    }
+
+    /// Every way this record's identity disagrees with where it was found;
+    /// empty when it belongs there.
+    pub fn misplacements(&self, place: &Place<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.job_id != place.job_id {
+            out.push(format!(
+                "belongs to job `{}` but lies in the directory of job `{}`",
+                self.job_id, place.job_id
+            ));
+        }
+        if self.checkpoint_id != place.checkpoint_id {
+            out.push(format!(
+                "holds checkpoint {} but lies in checkpoint {}'s directory",
+                self.checkpoint_id, place.checkpoint_id
+            ));
+        }
+        if self.rank != place.rank {
+            out.push(format!(
+                "holds rank {}'s data under rank {}'s name",
+                self.rank, place.rank
+            ));
+        }
+        if self.level != place.level {
+            out.push(format!(
+                "is a level-{} record in a level-{} directory",
+                self.level, place.level
+            ));
+        }
+        if self.file != place.file {
+            out.push(format!(
+                "names data file `{}` instead of `{}`",
+                self.file.escape_debug(),
+                place.file
+            ));
+        }
+        if let Some(size) = place.world_size.filter(|s| *s != self.world_size) {
+            out.push(format!(
+                "was written by a job of {} ranks, this run has {size}",
+                self.world_size
+            ));
+        }
+        out
+    }
+
+    /// Checks that this record belongs where it was found (`path` names it
+    /// in the error).
+    pub fn check_place(&self, place: &Place<'_>, path: &Path) -> Result<(), FormatError> {
+        let wrong = self.misplacements(place);
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        Err(FormatError::new(
+            path,
+            FormatErrorKind::Metadata(wrong.join("; ")),
+        ))
+    }
+
+    /// Every field of this record that disagrees with `file`; empty when the
+    /// file is the one the record describes. `on_disk` is the file's length
+    /// on disk.
+    pub fn differences(&self, file: &CheckpointFile, on_disk: u64) -> Vec<String> {
+        let h = file.header();
+        let hex = |v: u32| format!("{v:#010x}");
+        let pairs = [
+            (
+                "format version",
+                self.format_version.to_string(),
+                h.version.to_string(),
+            ),
+            ("job id", self.job_id.clone(), h.job_id.clone()),
+            (
+                "checkpoint id",
+                self.checkpoint_id.to_string(),
+                h.checkpoint_id.to_string(),
+            ),
+            ("rank", self.rank.to_string(), h.rank.to_string()),
+            (
+                "world size",
+                self.world_size.to_string(),
+                h.world_size.to_string(),
+            ),
+            ("node", self.node.to_string(), h.node.to_string()),
+            ("stamp", self.stamp.to_string(), h.stamp.to_string()),
+            ("header CRC", hex(self.header_crc), hex(h.header_crc)),
+            ("data CRC", hex(self.data_crc), hex(file.data_crc())),
+            (
+                "raw size",
+                self.raw_bytes.to_string(),
+                file.raw_bytes().to_string(),
+            ),
+            (
+                "stored size",
+                self.stored_bytes.to_string(),
+                file.stored_bytes().to_string(),
+            ),
+            (
+                "creation time",
+                self.created_unix_ms.to_string(),
+                h.created_unix_ms.to_string(),
+            ),
+            (
+                "regions",
+                format!("{:?}", self.regions),
+                format!("{:?}", file.regions()),
+            ),
+        ];
+        let mut diffs: Vec<String> = pairs
+            .into_iter()
+            .filter(|(_, meta, data)| meta != data)
+            .map(|(what, meta, data)| {
+                format!("{what} is {meta} in the record but {data} in the file")
+            })
+            .collect();
+        if self.file_len != h.file_len || h.file_len != on_disk {
+            diffs.push(format!(
+                "file length is {} in the record, {} in the header and {on_disk} on disk",
+                self.file_len, h.file_len
+            ));
+        }
+        if self.compression == Compression::None && h.compressed {
+            diffs.push("compression is none in the record but the file holds zstd chunks".into());
+        }
+        diffs
+    }
+
     /// Checks that `file` is the data file this record describes.
     pub fn check_file(&self, file: &CheckpointFile) -> Result<(), FormatError> {
-        let h = file.header();
-        let mut diffs = Vec::new();
-        let mut cmp = |what: &str, meta: String, data: String| {
-            if meta != data {
-                diffs.push(format!(
-                    "{what} is {meta} in the record but {data} in the file"
-                ));
-            }
-        };
-        cmp("job id", self.job_id.clone(), h.job_id.clone());
-        cmp(
-            "checkpoint id",
-            self.checkpoint_id.to_string(),
-            h.checkpoint_id.to_string(),
-        );
-        cmp("rank", self.rank.to_string(), h.rank.to_string());
-        cmp(
-            "world size",
-            self.world_size.to_string(),
-            h.world_size.to_string(),
-        );
-        cmp(
-            "file length",
-            self.file_len.to_string(),
-            h.file_len.to_string(),
-        );
-        cmp(
-            "header CRC",
-            format!("{:#010x}", self.header_crc),
-            format!("{:#010x}", h.header_crc),
-        );
-        cmp(
-            "data CRC",
-            format!("{:#010x}", self.data_crc),
-            format!("{:#010x}", file.data_crc()),
-        );
-        cmp(
-            "regions",
-            format!("{:?}", self.regions),
-            format!("{:?}", file.regions()),
-        );
+        let diffs = self.differences(file, file.len_on_disk());
         if diffs.is_empty() {
             Ok(())
         } else {

@@ -20,13 +20,13 @@ mod sink;
 mod writer;
 
 pub use error::{is_no_space as error_is_no_space, FormatError, FormatErrorKind};
-pub use meta::Metadata;
+pub use meta::{Metadata, Place, MAX_RECORD};
 pub use reader::{CheckpointFile, ChunkInfo, FileHeader};
 pub use sink::{FileSink, MemSink, Sink, SliceSink};
 pub use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};
 
 /// Current format version, written into every file.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Longest job id that fits in a file header.
 pub const MAX_JOB_ID: usize = 64;
 /// Smallest allowed chunk size.

@@ -30,6 +30,14 @@ pub struct FileHeader {
     pub rank: u32,
     /// Ranks in the job.
     pub world_size: u32,
+    /// Node the writing rank ran on.
+    pub node: u32,
+    /// The checkpoint's stamp (the same on every rank's file of it).
+    pub stamp: u64,
+    /// Format version.
+    pub version: u16,
+    /// Whether some chunk is compressed (header flag bit 0).
+    pub compressed: bool,
     /// Chunk size used when writing.
     pub chunk_size: u32,
     /// Offset of the first chunk.
@@ -116,6 +124,9 @@ fn parse(
     if padding.iter().any(|b| *b != 0) {
         return Err(inconsistent("non-zero bytes in the header padding"));
     }
+    if raw.reserved.iter().any(|b| *b != 0) || raw.flags.get() > 1 {
+        return Err(inconsistent("reserved header bits are set"));
+    }
     let job_len = raw.job_id_len.get() as usize;
     let job_id = raw
         .job_id
@@ -133,6 +144,10 @@ fn parse(
         checkpoint_id: raw.checkpoint_id.get(),
         rank: raw.rank.get(),
         world_size: raw.world_size.get(),
+        node: raw.node.get(),
+        stamp: raw.stamp.get(),
+        version: raw.version.get(),
+        compressed: raw.flags.get() & 1 != 0,
         chunk_size,
         header_len,
         file_len: raw.file_len.get(),
@@ -162,6 +177,9 @@ fn parse(
         {
             return Err(inconsistent(format!("region {id} out of order")));
         }
+        if r.reserved != [0; 3] {
+            return Err(inconsistent(format!("region {id}: reserved bytes are set")));
+        }
         let elem = ElemType::from_code(r.elem)
             .ok_or_else(|| inconsistent(format!("region {id}: unknown element type {}", r.elem)))?;
         let info = RegionInfo {
@@ -188,6 +206,11 @@ fn parse(
             let c = raw_chunks
                 .get(index as usize)
                 .ok_or_else(|| inconsistent(format!("region {id}: chunk {index} missing")))?;
+            if c.reserved != [0; 3] {
+                return Err(inconsistent(format!(
+                    "chunk {index}: reserved bytes are set"
+                )));
+            }
             let codec = Codec::from_code(c.codec)
                 .ok_or_else(|| inconsistent(format!("chunk {index}: unknown codec {}", c.codec)))?;
             let (stored, raw_len) = (c.stored_len.get(), c.raw_len.get());
@@ -226,6 +249,11 @@ fn parse(
     if chunks.len() != chunk_count {
         return Err(inconsistent("chunks not owned by any region"));
     }
+    if header.compressed != chunks.iter().any(|c| c.codec == Codec::Zstd) {
+        return Err(inconsistent(
+            "the compression flag disagrees with the chunk table",
+        ));
+    }
     if next_offset != header.file_len {
         return Err(inconsistent(format!(
             "chunks end at {next_offset}, header says the file is {} bytes",
@@ -248,11 +276,24 @@ fn parse(
 }
 
 impl CheckpointFile {
-    /// Opens `path` and validates its header, tables and length.
+    /// Opens `path` (not following a symbolic link) and validates its
+    /// header, tables and length.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, FormatError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = path.as_ref();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(path)
+            .map_err(|e| FormatError::new(path, e))?;
+        Self::from_file(file, path)
+    }
+
+    /// Validates the header, tables and length of an open file; `path`
+    /// names it in errors.
+    pub fn from_file(file: File, path: impl AsRef<Path>) -> Result<Self, FormatError> {
         let path = path.as_ref();
         let err = |k: FormatErrorKind| FormatError::new(path, k);
-        let file = File::open(path).map_err(|e| err(e.into()))?;
         let actual = file.metadata().map_err(|e| err(e.into()))?.len();
         let mut fixed = [0u8; HEADER_SIZE];
         if actual < HEADER_SIZE as u64 {
@@ -304,6 +345,12 @@ impl CheckpointFile {
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The file's length on disk (equal to the header's length: files of
+    /// any other length are refused when opened).
+    pub fn len_on_disk(&self) -> u64 {
+        self.header.file_len
     }
 
     /// The decoded header.

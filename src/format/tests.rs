@@ -16,6 +16,8 @@ fn spec(zstd: Option<i32>) -> WriteSpec<'static> {
         checkpoint_id: 7,
         rank: 1,
         world_size: 4,
+        node: 2,
+        stamp: 0x5eed,
         chunk_size: MIN_CHUNK as usize,
         zstd_level: zstd,
         created_unix_ms: 1_700_000_000_000,
@@ -277,7 +279,8 @@ fn metadata_detects_a_foreign_file() {
         level: 1,
         rank: 1,
         world_size: 4,
-        node: 0,
+        node: 2,
+        stamp: 0x5eed,
         file: "m.fck".into(),
         file_len: written.file_len,
         header_crc: written.header_crc,
@@ -286,7 +289,7 @@ fn metadata_detects_a_foreign_file() {
         stored_bytes: written.stored_bytes,
         compression: Compression::None,
         regions: file.regions(),
-        created_unix_ms: 0,
+        created_unix_ms: 1_700_000_000_000,
     };
     meta.check_file(&file).unwrap();
     let json = meta.to_json();
@@ -297,5 +300,51 @@ fn metadata_detects_a_foreign_file() {
     assert!(
         err.contains("checkpoint id is 8 in the record but 7 in the file"),
         "{err}"
+    );
+    // Every field of the record is compared with the file.
+    let good = back.clone();
+    type Mutation = (&'static str, fn(&mut Metadata));
+    let mutations: Vec<Mutation> = vec![
+        ("format version", |m| m.format_version += 1),
+        ("job id", |m| m.job_id.push('x')),
+        ("rank", |m| m.rank += 1),
+        ("world size", |m| m.world_size += 1),
+        ("node", |m| m.node += 1),
+        ("stamp", |m| m.stamp += 1),
+        ("file length", |m| m.file_len -= 1),
+        ("header CRC", |m| m.header_crc ^= 1),
+        ("data CRC", |m| m.data_crc ^= 1),
+        ("raw size", |m| m.raw_bytes += 1),
+        ("stored size", |m| m.stored_bytes -= 1),
+        ("creation time", |m| m.created_unix_ms += 1),
+        ("regions", |m| m.regions[0].count += 1),
+    ];
+    for (what, mutate) in mutations {
+        let mut m = good.clone();
+        mutate(&mut m);
+        let err = m.check_file(&file).unwrap_err().to_string();
+        assert!(err.contains(what), "{what}: {err}");
+    }
+    // A record naming another place is caught by the place check.
+    let place = Place {
+        job_id: "unit",
+        checkpoint_id: 7,
+        rank: 1,
+        level: 1,
+        file: "m.fck",
+        world_size: Some(4),
+    };
+    assert!(good.misplacements(&place).is_empty());
+    let mut m = good.clone();
+    m.file = "../../etc/passwd".into();
+    m.level = 2;
+    let wrong = m.misplacements(&place).join("; ");
+    assert!(
+        wrong.contains("names data file `../../etc/passwd`"),
+        "{wrong}"
+    );
+    assert!(
+        wrong.contains("level-2 record in a level-1 directory"),
+        "{wrong}"
     );
 }

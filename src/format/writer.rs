@@ -21,6 +21,10 @@ pub struct WriteSpec<'a> {
     pub rank: u32,
     /// Ranks in the job.
     pub world_size: u32,
+    /// Node the writing rank runs on.
+    pub node: u32,
+    /// The checkpoint's stamp (the same on every rank's file).
+    pub stamp: u64,
     /// Chunk size in bytes.
     pub chunk_size: usize,
     /// zstd level, or `None` to store chunks raw.
@@ -203,6 +207,8 @@ pub fn write_checkpoint(
     header.created_unix_ms.set(spec.created_unix_ms);
     header.rank.set(spec.rank);
     header.world_size.set(spec.world_size);
+    header.node.set(spec.node);
+    header.stamp.set(spec.stamp);
     header.chunk_size.set(spec.chunk_size as u32);
     header.region_count.set(region_table.len() as u32);
     header.chunk_count.set(chunk_table.len() as u32);

@@ -15,6 +15,7 @@
 pub mod catalog;
 mod fsio;
 pub mod l1;
+pub mod names;
 mod slot;
 
 pub use fsio::StorageError;

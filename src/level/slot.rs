@@ -10,60 +10,75 @@ use super::fsio::StorageError;
 use crate::format::{
     self, FileSink, FormatError, FormatErrorKind, RegionSource, SliceSink, WriteSpec,
 };
+use crate::safefs::{crash, Dir};
 use memmap2::{MmapMut, MmapOptions};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A file checkpoints are written into, with its mapping kept between uses.
 pub(crate) struct Slot {
-    /// Where the file currently is (it is renamed between uses).
+    /// The file's name in the directory that holds it now.
+    pub(crate) name: String,
+    /// Where it is: `None` in `spare/`, `Some(id)` in checkpoint `id`'s directory.
+    pub(crate) at: Option<u64>,
+    /// Its full path, for messages.
     pub(crate) path: PathBuf,
     file: File,
     map: Option<MmapMut>,
     len: u64,
+    who: u32,
 }
 
 impl Slot {
-    /// Creates a new, empty slot file (mode 0600).
-    pub(crate) fn create(path: PathBuf) -> Result<Self, StorageError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| StorageError::io("create", &path, 0, e))?;
+    /// Creates a new, empty slot file `name` in `dir` (mode 0600, exclusive).
+    pub(crate) fn create(dir: &Dir, name: &str, who: u32) -> Result<Self, StorageError> {
+        let file = dir.create_replacing(name)?;
         Ok(Self {
-            path,
+            name: name.to_string(),
+            at: None,
+            path: dir.join(name),
             file,
             map: None,
             len: 0,
+            who,
         })
     }
 
-    /// Whether the slot's file is still the one at its path (nobody replaced
-    /// or removed it since the slot was made).
-    pub(crate) fn still_there(&self) -> bool {
+    /// Adopts the existing file `name` of `dir` as a slot located `at`.
+    pub(crate) fn adopt(dir: &Dir, name: &str, at: Option<u64>, who: u32) -> Option<Self> {
+        let file = dir.open_rw(name).ok()?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        Some(Self {
+            name: name.to_string(),
+            at,
+            path: dir.join(name),
+            file,
+            map: None,
+            len,
+            who,
+        })
+    }
+
+    /// Whether the slot's file is still the one named `name` in `dir`
+    /// (nobody replaced or removed it since the slot was made).
+    pub(crate) fn still_in(&self, dir: &Dir) -> bool {
         use std::os::unix::fs::MetadataExt;
-        match (self.file.metadata(), std::fs::metadata(&self.path)) {
-            (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        match (self.file.metadata(), dir.identity_of(&self.name)) {
+            (Ok(a), Some(b)) => (a.dev(), a.ino()) == b,
             _ => false,
         }
     }
 
-    /// Adopts an existing file as a slot.
-    pub(crate) fn open(path: &Path) -> Option<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        Some(Self {
-            path: path.to_path_buf(),
-            file,
-            map: None,
-            len,
-        })
+    /// Records that the file was renamed to `name` in `dir`, located `at`.
+    pub(crate) fn moved(&mut self, dir: &Dir, name: &str, at: Option<u64>) {
+        self.name = name.to_string();
+        self.path = dir.join(name);
+        self.at = at;
+    }
+
+    fn crash_point(&self, op: &str) {
+        crash::point(self.who, op, &self.path, "");
     }
 
     /// Makes the file exactly `capacity` bytes, allocated, and mapped when
@@ -73,6 +88,7 @@ impl Slot {
         let io_err = |op, e| StorageError::io(op, &path, capacity, e);
         if self.len > capacity {
             self.map = None;
+            self.crash_point("truncate");
             self.file
                 .set_len(capacity)
                 .map_err(|e| io_err("shrink", e))?;
@@ -83,6 +99,7 @@ impl Slot {
             self.map = None;
             // Reserve the blocks now: writing into a mapping of a sparse file
             // on a full file system would kill the process with SIGBUS.
+            self.crash_point("allocate");
             let grown = rustix::fs::fallocate(
                 &self.file,
                 rustix::fs::FallocateFlags::empty(),
@@ -109,9 +126,11 @@ impl Slot {
         if mappable && self.map.is_none() {
             let len = usize::try_from(capacity)
                 .map_err(|_| io_err("map", io::Error::other("file too large to map")))?;
-            // SAFETY: the file lives in its rank's private (0700) directory and
-            // only this slot writes it; its blocks were allocated above, so
-            // stores through the mapping cannot fault for lack of space.
+            // SAFETY: the file lives in its rank's private (0700) directory,
+            // opened without following links, and only this slot writes it
+            // (the rank's lock keeps other processes out); its blocks were
+            // allocated above, so stores through the mapping cannot fault for
+            // lack of space.
             let map = unsafe { MmapOptions::new().len(len).populate().map_mut(&self.file) };
             self.map = Some(map.map_err(|e| io_err("map", e))?);
         }
@@ -126,6 +145,7 @@ impl Slot {
         layout: &format::Layout,
     ) -> Result<format::Written, StorageError> {
         let mapped = self.prepare(layout.capacity)?;
+        self.crash_point("write");
         let result = match self.map.as_mut().filter(|_| mapped) {
             Some(map) => format::write_checkpoint(&mut SliceSink::new(map), spec, regions, layout),
             None => format::write_checkpoint(&mut FileSink::new(&self.file), spec, regions, layout),
@@ -137,15 +157,18 @@ impl Slot {
         })?;
         let io_err = |op, e| StorageError::io(op, &path, layout.capacity, e);
         if let Some(map) = self.map.as_ref() {
+            self.crash_point("msync");
             map.flush().map_err(|e| io_err("flush", e))?;
         }
         if written.file_len < self.len {
             self.map = None;
+            self.crash_point("truncate");
             self.file
                 .set_len(written.file_len)
                 .map_err(|e| io_err("truncate", e))?;
             self.len = written.file_len;
         }
+        self.crash_point("fsync");
         self.file.sync_data().map_err(|e| io_err("sync", e))?;
         Ok(written)
     }

@@ -1,5 +1,6 @@
 //! `frame`: the command-line tool of the frame checkpoint/restart library.
 
+mod clean;
 mod inspect;
 mod run;
 mod verify;
@@ -41,11 +42,26 @@ enum Command {
         json: bool,
     },
     /// Check every checkpoint under a directory: headers, every chunk CRC,
-    /// and metadata records against their files. Exits 0 when all is sound,
-    /// 1 when something is damaged (each problem names the file and chunk).
+    /// records against their files and places, each checkpoint's
+    /// completeness over all ranks, and the LATEST pointers. Exits 0 when
+    /// the data is sound (warnings name stale hints), 1 when something is
+    /// damaged (each problem names the file, and the chunk or field).
     Verify {
         /// A storage directory, a job's directory or a checkpoint directory.
         dir: PathBuf,
+    },
+    /// Remove a job's checkpoints for good (after confirmation), for
+    /// example to start a job over after "not recoverable". Only files frame
+    /// made are removed; a running job is never touched.
+    Clean {
+        /// A storage directory (such as storage.local_dir) or a job's directory.
+        dir: PathBuf,
+        /// The job whose checkpoints to remove (needed when DIR holds several).
+        #[arg(long)]
+        job: Option<String>,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
 }
 
@@ -63,6 +79,7 @@ fn main() -> ExitCode {
         Command::Run { launch, command } => run::run(&launch, &command),
         Command::Inspect { dir, ranks, json } => inspect::run(&dir, ranks, json),
         Command::Verify { dir } => verify::run(&dir),
+        Command::Clean { dir, job, yes } => clean::run(&dir, job.as_deref(), yes),
     };
     match result {
         Ok(code) => code,

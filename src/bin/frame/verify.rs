@@ -1,29 +1,47 @@
 //! `frame verify DIR`
 
 use anyhow::Context;
-use frame::level::catalog;
+use frame::level::catalog::{self, Severity};
 use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(dir: &Path) -> anyhow::Result<ExitCode> {
     let levels = catalog::scan(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let (problems, checked) = catalog::verify(&levels);
-    let checkpoints: usize = levels.iter().map(|l| l.checkpoints.len()).sum();
-    for p in &problems {
-        println!("CORRUPT {}: {}", p.path.display(), p.message);
+    let report = catalog::verify(&levels);
+    for f in &report.findings {
+        let tag = match f.severity {
+            Severity::Damage => "CORRUPT",
+            Severity::Warning => "WARNING",
+            Severity::Note => "note",
+        };
+        println!("{tag} {}: {}", f.path.display(), f.message);
     }
-    if problems.is_empty() {
+    for (job, level, newest) in &report.restorable {
+        match newest {
+            Some(id) => println!("job {job}, L{level}: newest restorable checkpoint {id}"),
+            None => println!("job {job}, L{level}: no restorable checkpoint"),
+        }
+    }
+    let (files, ckpts) = (report.files, report.checkpoints);
+    let damage = report.count(Severity::Damage);
+    let warnings = report.count(Severity::Warning);
+    if damage > 0 {
         println!(
-            "ok: {checked} file(s) in {checkpoints} checkpoint(s) verified under {}",
+            "{damage} problem(s) in {files} file(s) of {ckpts} checkpoint(s) under {}",
             dir.display()
         );
-        Ok(ExitCode::SUCCESS)
+        return Ok(ExitCode::from(1));
+    }
+    if warnings > 0 {
+        println!(
+            "sound, with {warnings} warning(s): {files} file(s) in {ckpts} checkpoint(s) verified under {}",
+            dir.display()
+        );
     } else {
         println!(
-            "{} problem(s) in {checked} file(s) of {checkpoints} checkpoint(s) under {}",
-            problems.len(),
+            "ok: {files} file(s) in {ckpts} checkpoint(s) verified under {}",
             dir.display()
         );
-        Ok(ExitCode::from(1))
     }
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,106 @@
+//! `frame clean`: removing a job's checkpoints for good.
+//!
+//! Only what frame creates is removed (checkpoint directories and their rank
+//! files, pointers, spare files, locks and probes), through checked directory
+//! handles and without following links; anything else is left where it is
+//! and reported. A job whose rank lock is held by a running process is not
+//! touched.
+
+use super::LevelDir;
+use crate::level::names;
+use crate::safefs::{Dir, FsError, Kind};
+use std::path::PathBuf;
+
+/// What `clean` removed from one level directory.
+#[derive(Debug)]
+pub struct Removal {
+    /// The level directory.
+    pub path: PathBuf,
+    /// Checkpoints removed.
+    pub checkpoints: Vec<u64>,
+    /// Entries left in place because frame did not make them.
+    pub kept: Vec<PathBuf>,
+}
+
+/// Whether `name` is a file frame makes in a level directory.
+fn ours(name: &str) -> bool {
+    name == names::POINTER
+        || names::is_temporary(name)
+        || names::is_lock(name)
+        || name.starts_with(".probe-rank-")
+}
+
+/// Removes the checkpoints of every level directory in `levels`. Refuses
+/// (before removing anything) if a rank of one of them is running.
+pub fn clean(levels: &[&LevelDir]) -> Result<Vec<Removal>, FsError> {
+    let mut opened = Vec::new();
+    for level in levels {
+        let dir = Dir::open(&level.path)?;
+        for (name, kind) in dir.entries()? {
+            if kind == Kind::File && names::is_lock(&name) && dir.is_locked(&name) {
+                return Err(FsError::Locked {
+                    path: dir.join(&name),
+                    what: "a rank of this job is running; stop the job first".into(),
+                });
+            }
+        }
+        opened.push(dir);
+    }
+    opened.iter().map(clean_level).collect()
+}
+
+fn clean_level(dir: &Dir) -> Result<Removal, FsError> {
+    let mut removal = Removal {
+        path: dir.path().to_path_buf(),
+        checkpoints: Vec::new(),
+        kept: Vec::new(),
+    };
+    for (name, kind) in dir.entries()? {
+        if let Some(id) = names::parse_ckpt_dir(&name) {
+            if kind == Kind::Dir {
+                let ckpt = dir.sub(&name, false)?;
+                for (file, _) in ckpt.entries()? {
+                    if names::parse_rank_file(&file).is_some() || names::is_temporary(&file) {
+                        ckpt.remove_file(&file)?;
+                    } else {
+                        removal.kept.push(ckpt.join(&file));
+                    }
+                }
+                dir.remove_dir_if_empty(&name);
+            } else if kind != Kind::Dir {
+                // A link or file where a checkpoint directory should be.
+                dir.remove_file(&name)?;
+            }
+            removal.checkpoints.push(id);
+        } else if name == names::SPARE && kind == Kind::Dir {
+            let spare = dir.sub(&name, false)?;
+            for (file, _) in spare.entries()? {
+                if file.starts_with("rank-") && file.ends_with(".fck") {
+                    spare.remove_file(&file)?;
+                } else {
+                    removal.kept.push(spare.join(&file));
+                }
+            }
+            dir.remove_dir_if_empty(&name);
+        } else if ours(&name) && kind != Kind::Dir {
+            dir.remove_file(&name)?;
+        } else {
+            removal.kept.push(dir.join(&name));
+        }
+    }
+    // The level directory and its job directory go too once empty.
+    let level_path = dir.path().to_path_buf();
+    let _ = std::fs::remove_dir(&level_path);
+    if let Some(job) = level_path.parent() {
+        let _ = std::fs::remove_dir(job);
+    }
+    Ok(removal)
+}
+
+/// The level directories of `levels` that belong to `job` (all if `None`).
+pub fn of_job<'a>(levels: &'a [LevelDir], job: Option<&str>) -> Vec<&'a LevelDir> {
+    levels
+        .iter()
+        .filter(|l| job.is_none_or(|j| l.job.as_deref() == Some(j)))
+        .collect()
+}

@@ -1,0 +1,308 @@
+//! Finding checkpoints on disk without a running job: what `frame inspect`
+//! lists, `frame verify` checks and `frame clean` removes.
+//!
+//! A catalog walks a directory tree, never following symbolic links, for
+//! level directories (`<job>/l<N>/`, holding `LATEST` or `ckpt-<id>`
+//! directories) and reads their metadata records and pointers but no data.
+//! A job's level-1 checkpoints are spread over the node directories of its
+//! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`] puts them back together.
+
+mod clean;
+mod verify;
+
+pub use clean::{clean, of_job, Removal};
+pub use verify::{verify, Finding, Report, Severity};
+
+use super::names::{self, RankFile};
+use crate::format::{Metadata, MAX_RECORD};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// Directories deeper than this below the starting point are not visited.
+const MAX_DEPTH: usize = 8;
+
+/// One rank's files in a checkpoint directory.
+#[derive(Debug, Serialize)]
+pub struct RankFiles {
+    /// Rank number parsed from the file names.
+    pub rank: u32,
+    /// The data file, if present.
+    pub data: Option<PathBuf>,
+    /// Why the data file cannot be used as one (a link, not a regular file).
+    pub data_error: Option<String>,
+    /// The metadata record's path, if present.
+    pub record_path: Option<PathBuf>,
+    /// The record, when it could be read.
+    pub record: Option<Metadata>,
+    /// Why the record could not be read.
+    pub record_error: Option<String>,
+}
+
+/// A checkpoint directory and the rank files in it.
+#[derive(Debug, Serialize)]
+pub struct CheckpointDir {
+    /// Checkpoint id.
+    pub id: u64,
+    /// The directory.
+    pub path: PathBuf,
+    /// Why the directory itself cannot be trusted (a symbolic link).
+    pub error: Option<String>,
+    /// Files per rank, in rank order.
+    pub ranks: Vec<RankFiles>,
+}
+
+/// What a level directory's `LATEST` pointer says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Pointer {
+    /// There is none.
+    Missing,
+    /// It names a job and a checkpoint.
+    Names {
+        /// Job id.
+        job_id: String,
+        /// Checkpoint id.
+        checkpoint_id: u64,
+    },
+    /// It cannot be read or trusted.
+    Bad(String),
+}
+
+/// A directory holding checkpoints of one job at one level.
+#[derive(Debug, Serialize)]
+pub struct LevelDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// The job, from the name of the directory holding it.
+    pub job: Option<String>,
+    /// The level, from its name (`l1` to `l4`).
+    pub level: Option<u8>,
+    /// The `LATEST` pointer, if present and readable.
+    pub latest: Option<u64>,
+    /// What `LATEST` holds.
+    pub pointer: Pointer,
+    /// Checkpoints, oldest first.
+    pub checkpoints: Vec<CheckpointDir>,
+    /// Only some of the directory's checkpoints are listed (the scan started
+    /// at one checkpoint directory).
+    #[serde(skip)]
+    pub partial: bool,
+}
+
+/// Reads a small file without following a link.
+fn read_small(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+fn is_link(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+fn read_pointer(dir: &Path) -> Pointer {
+    let path = dir.join(names::POINTER);
+    match fs::symlink_metadata(&path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Pointer::Missing,
+        Ok(m) if m.file_type().is_symlink() => {
+            return Pointer::Bad("is a symbolic link".into());
+        }
+        _ => {}
+    }
+    let bytes = match read_small(&path, 4096) {
+        Ok(b) => b,
+        Err(e) => return Pointer::Bad(e.to_string()),
+    };
+    match serde_json::from_slice::<super::l1::Pointer>(&bytes) {
+        Ok(p) => Pointer::Names {
+            job_id: p.job_id,
+            checkpoint_id: p.checkpoint_id,
+        },
+        Err(e) => Pointer::Bad(format!("unreadable: {e}")),
+    }
+}
+
+fn read_record(path: &Path) -> Result<Metadata, String> {
+    let bytes = read_small(path, MAX_RECORD).map_err(|e| {
+        if is_link(path) {
+            "is a symbolic link (frame never follows links it did not create)".to_string()
+        } else {
+            e.to_string()
+        }
+    })?;
+    Metadata::from_json(&bytes, path).map_err(|e| e.kind.to_string())
+}
+
+fn read_ckpt_dir(path: &Path, id: u64) -> CheckpointDir {
+    let mut dir = CheckpointDir {
+        id,
+        path: path.to_path_buf(),
+        error: None,
+        ranks: Vec::new(),
+    };
+    if is_link(path) {
+        dir.error = Some("is a symbolic link (frame never follows links it did not create)".into());
+        return dir;
+    }
+    let entries = match fs::read_dir(path) {
+        Ok(e) => e,
+        Err(e) => {
+            dir.error = Some(format!("cannot be listed: {e}"));
+            return dir;
+        }
+    };
+    let mut ranks: BTreeMap<u32, RankFiles> = BTreeMap::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(kind) = names::parse_rank_file(&name) else {
+            continue;
+        };
+        let rank = match kind {
+            RankFile::Data(r) | RankFile::Record(r) => r,
+        };
+        let slot = ranks.entry(rank).or_insert_with(|| RankFiles {
+            rank,
+            data: None,
+            data_error: None,
+            record_path: None,
+            record: None,
+            record_error: None,
+        });
+        let file_path = entry.path();
+        match kind {
+            RankFile::Data(_) => {
+                let regular = fs::symlink_metadata(&file_path).is_ok_and(|m| m.is_file());
+                if !regular {
+                    slot.data_error = Some(if is_link(&file_path) {
+                        "is a symbolic link (frame never follows links it did not create)".into()
+                    } else {
+                        "is not a regular file".into()
+                    });
+                }
+                slot.data = Some(file_path);
+            }
+            RankFile::Record(_) => {
+                match read_record(&file_path) {
+                    Ok(m) => slot.record = Some(m),
+                    Err(e) => slot.record_error = Some(e),
+                }
+                slot.record_path = Some(file_path);
+            }
+        }
+    }
+    dir.ranks = ranks.into_values().collect();
+    dir
+}
+
+/// Whether `dir` looks like a level directory (holds a pointer or checkpoints).
+fn holds_checkpoints(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        name == names::POINTER || names::parse_ckpt_dir(&name).is_some()
+    })
+}
+
+fn read_level_dir(path: &Path) -> LevelDir {
+    let job = path
+        .parent()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned());
+    let level = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix('l'))
+        .and_then(|n| n.parse::<u8>().ok())
+        .filter(|l| (1..=4).contains(l));
+    let pointer = read_pointer(path);
+    let mut checkpoints: Vec<CheckpointDir> = fs::read_dir(path)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    names::parse_ckpt_dir(&name).map(|id| read_ckpt_dir(&e.path(), id))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    checkpoints.sort_by_key(|c| c.id);
+    LevelDir {
+        path: path.to_path_buf(),
+        job,
+        level,
+        latest: match &pointer {
+            Pointer::Names { checkpoint_id, .. } => Some(*checkpoint_id),
+            _ => None,
+        },
+        pointer,
+        checkpoints,
+        partial: false,
+    }
+}
+
+/// Walks `root` (without following links) and returns every level
+/// directory found, sorted by path. `root` may itself be a level directory
+/// or a checkpoint directory.
+pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
+    let meta = fs::metadata(root)?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", root.display()),
+        ));
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    let start = root.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if names::parse_ckpt_dir(start).is_some() {
+        // A checkpoint directory: its parent is the level directory.
+        if let Some(parent) = root.parent() {
+            found.push(parent.to_path_buf());
+        }
+    } else {
+        let mut stack = vec![(root.to_path_buf(), 0usize)];
+        while let Some((dir, depth)) = stack.pop() {
+            if holds_checkpoints(&dir) {
+                found.push(dir);
+                continue;
+            }
+            if depth >= MAX_DEPTH {
+                continue;
+            }
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+                if is_dir && entry.file_name() != names::SPARE {
+                    stack.push((entry.path(), depth + 1));
+                }
+            }
+        }
+    }
+    let mut out: Vec<LevelDir> = found.iter().map(|p| read_level_dir(p)).collect();
+    if names::parse_ckpt_dir(start).is_some() {
+        for level in &mut out {
+            level.checkpoints.retain(|c| c.path == root);
+            level.partial = true;
+        }
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}

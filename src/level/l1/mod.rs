@@ -1,0 +1,470 @@
+//! Level 1: checkpoints on node-local storage (RAM-disk or SSD).
+//!
+//! Under `<local_dir>/<job_id>/l1/` (layout in [`names`](super::names);
+//! every directory mode 0700, every file 0600, all reached through checked
+//! directory handles without following links):
+//!
+//! Writing a checkpoint ([`L1Store::write`]) fills a preallocated, mapped
+//! spare file (so steady-state snapshots copy straight into page-cache pages
+//! that already exist), syncs it, renames it into the checkpoint directory,
+//! syncs the directory and writes the metadata record the same way. Once
+//! every rank wrote its copy, [`L1Store::advance`] updates the node's
+//! `LATEST` pointer (a hint for tools: recovery never depends on it), and
+//! once every rank advanced, [`L1Store::retain`] retires the checkpoints
+//! beyond the retention count: record first, then data file (renamed back
+//! into `spare/` for reuse).
+//!
+//! At every step of that protocol, a checkpoint is either held soundly by a
+//! rank or visibly incomplete there (a data file without its record), so a
+//! kill at any point leaves checkpoints that recovery can restore, or
+//! leftovers it ignores. A rank's lock file keeps a second process from using
+//! the same rank's files.
+
+mod read;
+
+use super::fsio::StorageError;
+use super::names::{self, L1_DIR, POINTER, SPARE};
+use super::slot::Slot;
+use super::{Level, Owner};
+use crate::format::{self, Compression, FormatError, Metadata, RegionSource, WriteSpec};
+use crate::safefs::{Dir, Lock};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Spare files kept beyond this number are deleted instead.
+const MAX_SPARES: usize = 2;
+
+/// The mapped files of stores dropped in this process, by (directory, rank).
+///
+/// A rank that rolls back after a failure drops its checkpointer and makes a
+/// new one a moment later. Keeping the files mapped in between spares the
+/// unmapping on the way out (TLB shoot-downs: a large share of a survivor's
+/// rollback time) and the page faults of the next checkpoint.
+type Kept = ((u64, u64), u32, Vec<Slot>, BTreeMap<u64, Slot>);
+/// At most this many dropped stores keep their files mapped.
+const MAX_KEPT: usize = 16;
+static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
+
+/// Contents of the `LATEST` pointer file.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Pointer {
+    pub(crate) job_id: String,
+    pub(crate) checkpoint_id: u64,
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug)]
+pub struct WriteOptions {
+    /// Chunk size in bytes.
+    pub chunk_size: usize,
+    /// zstd level, or `None` for raw chunks.
+    pub zstd_level: Option<i32>,
+}
+
+/// One rank's view of the node-local checkpoint directory of its job.
+pub struct L1Store {
+    owner: Owner,
+    base: Dir,
+    job: Dir,
+    root: Dir,
+    spare: Dir,
+    _lock: Lock,
+    spares: Vec<Slot>,
+    live: BTreeMap<u64, Slot>,
+    /// Checkpoints known to be held by every rank, oldest first.
+    committed: BTreeSet<u64>,
+    next_spare: u64,
+}
+
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl L1Store {
+    /// Opens (creating if needed) the level-1 directory of `owner`'s job under
+    /// `local_dir`, takes the rank's lock, and checks that files can be
+    /// created there.
+    pub fn open(local_dir: &Path, owner: Owner) -> Result<Self, StorageError> {
+        let rank = owner.rank;
+        let base = Dir::open_or_create(local_dir)?.counted_as(rank);
+        let job = base.sub(&owner.job_id, true)?;
+        let root = job.sub(L1_DIR, true)?;
+        let what = format!(
+            "rank {rank} of job `{}` is running in another process (two jobs with one job id \
+             cannot share a directory)",
+            owner.job_id
+        );
+        let lock = root.lock(&names::lock_file(rank), &what)?;
+        let spare = root.sub(SPARE, true)?;
+        let probe = names::probe_file(rank);
+        drop(root.create_replacing(&probe)?);
+        root.remove_file(&probe)?;
+        root.remove_file(&names::temporary(POINTER, rank))?;
+        let mut store = Self {
+            owner,
+            base,
+            job,
+            root,
+            spare,
+            _lock: lock,
+            spares: Vec::new(),
+            live: BTreeMap::new(),
+            committed: BTreeSet::new(),
+            next_spare: 0,
+        };
+        store.adopt_kept();
+        store.adopt_spares()?;
+        Ok(store)
+    }
+
+    /// Takes back the mapped files a previous store of this rank left in
+    /// this process, if they are still what the directory holds.
+    fn adopt_kept(&mut self) {
+        let key = self.root.identity();
+        let kept = KEPT.lock().ok().and_then(|mut k| {
+            let i = k
+                .iter()
+                .position(|(dir, rank, ..)| *dir == key && *rank == self.owner.rank)?;
+            Some(k.swap_remove(i))
+        });
+        if let Some((_, _, spares, live)) = kept {
+            self.spares = spares
+                .into_iter()
+                .filter(|s| s.still_in(&self.spare))
+                .collect();
+            for (id, slot) in live {
+                let present = self
+                    .root
+                    .try_sub(&names::ckpt_dir(id))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|d| slot.still_in(&d));
+                if present {
+                    self.live.insert(id, slot);
+                }
+            }
+        }
+    }
+
+    /// The level-1 directory of the job.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// This rank's data file of checkpoint `id` (for messages).
+    pub fn data_path(&self, id: u64) -> std::path::PathBuf {
+        self.root
+            .join(&names::ckpt_dir(id))
+            .join(names::data_file(self.owner.rank))
+    }
+
+    /// Picks up spare files left by an earlier run of this rank.
+    fn adopt_spares(&mut self) -> Result<(), StorageError> {
+        let prefix = names::spare_prefix(self.owner.rank);
+        for (name, _) in self.spare.entries()? {
+            let Some(n) = name
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.strip_suffix(".fck"))
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            self.next_spare = self.next_spare.max(n + 1);
+            if self.spares.iter().any(|s| s.name == name) {
+                continue;
+            }
+            match Slot::adopt(&self.spare, &name, None, self.owner.rank) {
+                Some(slot) if self.spares.len() < MAX_SPARES => self.spares.push(slot),
+                _ => self.spare.remove_file(&name)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn new_spare_name(&mut self) -> String {
+        let n = self.next_spare;
+        self.next_spare += 1;
+        format!("{}{n}.fck", names::spare_prefix(self.owner.rank))
+    }
+
+    fn take_spare(&mut self) -> Result<Slot, StorageError> {
+        if let Some(slot) = self.spares.pop() {
+            return Ok(slot);
+        }
+        let name = self.new_spare_name();
+        Slot::create(&self.spare, &name, self.owner.rank)
+    }
+
+    /// Returns a slot that lies in `from` to the spare pool (or removes its
+    /// file when the pool is full).
+    fn recycle(&mut self, mut slot: Slot, from: &Dir) -> Result<(), StorageError> {
+        if slot.at.is_none() {
+            self.spares.push(slot);
+            return Ok(());
+        }
+        if self.spares.len() >= MAX_SPARES {
+            return Ok(from.remove_file(&slot.name)?);
+        }
+        let to = self.new_spare_name();
+        from.rename(&slot.name, &self.spare, &to)?;
+        slot.moved(&self.spare, &to, None);
+        self.spares.push(slot);
+        Ok(())
+    }
+
+    /// Writes this rank's file and metadata record for checkpoint `id`, with
+    /// the checkpoint's `stamp`, durably into its checkpoint directory. The
+    /// checkpoint is restorable once every rank did so. On error nothing of
+    /// `id` is left behind.
+    pub fn write(
+        &mut self,
+        id: u64,
+        stamp: u64,
+        regions: &[RegionSource<'_>],
+        opts: WriteOptions,
+    ) -> Result<Metadata, StorageError> {
+        let created = now_unix_ms();
+        let job_id = self.owner.job_id.clone();
+        let spec = WriteSpec {
+            job_id: &job_id,
+            checkpoint_id: id,
+            rank: self.owner.rank,
+            world_size: self.owner.world_size,
+            node: self.owner.node,
+            stamp,
+            chunk_size: opts.chunk_size,
+            zstd_level: opts.zstd_level,
+            created_unix_ms: created,
+        };
+        let layout =
+            format::plan(&spec, regions).map_err(|k| FormatError::new(self.data_path(id), k))?;
+        let mut slot = self.take_spare()?;
+        let written = match slot.fill(&spec, regions, &layout) {
+            Ok(w) => w,
+            Err(e) => {
+                self.spares.push(slot);
+                return Err(e);
+            }
+        };
+        let meta = Metadata {
+            format_version: format::VERSION,
+            job_id,
+            checkpoint_id: id,
+            level: Level::L1.number(),
+            rank: self.owner.rank,
+            world_size: self.owner.world_size,
+            node: self.owner.node,
+            stamp,
+            file: names::data_file(self.owner.rank),
+            file_len: written.file_len,
+            header_crc: written.header_crc,
+            data_crc: written.data_crc,
+            raw_bytes: written.raw_bytes,
+            stored_bytes: written.stored_bytes,
+            compression: if opts.zstd_level.is_some() {
+                Compression::Zstd
+            } else {
+                Compression::None
+            },
+            regions: regions.iter().map(|r| r.info).collect(),
+            created_unix_ms: created,
+        };
+        let dir_name = names::ckpt_dir(id);
+        let ckpt = match self.root.sub(&dir_name, true) {
+            Ok(d) => d,
+            Err(e) => {
+                self.spares.push(slot);
+                return Err(e.into());
+            }
+        };
+        match self.place(id, &ckpt, &mut slot, &meta) {
+            Ok(()) => {
+                self.live.insert(id, slot);
+                Ok(meta)
+            }
+            Err(e) => {
+                let _ = ckpt.remove_file(&names::record_file(self.owner.rank));
+                if let Err(e) = self.recycle(slot, &ckpt) {
+                    tracing::warn!(error = %e, "could not recycle an abandoned checkpoint file");
+                }
+                drop(ckpt);
+                self.root.remove_dir_if_empty(&dir_name);
+                Err(e)
+            }
+        }
+    }
+
+    /// Moves a filled slot into checkpoint `id`'s directory and writes its record.
+    fn place(
+        &mut self,
+        id: u64,
+        ckpt: &Dir,
+        slot: &mut Slot,
+        meta: &Metadata,
+    ) -> Result<(), StorageError> {
+        let rank = self.owner.rank;
+        let record = names::record_file(rank);
+        // A record of an earlier attempt at this id must not pair with the
+        // new data, not even for an instant.
+        ckpt.remove_file(&record)?;
+        let data = names::data_file(rank);
+        self.spare.rename(&slot.name, ckpt, &data)?;
+        slot.moved(ckpt, &data, Some(id));
+        ckpt.sync()?;
+        ckpt.write_atomic(&record, &meta.to_json(), &rank.to_string())?;
+        Ok(())
+    }
+
+    /// Records on this node that checkpoint `id` is held by every rank, by
+    /// replacing the `LATEST` pointer (a hint for tools and people).
+    pub fn advance(&mut self, id: u64) -> Result<(), StorageError> {
+        let pointer = Pointer {
+            job_id: self.owner.job_id.clone(),
+            checkpoint_id: id,
+        };
+        let bytes = serde_json::to_vec(&pointer).unwrap_or_default();
+        self.root
+            .write_atomic(POINTER, &bytes, &self.owner.rank.to_string())?;
+        self.committed.insert(id);
+        Ok(())
+    }
+
+    /// Tells the store which checkpoint every rank holds (after recovery).
+    pub fn set_committed(&mut self, id: u64) {
+        self.committed = [id].into_iter().collect();
+    }
+
+    /// Ids of checkpoint directories holding a file of this rank, ascending.
+    fn own_ids(&self) -> Result<Vec<u64>, StorageError> {
+        let rank = self.owner.rank;
+        let (data, record) = (names::data_file(rank), names::record_file(rank));
+        let mut ids = Vec::new();
+        for (name, _) in self.root.entries()? {
+            let Some(id) = names::parse_ckpt_dir(&name) else {
+                continue;
+            };
+            let Ok(Some(d)) = self.root.try_sub(&name) else {
+                continue;
+            };
+            if d.kind(&data).is_some() || d.kind(&record).is_some() {
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Retires this rank's checkpoints older than the newest `keep_last`
+    /// committed ones, leftovers included. Call only once every rank has
+    /// committed the newest.
+    pub fn retain(&mut self, keep_last: usize) -> Result<(), StorageError> {
+        let Some(&oldest) = self.committed.iter().rev().take(keep_last.max(1)).min() else {
+            return Ok(());
+        };
+        self.committed.retain(|id| *id >= oldest);
+        for id in self.own_ids()?.into_iter().filter(|id| *id < oldest) {
+            self.retire(id)?;
+        }
+        Ok(())
+    }
+
+    /// Removes this rank's copy of checkpoint `id` after a failed write
+    /// elsewhere (the checkpoint never became restorable).
+    pub fn abort(&mut self, id: u64) -> Result<(), StorageError> {
+        self.committed.remove(&id);
+        self.retire(id)
+    }
+
+    /// Makes this rank's copy of checkpoint `id` invisible (its record goes
+    /// first), then recycles its data file.
+    fn retire(&mut self, id: u64) -> Result<(), StorageError> {
+        let dir_name = names::ckpt_dir(id);
+        let slot = self.live.remove(&id);
+        let Some(ckpt) = self.root.try_sub(&dir_name)? else {
+            return Ok(());
+        };
+        let rank = self.owner.rank;
+        let record = names::record_file(rank);
+        ckpt.remove_file(&record)?;
+        ckpt.remove_file(&names::temporary(&record, rank))?;
+        let data = names::data_file(rank);
+        let slot = slot
+            .filter(|s| s.still_in(&ckpt))
+            .or_else(|| Slot::adopt(&ckpt, &data, Some(id), rank));
+        match slot {
+            Some(slot) => self.recycle(slot, &ckpt)?,
+            None => ckpt.remove_file(&data)?,
+        }
+        drop(ckpt);
+        self.root.remove_dir_if_empty(&dir_name);
+        Ok(())
+    }
+
+    /// Removes this rank's checkpoints newer than `id`: after recovery they
+    /// can never be restored consistently. Unsafe entries (links, foreign
+    /// directories) are left alone.
+    pub fn discard_newer(&mut self, id: u64) -> Result<(), StorageError> {
+        self.committed.retain(|c| *c <= id);
+        for newer in self.own_ids()?.into_iter().filter(|i| *i > id) {
+            self.retire(newer)?;
+        }
+        Ok(())
+    }
+
+    /// First step of removing the job's files at the end of a run: the
+    /// pointer goes, so no tool takes a checkpoint being removed for the
+    /// newest one.
+    pub fn forget_pointer(&mut self) -> Result<(), StorageError> {
+        Ok(self.root.remove_file(POINTER)?)
+    }
+
+    /// Second step: removes every file of this rank (checkpoints oldest
+    /// first, then spares), then the job's directories if nothing else is
+    /// left in them. A kill part way leaves either the newest checkpoint
+    /// whole or an incomplete one, never a damaged one.
+    pub fn remove_all(&mut self) -> Result<(), StorageError> {
+        let rank = self.owner.rank;
+        for id in self.own_ids()? {
+            let name = names::ckpt_dir(id);
+            if let Some(ckpt) = self.root.try_sub(&name)? {
+                let record = names::record_file(rank);
+                ckpt.remove_file(&record)?;
+                ckpt.remove_file(&names::temporary(&record, rank))?;
+                ckpt.remove_file(&names::data_file(rank))?;
+            }
+            self.root.remove_dir_if_empty(&name);
+        }
+        self.live.clear();
+        self.committed.clear();
+        for slot in std::mem::take(&mut self.spares) {
+            self.spare.remove_file(&slot.name)?;
+        }
+        self.root.remove_file(&names::lock_file(rank))?;
+        self.root.remove_dir_if_empty(SPARE);
+        self.job.remove_dir_if_empty(L1_DIR);
+        self.base.remove_dir_if_empty(&self.owner.job_id);
+        Ok(())
+    }
+}
+
+impl Drop for L1Store {
+    fn drop(&mut self) {
+        let spares = std::mem::take(&mut self.spares);
+        let live = std::mem::take(&mut self.live);
+        if spares.is_empty() && live.is_empty() {
+            return;
+        }
+        let key = self.root.identity();
+        if let Ok(mut kept) = KEPT.lock() {
+            kept.retain(|(dir, rank, ..)| !(*dir == key && *rank == self.owner.rank));
+            if kept.len() >= MAX_KEPT {
+                kept.remove(0);
+            }
+            kept.push((key, self.owner.rank, spares, live));
+        }
+    }
+}

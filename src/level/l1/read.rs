@@ -1,0 +1,109 @@
+//! The reading side of level 1: what a rank holds, and opening a checkpoint
+//! after checking that its record and file belong where they were found.
+
+use super::L1Store;
+use crate::format::{CheckpointFile, Metadata, Place, MAX_RECORD};
+use crate::level::fsio::StorageError;
+use crate::level::names;
+use crate::level::Level;
+use crate::recovery::{Held, Inventory};
+use crate::safefs::{Dir, Kind};
+
+impl L1Store {
+    /// What this rank holds: every checkpoint whose file and record are
+    /// present, consistent and in their place (valid), whose record is
+    /// present but something is wrong (damaged), or whose data file lies
+    /// there without a record (incomplete: an interrupted write or removal).
+    /// Only headers are read. Leftover temporary files of this rank are
+    /// removed on the way.
+    pub fn inventory(&mut self) -> Inventory {
+        let mut inv = Inventory::default();
+        let entries = match self.root.entries() {
+            Ok(e) => e,
+            Err(e) => {
+                inv.damaged.push((0, e.to_string()));
+                return inv;
+            }
+        };
+        for (name, kind) in entries {
+            let Some(id) = names::parse_ckpt_dir(&name) else {
+                continue;
+            };
+            let path = self.root.join(&name);
+            if kind != Kind::Dir {
+                let what = match kind {
+                    Kind::Symlink => {
+                        "a symbolic link (frame never follows links it did not create)"
+                    }
+                    _ => "not a directory",
+                };
+                inv.damaged
+                    .push((id, format!("{} is {what}", path.display())));
+                continue;
+            }
+            match self.root.sub(&name, false) {
+                Ok(ckpt) => self.classify(id, &ckpt, &mut inv),
+                Err(e) => inv.damaged.push((id, e.to_string())),
+            }
+        }
+        inv
+    }
+
+    /// Adds this rank's state in checkpoint directory `ckpt` to `inv`.
+    fn classify(&self, id: u64, ckpt: &Dir, inv: &mut Inventory) {
+        let rank = self.owner.rank;
+        let record = names::record_file(rank);
+        let data = names::data_file(rank);
+        if let Err(e) = ckpt.remove_file(&names::temporary(&record, rank)) {
+            tracing::warn!(error = %e, "cannot remove a leftover temporary record");
+        }
+        match (ckpt.kind(&record), ckpt.kind(&data)) {
+            (None, None) => {}
+            (None, Some(Kind::File)) => inv.incomplete.push((
+                id,
+                format!(
+                    "{} has no record (its write or removal was interrupted)",
+                    ckpt.join(&data).display()
+                ),
+            )),
+            (None, Some(_)) => inv.damaged.push((
+                id,
+                format!("{} is not a regular file", ckpt.join(&data).display()),
+            )),
+            (Some(_), _) => match self.open_in(id, ckpt) {
+                Ok((_, meta)) => inv.valid.push(Held {
+                    id,
+                    stamp: meta.stamp,
+                }),
+                Err(e) => inv.damaged.push((id, e.to_string())),
+            },
+        }
+    }
+
+    /// Opens checkpoint `id` after checking its record against its place and
+    /// its file, and returns both.
+    pub fn open_checkpoint(&self, id: u64) -> Result<(CheckpointFile, Metadata), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
+        self.open_in(id, &ckpt)
+    }
+
+    fn open_in(&self, id: u64, ckpt: &Dir) -> Result<(CheckpointFile, Metadata), StorageError> {
+        let rank = self.owner.rank;
+        let record = names::record_file(rank);
+        let data = names::data_file(rank);
+        let record_path = ckpt.join(&record);
+        let meta = Metadata::from_json(&ckpt.read_capped(&record, MAX_RECORD)?, &record_path)?;
+        let place = Place {
+            job_id: &self.owner.job_id,
+            checkpoint_id: id,
+            rank,
+            level: Level::L1.number(),
+            file: &data,
+            world_size: Some(self.owner.world_size),
+        };
+        meta.check_place(&place, &record_path)?;
+        let file = CheckpointFile::from_file(ckpt.open_read(&data)?, ckpt.join(&data))?;
+        meta.check_file(&file)?;
+        Ok((file, meta))
+    }
+}

@@ -1,0 +1,117 @@
+//! The names of the files and directories of a level directory.
+//!
+//! ```text
+//! LATEST                          newest checkpoint committed on the node (a hint)
+//! ckpt-<id, 20 digits>/
+//!     rank-<rank, 6 digits>.fck        data file (docs/FORMAT.md)
+//!     rank-<rank, 6 digits>.meta.json  metadata record
+//! spare/rank-<rank, 6 digits>.<n>.fck  retired files kept for reuse
+//! .lock-rank-<rank, 6 digits>     held by the process that is the rank
+//! ```
+
+/// The pointer file naming the newest checkpoint committed on a node.
+pub const POINTER: &str = "LATEST";
+/// The directory of reusable files.
+pub const SPARE: &str = "spare";
+/// The directory of level 1 under a job's directory.
+pub const L1_DIR: &str = "l1";
+
+/// Directory of checkpoint `id`.
+pub fn ckpt_dir(id: u64) -> String {
+    format!("ckpt-{id:020}")
+}
+
+/// Parses `ckpt-<digits>` directory names.
+pub fn parse_ckpt_dir(name: &str) -> Option<u64> {
+    name.strip_prefix("ckpt-")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok())
+}
+
+/// Data file of `rank`.
+pub fn data_file(rank: u32) -> String {
+    format!("rank-{rank:06}.fck")
+}
+
+/// Metadata record of `rank`.
+pub fn record_file(rank: u32) -> String {
+    format!("rank-{rank:06}.meta.json")
+}
+
+/// The temporary name `write_atomic` uses for `name`, written by `rank`.
+pub fn temporary(name: &str, rank: u32) -> String {
+    format!(".{name}.tmp-{rank}")
+}
+
+/// Whether `name` is a temporary of some atomic replacement.
+pub fn is_temporary(name: &str) -> bool {
+    name.starts_with('.') && name.contains(".tmp-")
+}
+
+/// Lock file of `rank`.
+pub fn lock_file(rank: u32) -> String {
+    format!(".lock-rank-{rank:06}")
+}
+
+/// Whether `name` is a rank's lock file.
+pub fn is_lock(name: &str) -> bool {
+    name.starts_with(".lock-rank-")
+}
+
+/// Write probe of `rank`.
+pub fn probe_file(rank: u32) -> String {
+    format!(".probe-rank-{rank:06}")
+}
+
+/// Prefix of `rank`'s spare files.
+pub fn spare_prefix(rank: u32) -> String {
+    format!("rank-{rank:06}.")
+}
+
+/// What a file in a checkpoint directory is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankFile {
+    /// A data file.
+    Data(u32),
+    /// A metadata record.
+    Record(u32),
+}
+
+/// Parses `rank-<digits>.fck` and `rank-<digits>.meta.json`.
+pub fn parse_rank_file(name: &str) -> Option<RankFile> {
+    let rest = name.strip_prefix("rank-")?;
+    let (digits, data) = match rest.strip_suffix(".fck") {
+        Some(d) => (d, true),
+        None => (rest.strip_suffix(".meta.json")?, false),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let rank = digits.parse().ok()?;
+    Some(if data {
+        RankFile::Data(rank)
+    } else {
+        RankFile::Record(rank)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        assert_eq!(parse_rank_file(&data_file(12)), Some(RankFile::Data(12)));
+        assert_eq!(
+            parse_rank_file("rank-3.meta.json"),
+            Some(RankFile::Record(3))
+        );
+        assert_eq!(parse_rank_file("rank-x.fck"), None);
+        assert_eq!(parse_rank_file(".rank-1.meta.json.tmp-1"), None);
+        assert_eq!(parse_ckpt_dir(&ckpt_dir(42)), Some(42));
+        assert_eq!(parse_ckpt_dir("ckpt-"), None);
+        assert!(is_temporary(&temporary(&record_file(3), 3)));
+        assert!(is_temporary(&temporary(POINTER, 0)));
+        assert!(is_lock(&lock_file(7)));
+    }
+}

@@ -1,0 +1,557 @@
+//! Safe file-system access for everything frame writes.
+//!
+//! Other users of a machine are hostile. frame therefore reaches its files
+//! only through [`Dir`] handles: a directory is opened once, checked (owned
+//! by this user, not writable by anyone else, not a symbolic link), and every
+//! name below it is resolved relative to that handle without following
+//! symbolic links. Files are created exclusively with explicit private
+//! modes, small files are replaced atomically and durably, and [`Lock`]s
+//! keep two processes from using the same files.
+//!
+//! Every call that changes the file system passes a crash point (see
+//! [`crash`]), which tests use to kill a process at each step of a protocol.
+
+pub mod crash;
+
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// A file-system operation failed, or a place is not safe to use.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FsError {
+    /// An operation failed.
+    #[error("cannot {op} {}: {source}", path.display())]
+    Io {
+        /// What was attempted.
+        op: &'static str,
+        /// The path concerned.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A file or directory exists but cannot be trusted.
+    #[error("refusing {}: {reason}", path.display())]
+    Unsafe {
+        /// The path concerned.
+        path: PathBuf,
+        /// Why it is not used.
+        reason: String,
+    },
+    /// Another process holds the lock.
+    #[error("{} is locked: {what}", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// What the lock protects.
+        what: String,
+    },
+}
+
+impl FsError {
+    fn io(op: &'static str, path: impl Into<PathBuf>, source: impl Into<io::Error>) -> Self {
+        FsError::Io {
+            op,
+            path: path.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Whether the storage ran out of space (or a file-size limit was hit).
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, FsError::Io { source, .. } if crate::format::error_is_no_space(source))
+    }
+
+    /// Whether the operation failed because the name does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, FsError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
+
+    /// The path concerned.
+    pub fn path(&self) -> &Path {
+        match self {
+            FsError::Io { path, .. }
+            | FsError::Unsafe { path, .. }
+            | FsError::Locked { path, .. } => path,
+        }
+    }
+}
+
+/// Result of a safe file-system operation.
+pub type FsResult<T> = Result<T, FsError>;
+
+/// The kind of a directory entry, read without following links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else (socket, FIFO, device).
+    Other,
+}
+
+fn kind_of(t: FileType) -> Kind {
+    match t {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Symlink,
+        _ => Kind::Other,
+    }
+}
+
+/// The effective user id of this process.
+pub fn my_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Checks that a directory can be trusted: owned by this user, and not
+/// writable by group or others.
+fn check_private_dir(path: &Path, st: &rustix::fs::Stat) -> FsResult<()> {
+    let unsafe_ = |reason: String| FsError::Unsafe {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
+        return Err(unsafe_("not a directory".into()));
+    }
+    let me = my_uid();
+    if st.st_uid != me {
+        return Err(unsafe_(format!(
+            "owned by uid {}, not by this user (uid {me}); use a directory of your own",
+            st.st_uid
+        )));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(unsafe_(format!(
+            "writable by other users (mode {mode:04o}); make it private with `chmod go-w {}`",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `name` is a single path component frame may create.
+fn component(parent: &Path, name: &str) -> FsResult<()> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(FsError::Unsafe {
+            path: parent.join(name),
+            reason: "not a plain file name".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An open, checked directory. Names below it are resolved without
+/// following symbolic links.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+    /// Whose crash points this directory's operations count as.
+    who: u32,
+}
+
+impl Dir {
+    /// Opens the directory at `path`, creating it (and missing parents, each
+    /// mode 0700) if it does not exist. The last component must not be a
+    /// symbolic link; the directory must belong to this user and not be
+    /// writable by others.
+    pub fn open_or_create(path: &Path) -> FsResult<Dir> {
+        if !path.exists() {
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(path)
+            .map_err(|e| FsError::io("create directory", path, e))?;
+        }
+        Self::open(path)
+    }
+
+    /// Opens the existing directory at `path` (see [`Dir::open_or_create`]).
+    pub fn open(path: &Path) -> FsResult<Dir> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd =
+            rustix::fs::open(path, flags, Mode::empty()).map_err(|e| Self::open_error(path, e))?;
+        Self::checked(fd, path.to_path_buf(), crash::ANYONE)
+    }
+
+    fn open_error(path: &Path, e: rustix::io::Errno) -> FsError {
+        // With O_DIRECTORY a link may be reported as "not a directory".
+        let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR if link => FsError::Unsafe {
+                path: path.to_path_buf(),
+                reason: "is a symbolic link (frame never follows links it did not create)".into(),
+            },
+            rustix::io::Errno::NOTDIR => FsError::Unsafe {
+                path: path.to_path_buf(),
+                reason: "not a directory".into(),
+            },
+            e => FsError::io("open directory", path, e),
+        }
+    }
+
+    fn checked(fd: OwnedFd, path: PathBuf, who: u32) -> FsResult<Dir> {
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io("inspect", &path, e))?;
+        check_private_dir(&path, &st)?;
+        Ok(Dir { fd, path, who })
+    }
+
+    /// The same directory, counting its crash points (and those of its
+    /// subdirectories) as `who`'s.
+    pub fn counted_as(mut self, who: u32) -> Dir {
+        self.who = who;
+        self
+    }
+
+    /// Where the directory is (for messages).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of `name` in this directory (for messages).
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Device and inode: identifies the directory whatever path reached it.
+    pub fn identity(&self) -> (u64, u64) {
+        match rustix::fs::fstat(&self.fd) {
+            Ok(st) => (st.st_dev, st.st_ino),
+            Err(_) => (0, 0),
+        }
+    }
+
+    /// Passes a crash point for an operation on `name`.
+    pub fn crash_point(&self, op: &str, name: &str) {
+        crash::point(self.who, op, &self.path, name);
+    }
+
+    /// Opens subdirectory `name`, creating it (mode 0700) if `create` is set.
+    pub fn sub(&self, name: &str, create: bool) -> FsResult<Dir> {
+        component(&self.path, name)?;
+        let path = self.join(name);
+        if create {
+            self.crash_point("mkdir", name);
+            match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(FsError::io("create directory", path, e)),
+            }
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())
+            .map_err(|e| Self::open_error(&path, e))?;
+        Self::checked(fd, path, self.who)
+    }
+
+    /// Opens subdirectory `name` if it exists.
+    pub fn try_sub(&self, name: &str) -> FsResult<Option<Dir>> {
+        match self.sub(name, false) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn open_file(&self, name: &str, flags: OFlags, op: &'static str) -> FsResult<File> {
+        component(&self.path, name)?;
+        let path = self.join(name);
+        // NONBLOCK: opening a FIFO someone planted must not hang.
+        let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let fd =
+            rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o600)).map_err(|e| {
+                match e {
+                    rustix::io::Errno::LOOP => FsError::Unsafe {
+                        path: path.clone(),
+                        reason: "is a symbolic link (frame never follows links it did not create)"
+                            .into(),
+                    },
+                    e => FsError::io(op, &path, e),
+                }
+            })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io("inspect", &path, e))?;
+        if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::File {
+            return Err(FsError::Unsafe {
+                path,
+                reason: "not a regular file".into(),
+            });
+        }
+        if st.st_uid != my_uid() {
+            return Err(FsError::Unsafe {
+                path,
+                reason: format!("owned by uid {}, not by this user", st.st_uid),
+            });
+        }
+        // Back to blocking mode for ordinary use.
+        let _ = rustix::fs::fcntl_setfl(
+            &fd,
+            rustix::fs::fcntl_getfl(&fd).unwrap_or(flags) - OFlags::NONBLOCK,
+        );
+        Ok(File::from(fd))
+    }
+
+    /// Opens regular file `name` for reading.
+    pub fn open_read(&self, name: &str) -> FsResult<File> {
+        self.open_file(name, OFlags::RDONLY, "open")
+    }
+
+    /// Opens existing regular file `name` for reading and writing.
+    pub fn open_rw(&self, name: &str) -> FsResult<File> {
+        self.open_file(name, OFlags::RDWR, "open")
+    }
+
+    /// Creates file `name` (mode 0600), which must not exist yet.
+    pub fn create_new(&self, name: &str) -> FsResult<File> {
+        self.crash_point("create", name);
+        self.open_file(name, OFlags::RDWR | OFlags::CREATE | OFlags::EXCL, "create")
+    }
+
+    /// Creates file `name` (mode 0600), removing a leftover of that name first.
+    pub fn create_replacing(&self, name: &str) -> FsResult<File> {
+        self.remove_file(name)?;
+        self.create_new(name)
+    }
+
+    /// Reads regular file `name`, refusing files larger than `max` bytes.
+    pub fn read_capped(&self, name: &str, max: u64) -> FsResult<Vec<u8>> {
+        let f = self.open_read(name)?;
+        let mut bytes = Vec::new();
+        f.take(max + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| FsError::io("read", self.join(name), e))?;
+        if bytes.len() as u64 > max {
+            return Err(FsError::Unsafe {
+                path: self.join(name),
+                reason: format!("larger than the {max} bytes such a file can have"),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Renames `name` to `to_name` in directory `to` (replacing it).
+    pub fn rename(&self, name: &str, to: &Dir, to_name: &str) -> FsResult<()> {
+        component(&self.path, name)?;
+        component(&to.path, to_name)?;
+        self.crash_point("rename", name);
+        rustix::fs::renameat(&self.fd, name, &to.fd, to_name)
+            .map_err(|e| FsError::io("rename", to.join(to_name), e))
+    }
+
+    /// Removes file `name`; a missing file is not an error.
+    pub fn remove_file(&self, name: &str) -> FsResult<()> {
+        component(&self.path, name)?;
+        let absent = matches!(
+            rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW),
+            Err(rustix::io::Errno::NOENT)
+        );
+        if absent {
+            return Ok(());
+        }
+        self.crash_point("unlink", name);
+        match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+            Err(e) => Err(FsError::io("remove", self.join(name), e)),
+        }
+    }
+
+    /// Removes subdirectory `name` if it exists and is empty; anything else
+    /// is left alone.
+    pub fn remove_dir_if_empty(&self, name: &str) {
+        if component(&self.path, name).is_err() {
+            return;
+        }
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if kind_of(FileType::from_raw_mode(st.st_mode)) == Kind::Dir => {}
+            _ => return,
+        }
+        self.crash_point("rmdir", name);
+        let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR);
+    }
+
+    /// Flushes the directory's entries (new names, renames) to stable storage.
+    pub fn sync(&self) -> FsResult<()> {
+        self.crash_point("fsync-dir", ".");
+        rustix::fs::fsync(&self.fd).map_err(|e| FsError::io("sync directory", &self.path, e))
+    }
+
+    /// What `name` is, without following links; `None` if it does not exist.
+    pub fn kind(&self, name: &str) -> Option<Kind> {
+        rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
+    }
+
+    /// Device and inode of `name`, without following links.
+    pub fn identity_of(&self, name: &str) -> Option<(u64, u64)> {
+        rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .map(|st| (st.st_dev, st.st_ino))
+    }
+
+    /// The entries of the directory (without `.` and `..`), sorted by name.
+    /// Names that are not UTF-8 are skipped: frame never creates them.
+    pub fn entries(&self) -> FsResult<Vec<(String, Kind)>> {
+        let dir =
+            rustix::fs::Dir::read_from(&self.fd).map_err(|e| FsError::io("list", &self.path, e))?;
+        let mut out = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(|e| FsError::io("list", &self.path, e))?;
+            let raw = entry.file_name().to_bytes();
+            if raw == b"." || raw == b".." {
+                continue;
+            }
+            let Some(name) = OsStr::from_bytes(raw).to_str() else {
+                continue;
+            };
+            let kind = match entry.file_type() {
+                FileType::Unknown => self.kind(name).unwrap_or(Kind::Other),
+                t => kind_of(t),
+            };
+            out.push((name.to_string(), kind));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    /// Replaces `name` with `bytes` atomically and durably: a temporary file
+    /// (`.<name>.tmp-<tag>`, created exclusively) is written and synced, then
+    /// renamed over `name`, then the directory is synced. `tag` keeps
+    /// concurrent writers of the same name apart.
+    pub fn write_atomic(&self, name: &str, bytes: &[u8], tag: &str) -> FsResult<()> {
+        let tmp = format!(".{name}.tmp-{tag}");
+        let mut f = self.create_replacing(&tmp)?;
+        let written = (|| {
+            self.crash_point("write", &tmp);
+            f.write_all(bytes)?;
+            self.crash_point("fsync", &tmp);
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = self.remove_file(&tmp);
+            return Err(FsError::io("write", self.join(&tmp), e));
+        }
+        drop(f);
+        if let Err(e) = self.rename(&tmp, self, name) {
+            let _ = self.remove_file(&tmp);
+            return Err(e);
+        }
+        self.sync()
+    }
+
+    /// Takes the lock file `name` (created if missing, mode 0600) without
+    /// waiting. `what` says what the lock protects, for the error.
+    pub fn lock(&self, name: &str, what: &str) -> FsResult<Lock> {
+        component(&self.path, name)?;
+        let file = match self.open_rw(name) {
+            Ok(f) => f,
+            Err(e) if e.is_not_found() => match self.create_new(name) {
+                Ok(f) => f,
+                // Someone created it in between: open theirs.
+                Err(FsError::Io { source, .. })
+                    if source.kind() == io::ErrorKind::AlreadyExists =>
+                {
+                    self.open_rw(name)?
+                }
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(Lock {
+                _file: file,
+                path: self.join(name),
+            }),
+            Err(rustix::io::Errno::WOULDBLOCK) => Err(FsError::Locked {
+                path: self.join(name),
+                what: what.to_string(),
+            }),
+            Err(e) => Err(FsError::io("lock", self.join(name), e)),
+        }
+    }
+
+    /// Whether lock file `name` exists and is held by some process.
+    pub fn is_locked(&self, name: &str) -> bool {
+        let Ok(file) = self.open_read(name) else {
+            return false;
+        };
+        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockShared) {
+            Ok(()) => false,
+            Err(rustix::io::Errno::WOULDBLOCK) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// A second handle on the same directory.
+    pub fn try_clone(&self) -> FsResult<Dir> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| FsError::io("duplicate handle of", &self.path, e))?;
+        Ok(Dir {
+            fd,
+            path: self.path.clone(),
+            who: self.who,
+        })
+    }
+}
+
+impl AsFd for Dir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// An advisory lock, held until dropped (or until the process dies).
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl Lock {
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Checks that `path` is a safe place to make private entries in: owned by
+/// this user or by root, and, if others may write to it, sticky (so that
+/// they cannot rename or remove what this user creates there).
+pub fn check_base(path: &Path) -> FsResult<()> {
+    let st = rustix::fs::stat(path).map_err(|e| FsError::io("inspect", path, e))?;
+    let unsafe_ = |reason: String| FsError::Unsafe {
+        path: path.to_path_buf(),
+        reason,
+    };
+    if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
+        return Err(unsafe_("not a directory".into()));
+    }
+    let me = my_uid();
+    if st.st_uid != me && st.st_uid != 0 {
+        return Err(unsafe_(format!(
+            "owned by uid {}, who could rename or replace what this user (uid {me}) makes in it",
+            st.st_uid
+        )));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(unsafe_(format!(
+            "writable by other users without the sticky bit (mode {mode:04o})"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
