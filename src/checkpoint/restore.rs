@@ -143,10 +143,15 @@ impl Checkpointer<'_> {
                 return Err(Error::NothingToRecover);
             };
             let local = self.load_all().err();
+            if local.is_none() {
+                // Before the agreement below, so that no rank writes its next
+                // checkpoint while another still removes directories here.
+                self.discard_newer(id);
+            }
             let mut worst = [local.as_ref().map_or(0, LoadFailure::code)];
             self.comm.all_reduce_u64(&mut worst, ReduceOp::Max)?;
             if worst[0] == 0 {
-                self.finish_recovery(id)?;
+                self.finish_recovery(id);
                 self.stats.recovery_time += started.elapsed();
                 return Ok(id);
             }
@@ -214,14 +219,20 @@ impl Checkpointer<'_> {
         load_one(file, id, &region, stored).map_err(to_error)
     }
 
-    /// Leaves the recovering phase after checkpoint `id` was restored: newer
-    /// leftovers are removed and ids continue after `id`.
-    pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
-        self.store.discard_newer(id)?;
+    /// Removes this rank's checkpoints newer than `id`, which can never be
+    /// restored consistently once `id` is. A failure only leaves leftovers.
+    pub(super) fn discard_newer(&mut self, id: u64) {
+        if let Err(e) = self.store.discard_newer(id) {
+            tracing::warn!(checkpoint = id, error = %e, "could not remove newer leftovers");
+        }
+    }
+
+    /// Leaves the recovering phase after checkpoint `id` was restored (and
+    /// every rank discarded what was newer): ids continue after `id`.
+    pub(super) fn finish_recovery(&mut self, id: u64) {
         self.store.set_committed(id);
         self.phase = Phase::Running;
         self.next_id = id + 1;
         self.stats.last_id = Some(id);
-        Ok(())
     }
 }

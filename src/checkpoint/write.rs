@@ -33,7 +33,9 @@ impl Checkpointer<'_> {
                 checkpoint = id,
                 "checkpointing without having recovered: the agreed checkpoint is superseded"
             );
-            self.finish_recovery(id)?;
+            self.discard_newer(id);
+            self.comm.barrier()?;
+            self.finish_recovery(id);
         }
         let started = Instant::now();
         // The id is only consumed once the checkpoint commits: ids stay
@@ -48,6 +50,9 @@ impl Checkpointer<'_> {
             if let Err(e) = self.store.abort(id) {
                 tracing::warn!(checkpoint = id, error = %e, "could not remove an abandoned checkpoint");
             }
+            // The next attempt reuses the id: no rank may create its
+            // directory while another still removes it.
+            self.comm.barrier()?;
             return Err(Error::SnapshotFailed {
                 id,
                 problems: problems(trouble),

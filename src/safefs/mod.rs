@@ -350,13 +350,8 @@ impl Dir {
     /// Removes file `name`; a missing file is not an error.
     pub fn remove_file(&self, name: &str) -> FsResult<()> {
         component(&self.path, name)?;
-        let absent = matches!(
-            rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW),
-            Err(rustix::io::Errno::NOENT)
-        );
-        if absent {
-            return Ok(());
-        }
+        // The crash point is passed whether or not the file exists, so that
+        // a rank's sequence of points does not depend on other ranks.
         self.crash_point("unlink", name);
         match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
             Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
@@ -370,11 +365,11 @@ impl Dir {
         if component(&self.path, name).is_err() {
             return;
         }
+        self.crash_point("rmdir", name);
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) if kind_of(FileType::from_raw_mode(st.st_mode)) == Kind::Dir => {}
             _ => return,
         }
-        self.crash_point("rmdir", name);
         let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR);
     }
 

@@ -351,3 +351,28 @@ pub fn frame_run(scratch: &Path, args: &[&str], program: &Path, program_args: &[
 fn run_with_deadline(cmd: &mut Command) -> (ExitStatus, String, String) {
     run(cmd, Duration::from_secs(240))
 }
+
+/// Copies the tree at `from` to `to` (created), keeping file modes; links
+/// are copied as links.
+pub fn copy_tree(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::symlink_metadata(from).expect("source of copy");
+    std::fs::create_dir_all(to).expect("create copy");
+    std::fs::set_permissions(
+        to,
+        std::fs::Permissions::from_mode(meta.permissions().mode()),
+    )
+    .expect("mode of copy");
+    for entry in std::fs::read_dir(from).expect("list source").flatten() {
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let t = entry.file_type().expect("file type");
+        if t.is_dir() {
+            copy_tree(&src, &dst);
+        } else if t.is_symlink() {
+            let target = std::fs::read_link(&src).expect("read link");
+            std::os::unix::fs::symlink(target, &dst).expect("copy link");
+        } else {
+            std::fs::copy(&src, &dst).expect("copy file");
+        }
+    }
+}
