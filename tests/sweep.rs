@@ -254,8 +254,8 @@ fn count_points(dir: &Path, scratch: &Path) -> Vec<u64> {
 
 /// Asserts that `verify` finds no damage in `dir`.
 fn assert_no_damage(dir: &Path, what: &str) {
-    let levels = catalog::scan(dir).expect("scan");
-    let report = catalog::verify(&levels);
+    let tree = catalog::scan(dir).expect("scan");
+    let report = catalog::verify(&tree);
     let damage: Vec<String> = report
         .findings
         .iter()

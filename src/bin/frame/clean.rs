@@ -7,7 +7,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(dir: &Path, job: Option<&str>, yes: bool) -> anyhow::Result<ExitCode> {
-    let levels = catalog::scan(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let levels = catalog::scan(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .levels;
     let chosen = catalog::of_job(&levels, job);
     if chosen.is_empty() {
         match job {

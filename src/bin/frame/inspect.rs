@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::{Duration, UNIX_EPOCH};
 
 pub fn run(dir: &Path, ranks: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let levels = catalog::scan(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let levels = catalog::scan(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .levels;
     if json {
         println!("{}", serde_json::to_string_pretty(&levels)?);
         return Ok(ExitCode::SUCCESS);

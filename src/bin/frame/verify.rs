@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(dir: &Path) -> anyhow::Result<ExitCode> {
-    let levels = catalog::scan(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    let report = catalog::verify(&levels);
+    let tree = catalog::scan(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let report = catalog::verify(&tree);
     for f in &report.findings {
         let tag = match f.severity {
             Severity::Damage => "CORRUPT",

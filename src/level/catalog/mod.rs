@@ -113,6 +113,27 @@ fn is_link(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
+/// Why frame would refuse to use `path` in a tree owned by uid `owner`: a
+/// file or directory of another user, or a directory others may write to.
+fn distrust(path: &Path, owner: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(path).ok()?;
+    if m.file_type().is_symlink() {
+        return None;
+    }
+    if m.uid() != owner {
+        return Some(format!(
+            "owned by uid {}, not by the job's user (uid {owner})",
+            m.uid()
+        ));
+    }
+    let mode = m.mode() & 0o7777;
+    if m.is_dir() && mode & 0o022 != 0 {
+        return Some(format!("writable by other users (mode {mode:04o})"));
+    }
+    None
+}
+
 fn read_pointer(dir: &Path) -> Pointer {
     let path = dir.join(names::POINTER);
     match fs::symlink_metadata(&path) {
@@ -146,7 +167,7 @@ fn read_record(path: &Path) -> Result<Metadata, String> {
     Metadata::from_json(&bytes, path).map_err(|e| e.kind.to_string())
 }
 
-fn read_ckpt_dir(path: &Path, id: u64) -> CheckpointDir {
+fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
     let mut dir = CheckpointDir {
         id,
         path: path.to_path_buf(),
@@ -155,6 +176,10 @@ fn read_ckpt_dir(path: &Path, id: u64) -> CheckpointDir {
     };
     if is_link(path) {
         dir.error = Some("is a symbolic link (frame never follows links it did not create)".into());
+        return dir;
+    }
+    if let Some(why) = distrust(path, owner) {
+        dir.error = Some(why);
         return dir;
     }
     let entries = match fs::read_dir(path) {
@@ -191,11 +216,13 @@ fn read_ckpt_dir(path: &Path, id: u64) -> CheckpointDir {
                     } else {
                         "is not a regular file".into()
                     });
+                } else if let Some(why) = distrust(&file_path, owner) {
+                    slot.data_error = Some(why);
                 }
                 slot.data = Some(file_path);
             }
             RankFile::Record(_) => {
-                match read_record(&file_path) {
+                match distrust(&file_path, owner).map_or_else(|| read_record(&file_path), Err) {
                     Ok(m) => slot.record = Some(m),
                     Err(e) => slot.record_error = Some(e),
                 }
@@ -220,6 +247,8 @@ fn holds_checkpoints(dir: &Path) -> bool {
 }
 
 fn read_level_dir(path: &Path) -> LevelDir {
+    use std::os::unix::fs::MetadataExt;
+    let owner = fs::symlink_metadata(path).map_or(u32::MAX, |m| m.uid());
     let job = path
         .parent()
         .and_then(Path::file_name)
@@ -230,14 +259,17 @@ fn read_level_dir(path: &Path) -> LevelDir {
         .and_then(|n| n.strip_prefix('l'))
         .and_then(|n| n.parse::<u8>().ok())
         .filter(|l| (1..=4).contains(l));
-    let pointer = read_pointer(path);
+    let pointer = match distrust(&path.join(names::POINTER), owner) {
+        Some(why) => Pointer::Bad(why),
+        None => read_pointer(path),
+    };
     let mut checkpoints: Vec<CheckpointDir> = fs::read_dir(path)
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    names::parse_ckpt_dir(&name).map(|id| read_ckpt_dir(&e.path(), id))
+                    names::parse_ckpt_dir(&name).map(|id| read_ckpt_dir(&e.path(), id, owner))
                 })
                 .collect()
         })
@@ -257,10 +289,19 @@ fn read_level_dir(path: &Path) -> LevelDir {
     }
 }
 
+/// What a walk of a directory tree found.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Every level directory, sorted by path.
+    pub levels: Vec<LevelDir>,
+    /// Symbolic links met on the way (not followed).
+    pub links: Vec<PathBuf>,
+}
+
 /// Walks `root` (without following links) and returns every level
-/// directory found, sorted by path. `root` may itself be a level directory
-/// or a checkpoint directory.
-pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
+/// directory found. `root` may itself be a level directory or a checkpoint
+/// directory.
+pub fn scan(root: &Path) -> io::Result<Tree> {
     let meta = fs::metadata(root)?;
     if !meta.is_dir() {
         return Err(io::Error::new(
@@ -269,6 +310,7 @@ pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
         ));
     }
     let mut found: Vec<PathBuf> = Vec::new();
+    let mut links: Vec<PathBuf> = Vec::new();
     let start = root.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if names::parse_ckpt_dir(start).is_some() {
         // A checkpoint directory: its parent is the level directory.
@@ -289,9 +331,11 @@ pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
                 continue;
             };
             for entry in entries.flatten() {
-                let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-                if is_dir && entry.file_name() != names::SPARE {
+                let t = entry.file_type().ok();
+                if t.is_some_and(|t| t.is_dir()) && entry.file_name() != names::SPARE {
                     stack.push((entry.path(), depth + 1));
+                } else if t.is_some_and(|t| t.is_symlink()) {
+                    links.push(entry.path());
                 }
             }
         }
@@ -304,5 +348,6 @@ pub fn scan(root: &Path) -> io::Result<Vec<LevelDir>> {
         }
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+    links.sort();
+    Ok(Tree { levels: out, links })
 }

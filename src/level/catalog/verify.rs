@@ -9,7 +9,7 @@
 //! (the leftovers of an interrupted checkpoint or of retention). Only damage
 //! makes `frame verify` fail.
 
-use super::{LevelDir, Pointer};
+use super::{LevelDir, Pointer, Tree};
 use crate::format::{CheckpointFile, FormatErrorKind, Place};
 use crate::level::names;
 use std::collections::{BTreeMap, BTreeSet};
@@ -87,8 +87,16 @@ fn ranks_text(ranks: &[u32]) -> String {
 /// Checks every checkpoint under `levels`: each data file's header and every
 /// chunk CRC, each record against its file and its place, each checkpoint's
 /// completeness over all ranks, and the pointers.
-pub fn verify(levels: &[LevelDir]) -> Report {
+pub fn verify(tree: &Tree) -> Report {
     let mut report = Report::default();
+    for link in &tree.links {
+        report.add(
+            Severity::Warning,
+            link,
+            "is a symbolic link, not followed (frame refuses links in its directories)",
+        );
+    }
+    let levels = &tree.levels;
     let mut groups: BTreeMap<(String, u8), Vec<&LevelDir>> = BTreeMap::new();
     for level in levels {
         let key = (
