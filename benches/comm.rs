@@ -6,7 +6,7 @@
 //! the same exchange with `write_all`/`read_exact` on a connected socket pair
 //! of the same kind. Run: `cargo bench --bench comm`.
 
-use frame::comm::net::{listen, Bind, Endpoint, Hub, NetComm};
+use frame::comm::net::{listen, Bind, Endpoint, Hub, NetComm, Security};
 use frame::comm::Comm;
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -50,6 +50,7 @@ fn netcomm(tcp: bool, size: usize, dir: &std::path::Path) -> Duration {
         })
         .collect();
     let hubs: Vec<Arc<Hub>> = (0..2).map(|_| Hub::new()).collect();
+    let security = Security::generate().expect("secret");
     let table: Vec<Endpoint> = (0..2)
         .map(|r| {
             let bind = if tcp {
@@ -58,7 +59,7 @@ fn netcomm(tcp: bool, size: usize, dir: &std::path::Path) -> Duration {
                 Bind::Unix(dir.join(format!("bench-{r}.sock")))
             };
             runtimes[r]
-                .block_on(listen(bind, Arc::clone(&hubs[r])))
+                .block_on(listen(bind, Arc::clone(&hubs[r]), Arc::clone(&security)))
                 .expect("listen")
         })
         .collect();
@@ -66,13 +67,24 @@ fn netcomm(tcp: bool, size: usize, dir: &std::path::Path) -> Duration {
     let n = reps(size);
     // Warm up: open the connections and touch the buffers once.
     std::thread::scope(|s| {
-        let (hub, t) = (Arc::clone(&hubs[1]), Arc::clone(&table));
+        let (hub, t, sec) = (
+            Arc::clone(&hubs[1]),
+            Arc::clone(&table),
+            Arc::clone(&security),
+        );
         s.spawn(move || {
-            let c = NetComm::new(1, 1, 1, hub, t);
+            let c = NetComm::new(1, 1, 1, hub, t, sec);
             let m = c.recv(0, 1).expect("recv");
             c.send(0, 2, &m).expect("send");
         });
-        let c = NetComm::new(0, 0, 1, Arc::clone(&hubs[0]), Arc::clone(&table));
+        let c = NetComm::new(
+            0,
+            0,
+            1,
+            Arc::clone(&hubs[0]),
+            Arc::clone(&table),
+            Arc::clone(&security),
+        );
         c.send(1, 1, &vec![0u8; size]).expect("send");
         c.recv(1, 2).expect("recv");
     });
@@ -81,16 +93,27 @@ fn netcomm(tcp: bool, size: usize, dir: &std::path::Path) -> Duration {
             let payload = vec![7u8; size];
             std::thread::scope(|s| {
                 let echo = {
-                    let (hub, table) = (Arc::clone(&hubs[1]), Arc::clone(&table));
+                    let (hub, table, sec) = (
+                        Arc::clone(&hubs[1]),
+                        Arc::clone(&table),
+                        Arc::clone(&security),
+                    );
                     s.spawn(move || {
-                        let c = NetComm::new(1, 1, 1, hub, table);
+                        let c = NetComm::new(1, 1, 1, hub, table, sec);
                         for _ in 0..n {
                             let m = c.recv(0, 1).expect("recv");
                             c.send(0, 2, &m).expect("send");
                         }
                     })
                 };
-                let c = NetComm::new(0, 0, 1, Arc::clone(&hubs[0]), Arc::clone(&table));
+                let c = NetComm::new(
+                    0,
+                    0,
+                    1,
+                    Arc::clone(&hubs[0]),
+                    Arc::clone(&table),
+                    Arc::clone(&security),
+                );
                 let t = Instant::now();
                 for _ in 0..n {
                     c.send(1, 1, &payload).expect("send");

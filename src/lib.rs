@@ -18,6 +18,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 pub mod checkpoint;
 pub mod comm;
 pub mod config;

@@ -87,7 +87,7 @@ fn crash_and_recover(env: &[(&str, &str)], crash_at: &str, expect_recovery: Opti
     assert!(status.success(), "{out}");
     match expect_recovery {
         Some(line) => assert!(out.contains(line), "expected {line:?} in:\n{out}"),
-        None => assert!(!out.contains("recovered"), "{out}"),
+        None => assert!(!out.contains("recovered checkpoint"), "{out}"),
     }
     assert_eq!(
         checksum(&out),

@@ -340,7 +340,7 @@ fn a_hung_daemon_is_caught_by_its_heartbeat() {
     assert!(job.status.success(), "{}", job.out);
     assert!(
         job.out
-            .contains("node 1 failed (its daemon stopped sending heartbeats)"),
+            .contains("node 1 died (its daemon stopped sending heartbeats)"),
         "{}",
         job.out
     );

@@ -34,12 +34,12 @@ impl fmt::Display for Source {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {}: {source}", path.display())]
+    #[error("cannot read config file {}: {cause}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (part of the message, so not a separate source).
+        cause: std::io::Error,
     },
     /// The file is not valid TOML.
     #[error("{}, line {line}: invalid TOML: {message}", path.display())]
@@ -133,9 +133,9 @@ impl Config {
 
     /// Reads a TOML file into the validated config and its raw table.
     fn read_file(path: &Path) -> Result<(Config, toml::Table), ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         parse_text(&text, path)
     }

@@ -15,14 +15,14 @@ pub enum StorageError {
     #[error(transparent)]
     Fs(FsError),
     /// The storage is full (or a file-size limit was reached).
-    #[error("no space left on the storage of {} (needed {needed} bytes): {source}", path.display())]
+    #[error("no space left on the storage of {} (needed {needed} bytes): {cause}", path.display())]
     NoSpace {
         /// The file being written.
         path: PathBuf,
         /// Bytes that were needed.
         needed: u64,
-        /// The I/O error.
-        source: io::Error,
+        /// The I/O error (part of the message, so not a separate source).
+        cause: io::Error,
     },
     /// A checkpoint file or record is damaged or does not match.
     #[error(transparent)]
@@ -39,11 +39,11 @@ impl StorageError {
     /// Wraps a file-system error, classifying a full storage as `NoSpace`.
     pub(crate) fn from_fs(e: FsError, needed: u64) -> Self {
         match e {
-            FsError::Io { path, source, .. } if crate::format::error_is_no_space(&source) => {
+            FsError::Io { path, cause, .. } if crate::format::error_is_no_space(&cause) => {
                 StorageError::NoSpace {
                     path,
                     needed,
-                    source,
+                    cause,
                 }
             }
             other => StorageError::Fs(other),
@@ -56,7 +56,7 @@ impl StorageError {
             FsError::Io {
                 op,
                 path: path.to_path_buf(),
-                source,
+                cause: source,
             },
             needed,
         )

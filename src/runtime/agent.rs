@@ -4,15 +4,23 @@
 //! rank's listener (see [`crate::comm::net`]) and the control connection to
 //! the daemon: a `Reinit` from the daemon interrupts the hub at once, so any
 //! communication call of the rank fails or wakes up; the other control
-//! messages wait in a queue for the rank's main thread.
+//! messages wait in a queue for the rank's main thread. It also sends the
+//! daemon a heartbeat every period, whatever the program is doing, with the
+//! last iteration the program reported: a rank whose heartbeats stop (a
+//! stopped or wedged process) is killed and replaced.
 
 use super::env::{RankEnv, Transport};
 use super::proto::{FromRank, Receiver, Sender, ToRank};
 use super::RuntimeError;
+use crate::auth::{self, Channel};
 use crate::comm::net::{listen, Bind, Endpoint, Hub};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The value of [`Agent::progress`] before the program reported any.
+pub(crate) const NO_PROGRESS: u64 = u64::MAX;
 
 /// How long a rank waits for its daemon to confirm a message before dying.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,8 +30,10 @@ pub(crate) struct Agent {
     rt: tokio::runtime::Runtime,
     pub(crate) hub: Arc<Hub>,
     pub(crate) endpoint: Endpoint,
+    /// The last iteration the program passed to `fault_point`.
+    pub(crate) progress: Arc<AtomicU64>,
     /// Written by the rank's own thread: no hand-off on the recovery path.
-    to_daemon: tokio::sync::Mutex<Sender<tokio::net::unix::OwnedWriteHalf>>,
+    to_daemon: Arc<tokio::sync::Mutex<Sender<tokio::net::unix::OwnedWriteHalf>>>,
     from_daemon: mpsc::Receiver<ToRank>,
     flushed: Arc<Mutex<Option<mpsc::Sender<()>>>>,
 }
@@ -44,21 +54,25 @@ impl Agent {
                 env.spec.node,
                 std::process::id()
             ))),
-            Transport::Tcp => Bind::Tcp(std::net::Ipv4Addr::LOCALHOST.into()),
+            Transport::Tcp => Bind::Tcp(env.spec.bind),
         };
         let endpoint = rt
-            .block_on(listen(bind, Arc::clone(&hub)))
+            .block_on(listen(bind, Arc::clone(&hub), Arc::clone(&env.security)))
             .map_err(RuntimeError::Io)?;
         let stream = rt
-            .block_on(tokio::net::UnixStream::connect(&env.daemon))
+            .block_on(async {
+                let mut s = tokio::net::UnixStream::connect(&env.daemon).await?;
+                auth::connect(&mut s, &env.security.secret, Channel::Rank).await?;
+                Ok::<_, std::io::Error>(s)
+            })
             .map_err(|e| {
                 RuntimeError::Daemon(format!("cannot reach {}: {e}", env.daemon.display()))
             })?;
         let (read, write) = stream.into_split();
-        let to_daemon = tokio::sync::Mutex::new(Sender::new(write));
+        let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
+        let progress = Arc::new(AtomicU64::new(NO_PROGRESS));
         let (inbox, from_daemon) = mpsc::channel();
         let flushed: Arc<Mutex<Option<mpsc::Sender<()>>>> = Arc::new(Mutex::new(None));
-
         let (interrupt, waiter) = (Arc::clone(&hub), Arc::clone(&flushed));
         rt.spawn(async move {
             let mut rx = Receiver::new(read);
@@ -91,6 +105,7 @@ impl Agent {
             rt,
             hub,
             endpoint,
+            progress,
             to_daemon,
             from_daemon,
             flushed,
@@ -99,6 +114,22 @@ impl Agent {
             rank: env.rank,
             pid: std::process::id(),
             epoch: env.epoch,
+        });
+        // Heartbeats start after the hello: the daemon expects it first.
+        let (beat_to, beat_progress) = (Arc::clone(&agent.to_daemon), Arc::clone(&agent.progress));
+        let period = Duration::from_millis(env.spec.heartbeat_ms.max(10));
+        agent.rt.spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                tick.tick().await;
+                let p = beat_progress.load(Ordering::Relaxed);
+                let msg = FromRank::Alive {
+                    progress: (p != NO_PROGRESS).then_some(p),
+                };
+                if beat_to.lock().await.send(&msg).await.is_err() {
+                    return;
+                }
+            }
         });
         Ok(agent)
     }

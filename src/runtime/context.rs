@@ -4,7 +4,7 @@ use super::agent::Agent;
 use super::inject::{Injection, Target};
 use super::proto::FromRank;
 use super::State;
-use crate::comm::{Comm, CommError};
+use crate::comm::{Comm, CommError, Rank};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub struct Context<'a> {
     pub(crate) comm: &'a dyn Comm,
     pub(crate) state: State,
     pub(crate) epoch: u64,
-    pub(crate) failed_ranks: Vec<u32>,
+    pub(crate) failed_ranks: Vec<Rank>,
     pub(crate) failed_nodes: Vec<u32>,
     pub(crate) node_dir: PathBuf,
     pub(crate) launcher_pid: Option<u32>,
@@ -69,8 +69,9 @@ impl Context<'_> {
         self.epoch
     }
 
-    /// Ranks that failed in the recovery that led to this entry.
-    pub fn failed_ranks(&self) -> &[u32] {
+    /// Ranks that failed in the recovery that led to this entry (each once,
+    /// in ascending order).
+    pub fn failed_ranks(&self) -> &[Rank] {
         &self.failed_ranks
     }
 
@@ -100,12 +101,16 @@ impl Context<'_> {
         self.launcher_pid
     }
 
-    /// To be called once per iteration: fires any fault injection set for
+    /// To be called once per iteration: reports the iteration (the launcher
+    /// shows the job's progress from it), fires any fault injection set for
     /// this iteration (the process dies), and fails with
     /// [`CommError::Interrupted`] if a recovery started, so a rank in a long
     /// compute stretch rolls back without waiting for its next message.
     pub fn fault_point(&self, iteration: u64) -> Result<(), CommError> {
         if let Some(f) = &self.faults {
+            f.agent
+                .progress
+                .store(iteration, std::sync::atomic::Ordering::Relaxed);
             let rank = self.comm.rank() as u32;
             let node = self.comm.node();
             let due = f.injections.iter().find(|(idx, inj)| {

@@ -7,6 +7,8 @@
 
 use super::inject::Injection;
 use super::{RuntimeError, State};
+use crate::auth::Secret;
+use crate::comm::net::{Limits, Security};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -38,7 +40,17 @@ pub(crate) const LOCAL_DIR_KEY: &str = "FRAME_STORAGE_LOCAL_DIR";
 /// Every variable the runtime sets (cleared before starting daemons, so an
 /// outer job's settings never leak into an inner one).
 pub(crate) const ALL: &[&str] = &[
-    RANK, SIZE, NODE, EPOCH, ROLE, STATE, DAEMON, SPEC, ROOT, NODE_DIR,
+    RANK,
+    SIZE,
+    NODE,
+    EPOCH,
+    ROLE,
+    STATE,
+    DAEMON,
+    SPEC,
+    ROOT,
+    NODE_DIR,
+    crate::auth::SECRET_ENV,
 ];
 
 /// How ranks reach each other.
@@ -88,8 +100,17 @@ pub(crate) struct NodeSpec {
     pub transport: Transport,
     /// Injections ranks trigger themselves (iteration and recovery ones), by index.
     pub injections: Vec<(u32, Injection)>,
-    /// Daemon heartbeat period, milliseconds.
+    /// Heartbeat period of daemons and ranks, milliseconds.
     pub heartbeat_ms: u64,
+    /// A rank silent this long, or this late to join or to roll back, is
+    /// killed and replaced (milliseconds).
+    pub rank_timeout_ms: u64,
+    /// The address TCP listeners bind.
+    pub bind: std::net::IpAddr,
+    /// Caps on rank-to-rank messages.
+    pub max_message: u64,
+    /// Bytes of messages that may wait per connection.
+    pub max_queued: u64,
     /// Standby processes the daemon keeps ready to replace failed ranks.
     pub standby: usize,
     /// Process id of the launcher (the root).
@@ -126,11 +147,13 @@ pub(crate) struct RankEnv {
     pub state: State,
     pub daemon: PathBuf,
     pub spec: NodeSpec,
+    pub security: std::sync::Arc<Security>,
 }
 
 impl RankEnv {
     pub(crate) fn from_env() -> Result<Self, RuntimeError> {
         let standby = var(STATE)? == "standby";
+        let spec = NodeSpec::from_env()?;
         let state = match var(STATE)?.as_str() {
             "restarted" | "standby" => State::Restarted,
             _ => State::New,
@@ -140,9 +163,27 @@ impl RankEnv {
             epoch: if standby { 0 } else { parse(EPOCH)? },
             state,
             daemon: PathBuf::from(var(DAEMON)?),
-            spec: NodeSpec::from_env()?,
+            security: spec_security(&spec)?,
+            spec,
         })
     }
+}
+
+/// The secret and limits of the job, from the environment and the spec.
+pub(crate) fn spec_security(spec: &NodeSpec) -> Result<std::sync::Arc<Security>, RuntimeError> {
+    let secret = Secret::from_env().ok_or_else(|| {
+        RuntimeError::Environment(format!(
+            "{} is not set or not valid",
+            crate::auth::SECRET_ENV
+        ))
+    })?;
+    Ok(std::sync::Arc::new(Security {
+        secret,
+        limits: Limits {
+            max_message: spec.max_message,
+            max_queued: spec.max_queued,
+        },
+    }))
 }
 
 /// The root's address, for a daemon.

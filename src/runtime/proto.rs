@@ -74,6 +74,14 @@ pub(crate) enum ToRoot {
     Done { rank: u32, epoch: u64 },
     /// A rank fired injection `injection` (it is about to die).
     Fired { injection: u32 },
+    /// A process of the program ended, or was killed for missing its
+    /// deadline, without ever joining the runtime: the program does not run
+    /// the resilient function, so the job cannot go on.
+    NeverJoined {
+        /// The rank it was started as (`None` for a standby process).
+        rank: Option<u32>,
+        how: String,
+    },
     /// A rank process died unexpectedly.
     Failed {
         rank: u32,
@@ -86,8 +94,8 @@ pub(crate) enum ToRoot {
     Aborted { rank: u32, reason: String },
     /// A rank exited cleanly after `Finish`.
     Exited { rank: u32 },
-    /// The daemon is alive.
-    Heartbeat,
+    /// The daemon is alive; the slowest of its ranks reached this iteration.
+    Heartbeat { progress: Option<u64> },
 }
 
 /// What a daemon tells one of its ranks.
@@ -123,15 +131,21 @@ pub(crate) enum FromRank {
     Fired { injection: u32 },
     /// Giving up with an application error.
     Abort { reason: String },
+    /// The rank is alive (sent by its agent, whatever the program does);
+    /// the program last called `fault_point` with this iteration.
+    Alive { progress: Option<u64> },
 }
 
 /// Longest a control message may wait for its peer to read.
 const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The codec of every control connection.
+/// The codec of every control connection. Control messages are small (the
+/// largest, the release of a barrier, lists every rank's address), and all
+/// come from peers that passed the job's handshake; the cap bounds what a
+/// broken one can make us allocate.
 fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
-        .max_frame_length(64 << 20)
+        .max_frame_length(16 << 20)
         .new_codec()
 }
 

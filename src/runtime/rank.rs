@@ -100,6 +100,7 @@ where
             epoch,
             Arc::clone(&agent.hub),
             Arc::new(go.table),
+            Arc::clone(&env.security),
         );
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
@@ -107,7 +108,7 @@ where
             comm: &comm,
             state,
             epoch,
-            failed_ranks: go.failed_ranks,
+            failed_ranks: go.failed_ranks.iter().map(|r| *r as usize).collect(),
             failed_nodes: go.failed_nodes,
             node_dir: env.spec.node_dir.clone(),
             launcher_pid: Some(env.spec.launcher_pid),

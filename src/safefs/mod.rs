@@ -26,14 +26,14 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum FsError {
     /// An operation failed.
-    #[error("cannot {op} {}: {source}", path.display())]
+    #[error("cannot {op} {}: {cause}", path.display())]
     Io {
         /// What was attempted.
         op: &'static str,
         /// The path concerned.
         path: PathBuf,
-        /// The error.
-        source: io::Error,
+        /// The error (part of the message, so not a separate source).
+        cause: io::Error,
     },
     /// A file or directory exists but cannot be trusted.
     #[error("refusing {}: {reason}", path.display())]
@@ -58,18 +58,18 @@ impl FsError {
         FsError::Io {
             op,
             path: path.into(),
-            source: source.into(),
+            cause: source.into(),
         }
     }
 
     /// Whether the storage ran out of space (or a file-size limit was hit).
     pub fn is_no_space(&self) -> bool {
-        matches!(self, FsError::Io { source, .. } if crate::format::error_is_no_space(source))
+        matches!(self, FsError::Io { cause, .. } if crate::format::error_is_no_space(cause))
     }
 
     /// Whether the operation failed because the name does not exist.
     pub fn is_not_found(&self) -> bool {
-        matches!(self, FsError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        matches!(self, FsError::Io { cause, .. } if cause.kind() == io::ErrorKind::NotFound)
     }
 
     /// The path concerned.
@@ -452,9 +452,7 @@ impl Dir {
             Err(e) if e.is_not_found() => match self.create_new(name) {
                 Ok(f) => f,
                 // Someone created it in between: open theirs.
-                Err(FsError::Io { source, .. })
-                    if source.kind() == io::ErrorKind::AlreadyExists =>
-                {
+                Err(FsError::Io { cause, .. }) if cause.kind() == io::ErrorKind::AlreadyExists => {
                     self.open_rw(name)?
                 }
                 Err(e) => return Err(e),

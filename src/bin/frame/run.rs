@@ -24,16 +24,9 @@ pub fn run(args: &LaunchArgs, command: &[OsString]) -> anyhow::Result<ExitCode> 
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("no program given after --"))?;
     let launch = args.launch(resolve(program), rest.to_vec())?;
+    // The launcher reports failures, recoveries and a summary as they happen.
     match launch.run() {
-        Ok(outcome) => {
-            if !outcome.recoveries.is_empty() {
-                eprintln!(
-                    "frame: job completed after {} recovery(ies)",
-                    outcome.recoveries.len()
-                );
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Ok(_) => Ok(ExitCode::SUCCESS),
         Err(e) => {
             eprintln!("frame run: {e}");
             Ok(ExitCode::from(1))

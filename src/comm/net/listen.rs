@@ -1,35 +1,42 @@
 //! Accepting connections from peers and reading their frames into the hub.
 
 use super::wire;
-use super::{Endpoint, Envelope, Hub};
+use super::{Endpoint, Envelope, Hub, Security};
+use crate::auth::{self, Channel};
 use futures_util::StreamExt;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
 use tokio_util::codec::FramedRead;
 
 /// Where to listen.
 #[derive(Clone, Debug)]
 pub enum Bind {
-    /// A Unix-domain socket at this path (replaced if it exists).
+    /// A Unix-domain socket at this path (replaced if it exists), mode 0600.
     Unix(PathBuf),
     /// TCP on this address, on a port chosen by the system.
     Tcp(IpAddr),
 }
 
+/// Queue budget is counted in units of this many bytes.
+const UNIT: u64 = 1024;
+
 /// Starts listening (on the current tokio runtime) and returns the address
-/// peers can reach. Every accepted connection gets a task that feeds its
-/// frames into `hub` until the connection closes.
-pub async fn listen(bind: Bind, hub: Arc<Hub>) -> io::Result<Endpoint> {
+/// peers can reach. Every accepted connection gets a task that runs the
+/// job's handshake, then feeds the connection's frames into `hub` until it
+/// closes or misbehaves.
+pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::Result<Endpoint> {
     match bind {
         Bind::Unix(path) => {
             let _ = std::fs::remove_file(&path);
             let listener = tokio::net::UnixListener::bind(&path)?;
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
-                    tokio::spawn(read_frames(stream, Arc::clone(&hub)));
+                    tokio::spawn(serve(stream, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
             Ok(Endpoint::Unix(path))
@@ -40,7 +47,7 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>) -> io::Result<Endpoint> {
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(read_frames(stream, Arc::clone(&hub)));
+                    tokio::spawn(serve(stream, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
             Ok(Endpoint::Tcp(addr))
@@ -48,9 +55,29 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>) -> io::Result<Endpoint> {
     }
 }
 
-/// Decodes frames from one connection until it closes or misbehaves.
-async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>) {
-    let mut frames = FramedRead::with_capacity(stream, wire::FrameDecoder::new(), 64 * 1024);
+/// Authenticates one connection, then reads its frames.
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    hub: Arc<Hub>,
+    security: Arc<Security>,
+) {
+    if let Err(e) = auth::accept(&mut stream, &security.secret, Channel::Data).await {
+        tracing::warn!(error = %e, "dropping a connection that failed the job's handshake");
+        return;
+    }
+    read_frames(stream, hub, &security).await;
+}
+
+/// Decodes frames from one connection until it closes or misbehaves. At most
+/// `max_queued` bytes of its messages wait in the hub; beyond that the
+/// reader waits for the rank to consume them.
+async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>, security: &Security) {
+    let limits = security.limits;
+    let max_payload = usize::try_from(limits.max_message).unwrap_or(usize::MAX);
+    let units = (limits.max_queued / UNIT).clamp(1, u64::from(u32::MAX));
+    let budget = Arc::new(Semaphore::new(units as usize));
+    let mut frames =
+        FramedRead::with_capacity(stream, wire::FrameDecoder::new(max_payload), 64 * 1024);
     while let Some(next) = frames.next().await {
         let frame = match next.and_then(wire::decode) {
             Ok(f) => f,
@@ -59,11 +86,16 @@ async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>) {
                 return;
             }
         };
+        let need = (frame.payload.len() as u64 / UNIT + 1).min(units);
+        let Ok(permit) = Arc::clone(&budget).acquire_many_owned(need as u32).await else {
+            return;
+        };
         hub.deliver(Envelope {
             epoch: frame.epoch,
             src: frame.src as usize,
             tag: frame.tag,
             data: frame.payload,
+            _budget: Some(permit),
         });
     }
 }

@@ -14,7 +14,12 @@
 //! [`CommError::Interrupted`], and blocked receives wake up.
 //!
 //! Addresses are Unix-domain sockets on one machine or TCP anywhere
-//! ([`Endpoint`]).
+//! ([`Endpoint`]). Every connection starts with the job's handshake (see
+//! [`crate::auth`]); a peer that does not know the job's secret is dropped
+//! before it can send a frame. Frame lengths and the bytes queued per
+//! connection are capped ([`Limits`]): a peer cannot make a rank allocate
+//! without bound, and a reader whose queue is full stops reading until the
+//! rank consumes messages.
 
 mod listen;
 mod wire;
@@ -22,6 +27,7 @@ mod wire;
 pub use listen::{listen, Bind};
 
 use super::{check_rank, Bytes, Comm, CommError, CommResult, NodeId, Rank};
+use crate::auth::{self, Channel, Secret};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt;
@@ -40,6 +46,44 @@ const POLL: Duration = Duration::from_micros(30);
 /// How long a rank whose peer died waits for the runtime's recovery before
 /// reporting the peer as failed.
 const PEER_GRACE: Duration = Duration::from_secs(20);
+
+/// Caps on what a peer can make a rank hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest message, in bytes.
+    pub max_message: u64,
+    /// Most bytes of received messages waiting, per connection.
+    pub max_queued: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_message: 1 << 30,
+            max_queued: 2 << 30,
+        }
+    }
+}
+
+/// What every connection of a job shares: the secret it proves, and the caps.
+#[derive(Clone, Debug)]
+pub struct Security {
+    /// The job's secret.
+    pub secret: Secret,
+    /// Caps on frames and queues.
+    pub limits: Limits,
+}
+
+impl Security {
+    /// Security with a fresh random secret and default limits (for a job
+    /// whose ranks are all set up by the caller, as in tests and benches).
+    pub fn generate() -> std::io::Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            secret: Secret::generate()?,
+            limits: Limits::default(),
+        }))
+    }
+}
 
 /// Where a rank listens for messages.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +108,8 @@ struct Envelope {
     src: Rank,
     tag: u64,
     data: Bytes,
+    /// The connection's queue budget this message holds until received.
+    _budget: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 struct HubState {
@@ -180,12 +226,27 @@ enum Link {
 }
 
 impl Link {
-    fn connect(to: &Endpoint) -> io::Result<Self> {
+    /// Connects and proves the job's secret (bounded by the handshake timeout).
+    fn connect(to: &Endpoint, secret: &Secret) -> io::Result<Self> {
+        let limit = Some(auth::HANDSHAKE_TIMEOUT);
         match to {
-            Endpoint::Unix(path) => Ok(Link::Unix(std::os::unix::net::UnixStream::connect(path)?)),
+            Endpoint::Unix(path) => {
+                let mut s = std::os::unix::net::UnixStream::connect(path)?;
+                s.set_read_timeout(limit)?;
+                s.set_write_timeout(limit)?;
+                auth::connect_blocking(&mut s, secret, Channel::Data)?;
+                s.set_read_timeout(None)?;
+                s.set_write_timeout(None)?;
+                Ok(Link::Unix(s))
+            }
             Endpoint::Tcp(addr) => {
-                let s = std::net::TcpStream::connect(addr)?;
+                let mut s = std::net::TcpStream::connect_timeout(addr, auth::HANDSHAKE_TIMEOUT)?;
                 s.set_nodelay(true)?;
+                s.set_read_timeout(limit)?;
+                s.set_write_timeout(limit)?;
+                auth::connect_blocking(&mut s, secret, Channel::Data)?;
+                s.set_read_timeout(None)?;
+                s.set_write_timeout(None)?;
                 Ok(Link::Tcp(s))
             }
         }
@@ -206,6 +267,7 @@ pub struct NetComm {
     epoch: u64,
     hub: Arc<Hub>,
     table: Arc<Vec<Endpoint>>,
+    security: Arc<Security>,
     links: Vec<Mutex<Option<Link>>>,
 }
 
@@ -217,6 +279,7 @@ impl NetComm {
         epoch: u64,
         hub: Arc<Hub>,
         table: Arc<Vec<Endpoint>>,
+        security: Arc<Security>,
     ) -> Self {
         hub.begin_epoch(epoch);
         let links = table.iter().map(|_| Mutex::new(None)).collect();
@@ -226,6 +289,7 @@ impl NetComm {
             epoch,
             hub,
             table,
+            security,
             links,
         }
     }
@@ -259,12 +323,20 @@ impl Comm for NetComm {
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {
         check_rank(self, dest)?;
         self.check_interrupt()?;
+        let max = self.security.limits.max_message;
+        if data.len() as u64 > max {
+            return Err(CommError::Unsupported(format!(
+                "a message of {} bytes exceeds the job's limit of {max} bytes (frame run --max-message)",
+                data.len()
+            )));
+        }
         if dest == self.rank {
             self.hub.deliver(Envelope {
                 epoch: self.epoch,
                 src: self.rank,
                 tag,
                 data: Bytes::copy_from_slice(data),
+                _budget: None,
             });
             return Ok(());
         }
@@ -280,7 +352,7 @@ impl Comm for NetComm {
             }
         };
         if link.is_none() {
-            *link = Some(Link::connect(&self.table[dest]).map_err(failed)?);
+            *link = Some(Link::connect(&self.table[dest], &self.security.secret).map_err(failed)?);
         }
         let result = match link.as_mut() {
             Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, data),

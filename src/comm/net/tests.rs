@@ -9,6 +9,7 @@ struct World {
     rt: tokio::runtime::Runtime,
     hubs: Vec<Arc<Hub>>,
     table: Arc<Vec<Endpoint>>,
+    security: Arc<Security>,
     _dir: tempfile::TempDir,
 }
 
@@ -20,6 +21,7 @@ fn world(n: usize, tcp: bool) -> World {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hubs: Vec<Arc<Hub>> = (0..n).map(|_| Hub::new()).collect();
+    let security = Security::generate().unwrap();
     let table = hubs
         .iter()
         .enumerate()
@@ -29,13 +31,15 @@ fn world(n: usize, tcp: bool) -> World {
             } else {
                 Bind::Unix(dir.path().join(format!("r{r}.sock")))
             };
-            rt.block_on(listen(bind, Arc::clone(hub))).unwrap()
+            rt.block_on(listen(bind, Arc::clone(hub), Arc::clone(&security)))
+                .unwrap()
         })
         .collect();
     World {
         rt,
         hubs,
         table: Arc::new(table),
+        security,
         _dir: dir,
     }
 }
@@ -48,6 +52,7 @@ impl World {
             epoch,
             Arc::clone(&self.hubs[rank]),
             Arc::clone(&self.table),
+            Arc::clone(&self.security),
         )
     }
 

@@ -34,11 +34,10 @@ pub(crate) struct WireHeader {
 pub(crate) const HEADER_LEN: usize = std::mem::size_of::<WireHeader>();
 const _: () = assert!(HEADER_LEN == 32);
 
-/// Largest payload accepted from a peer (bounds allocation on bad input).
-pub(crate) const MAX_PAYLOAD: usize = 1 << 40;
-
-/// The codec that splits a byte stream into frames (header + payload).
-pub(crate) fn codec() -> LengthDelimitedCodec {
+/// The codec that splits a byte stream into frames (header + payload) of
+/// payloads up to `max_payload` bytes; a longer frame is an error before
+/// anything is allocated for it.
+pub(crate) fn codec(max_payload: usize) -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .length_field_offset(HEADER_LEN - 8)
         .length_field_type::<u64>()
@@ -47,7 +46,7 @@ pub(crate) fn codec() -> LengthDelimitedCodec {
         // length field counts only the payload: add the header to it.
         .length_adjustment(HEADER_LEN as isize)
         .num_skip(0)
-        .max_frame_length(HEADER_LEN + MAX_PAYLOAD)
+        .max_frame_length(HEADER_LEN.saturating_add(max_payload))
         .new_codec()
 }
 
@@ -65,13 +64,15 @@ const LARGE: usize = 1 << 20;
 pub(crate) struct FrameDecoder {
     inner: LengthDelimitedCodec,
     recycled: Option<BytesMut>,
+    max_payload: usize,
 }
 
 impl FrameDecoder {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(max_payload: usize) -> Self {
         Self {
-            inner: codec(),
+            inner: codec(max_payload),
             recycled: None,
+            max_payload,
         }
     }
 }
@@ -85,7 +86,7 @@ impl Decoder for FrameDecoder {
             .ok()
             .and_then(|(h, _)| usize::try_from(h.len.get()).ok())
             .and_then(|n| n.checked_add(HEADER_LEN))
-            .filter(|t| *t >= LARGE && *t <= HEADER_LEN + MAX_PAYLOAD);
+            .filter(|t| *t >= LARGE && *t <= HEADER_LEN.saturating_add(self.max_payload));
         if let Some(total) = total {
             if src.capacity() < total {
                 if let Some(mut buf) = self.recycled.take() {
@@ -172,7 +173,7 @@ mod tests {
         let big = vec![0xabu8; 100_000];
         write_frame(&mut stream, 9, 6, 1, &big).unwrap();
         let mut buf = BytesMut::from(&stream[..]);
-        let mut codec = codec();
+        let mut codec = codec(1 << 30);
         let a = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
         assert_eq!(
             (a.epoch, a.tag, a.src, &a.payload[..]),
@@ -189,7 +190,7 @@ mod tests {
     fn a_partial_frame_waits_for_more_bytes() {
         let mut stream = Vec::new();
         write_frame(&mut stream, 1, 2, 3, &[9u8; 50]).unwrap();
-        let mut codec = codec();
+        let mut codec = codec(1 << 30);
         let mut buf = BytesMut::from(&stream[..40]);
         assert!(codec.decode(&mut buf).unwrap().is_none());
         buf.extend_from_slice(&stream[40..]);
@@ -207,7 +208,7 @@ mod tests {
         let big = vec![3u8; 2 << 20];
         let mut stream = Vec::new();
         write_frame(&mut stream, 1, 1, 0, &big).unwrap();
-        let mut decoder = FrameDecoder::new();
+        let mut decoder = FrameDecoder::new(1 << 30);
         let mut buf = BytesMut::from(&stream[..100]);
         assert!(decoder.decode(&mut buf).unwrap().is_none());
         buf.extend_from_slice(&stream[100..]);
@@ -230,6 +231,12 @@ mod tests {
         let mut header = WireHeader::new_zeroed();
         header.len.set(u64::MAX);
         let mut buf = BytesMut::from(header.as_bytes());
-        assert!(codec().decode(&mut buf).is_err());
+        assert!(codec(1 << 30).decode(&mut buf).is_err());
+        // A length just over the limit is refused before any allocation.
+        let mut header = WireHeader::new_zeroed();
+        header.len.set(1 << 39);
+        let mut buf = BytesMut::from(header.as_bytes());
+        assert!(FrameDecoder::new(1 << 30).decode(&mut buf).is_err());
+        assert!(buf.capacity() < 1 << 20);
     }
 }

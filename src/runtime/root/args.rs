@@ -2,9 +2,11 @@
 //! launch themselves.
 
 use super::{Launch, RecoveryMode};
+use crate::comm::net::Limits;
 use crate::config::{Config, ConfigError};
 use crate::runtime::env::Transport;
 use crate::runtime::inject::Injection;
+use bytesize::ByteSize;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -21,7 +23,8 @@ pub struct LaunchArgs {
     /// Spare nodes, started without ranks, that take the ranks of failed nodes.
     #[arg(long, default_value_t = 0)]
     pub spare_nodes: usize,
-    /// frame configuration file (its storage.local_dir holds the node directories).
+    /// frame configuration file: its storage.local_dir holds the node
+    /// directories, and the ranks load it (FRAME_CONFIG).
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Fault to inject (repeatable): rank:R@2s, node:N@500ms, node:1,2@3s,
@@ -35,16 +38,29 @@ pub struct LaunchArgs {
     /// How ranks reach each other.
     #[arg(long, value_enum, default_value_t = Transport::Unix)]
     pub transport: Transport,
+    /// The address to bind the control port and the ranks' TCP listeners
+    /// (the interface other hosts reach this one on).
+    #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
+    pub bind: std::net::IpAddr,
     /// Append one JSON line of timings per recovery to this file.
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
-    /// Directory in which the job makes its socket directory (default: the
-    /// system's temporary directory).
+    /// Directory in which the job makes its socket directory (default: a
+    /// private directory of this user in the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
     /// A node silent for this long is declared dead.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub heartbeat_timeout: Duration,
+    /// A rank silent for this long (stopped, wedged), or that takes longer
+    /// than this to join after its start or to roll back after a failure,
+    /// is killed and replaced.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub rank_timeout: Duration,
+    /// Largest message between ranks (a peer cannot make a rank allocate
+    /// more for one message).
+    #[arg(long, default_value = "1 GiB", value_name = "SIZE")]
+    pub max_message: ByteSize,
     /// Give up after this many failures.
     #[arg(long, default_value_t = 32)]
     pub max_failures: usize,
@@ -53,6 +69,10 @@ pub struct LaunchArgs {
     /// disables them).
     #[arg(long, default_value_t = 1)]
     pub standby: usize,
+    /// Print the job's progress (the slowest rank's iteration, as passed to
+    /// fault_point) this often; 0 disables it.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub progress: Duration,
 }
 
 impl LaunchArgs {
@@ -66,12 +86,25 @@ impl LaunchArgs {
         l.injections = self.inject.clone();
         l.recovery = self.recovery;
         l.transport = self.transport;
+        l.bind = self.bind;
         l.local_dir = cfg.storage.local_dir;
         l.run_dir = self.run_dir.clone();
         l.metrics = self.metrics.clone();
         l.heartbeat_timeout = self.heartbeat_timeout;
+        l.rank_timeout = self.rank_timeout;
         l.max_failures = self.max_failures;
         l.standby = self.standby;
+        l.progress_every = self.progress;
+        let max_message = self.max_message.as_u64();
+        l.limits = Limits {
+            max_message,
+            max_queued: (2 * max_message).max(Limits::default().max_queued),
+        };
+        // Ranks read the same file, whatever their working directory.
+        l.config = self
+            .config
+            .as_ref()
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
         Ok(l)
     }
 }

@@ -1,14 +1,29 @@
-//! Starting and stopping daemon processes, and the run directory.
+//! Starting and stopping daemon processes, the run directory and the node
+//! directories.
+//!
+//! The run directory holds the job's sockets. It is made (mode 0700) inside
+//! a base directory that must be this user's (or root's, and sticky if
+//! others may write to it), and it holds a lock file the launcher keeps
+//! locked for the job's lifetime. Leftovers of launchers that died are
+//! removed only when they are provably frame's: a directory of this user,
+//! named `run-*`, whose lock file is there and no longer locked.
 
-use super::Launch;
+use super::{Launch, RunError};
+use crate::auth::{Secret, SECRET_ENV};
 use crate::runtime::env::{self, NodeSpec};
+use crate::safefs::{self, Dir, Lock};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use tokio::process::{Child, Command};
+
+/// The lock file inside a run directory.
+const RUN_LOCK: &str = ".frame-run.lock";
 
 /// The job's directory for sockets; removed when dropped.
 pub(super) struct RunDir {
     pub path: PathBuf,
+    _lock: Lock,
 }
 
 impl Drop for RunDir {
@@ -17,45 +32,89 @@ impl Drop for RunDir {
     }
 }
 
-fn pid_alive(pid: i32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
+fn startup(e: impl std::fmt::Display) -> RunError {
+    RunError::Startup(e.to_string())
 }
 
-/// Creates the job's run directory, a new one inside `given` or under
-/// `$TMPDIR/frame-<uid>/`, after removing leftovers of launchers that died.
-pub(super) fn run_dir(given: Option<&Path>) -> io::Result<RunDir> {
-    let private = |p: &Path| {
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(p)
-    };
+/// Creates the job's run directory, a new one inside `given` or in this
+/// user's private directory `$TMPDIR/frame-<uid>/`, after removing
+/// leftovers of launchers that died.
+pub(super) fn run_dir(given: Option<&Path>) -> Result<RunDir, RunError> {
     let base = match given {
-        Some(p) => p.to_path_buf(),
-        None => std::env::temp_dir().join(format!("frame-{}", rustix::process::getuid().as_raw())),
-    };
-    private(&base)?;
-    if let Ok(entries) = std::fs::read_dir(&base) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let stale = name
-                .strip_prefix("run-")
-                .and_then(|r| r.split('-').next())
-                .and_then(|p| p.parse::<i32>().ok())
-                .is_some_and(|pid| !pid_alive(pid));
-            if stale {
-                let _ = std::fs::remove_dir_all(e.path());
+        Some(p) => {
+            if !p.exists() {
+                Dir::open_or_create(p).map_err(startup)?;
             }
+            safefs::check_base(p).map_err(startup)?;
+            p.to_path_buf()
         }
-    }
+        None => {
+            let p = std::env::temp_dir().join(format!("frame-{}", safefs::my_uid()));
+            Dir::open_or_create(&p).map_err(startup)?;
+            p
+        }
+    };
+    remove_stale(&base);
     let path = tempfile::Builder::new()
         .prefix(&format!("run-{}-", std::process::id()))
-        .tempdir_in(&base)?
+        .tempdir_in(&base)
+        .map_err(|e| {
+            startup(format!(
+                "cannot make a run directory in {}: {e}",
+                base.display()
+            ))
+        })?
         .keep();
-    Ok(RunDir { path })
+    let dir = Dir::open(&path).map_err(startup)?;
+    let lock = dir
+        .lock(RUN_LOCK, "the run directory of a running job")
+        .map_err(startup)?;
+    Ok(RunDir { path, _lock: lock })
+}
+
+/// Removes run directories in `base` whose launcher is gone.
+fn remove_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.to_string_lossy().starts_with("run-") {
+            continue;
+        }
+        let path = e.path();
+        let ours = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_dir() && m.uid() == safefs::my_uid());
+        if !ours {
+            continue;
+        }
+        let Ok(dir) = Dir::open(&path) else {
+            continue;
+        };
+        if dir.kind(RUN_LOCK) != Some(safefs::Kind::File) {
+            continue;
+        }
+        // Taking the lock proves that no launcher holds it any more.
+        if let Ok(lock) = dir.lock(RUN_LOCK, "a run directory") {
+            drop(lock);
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// The node-local directory of node `node`.
 pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
     launch.local_dir.join(format!("node-{node}"))
+}
+
+/// Checks (creating them if needed) the node-local base directory and the
+/// directory of every node.
+pub(super) fn check_node_dirs(launch: &Launch, nodes: usize) -> Result<(), RunError> {
+    let base = Dir::open_or_create(&launch.local_dir).map_err(startup)?;
+    for n in 0..nodes {
+        base.sub(&format!("node-{n}"), true).map_err(startup)?;
+    }
+    Ok(())
 }
 
 /// Starts the daemon of `spec.node`, leading its own process group and set
@@ -64,6 +123,7 @@ pub(super) fn start(
     launch: &Launch,
     spec: &NodeSpec,
     root: std::net::SocketAddr,
+    secret: &Secret,
 ) -> io::Result<Child> {
     let exe = match &launch.daemon_exe {
         Some(e) => e.clone(),
@@ -73,9 +133,13 @@ pub(super) fn start(
     for var in env::ALL {
         cmd.env_remove(var);
     }
+    if let Some(config) = &launch.config {
+        cmd.env(crate::config::CONFIG_ENV, config);
+    }
     cmd.env(env::ROLE, "daemon")
         .env(env::ROOT, root.to_string())
         .env(env::SPEC, spec.to_env())
+        .env(SECRET_ENV, secret.to_hex())
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
@@ -94,4 +158,17 @@ pub(super) fn kill_group(pid: u32) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
     }
+}
+
+/// Opens the metrics file for appending: created mode 0600, never through a
+/// symbolic link.
+pub(super) fn metrics_file(path: &Path) -> Result<std::fs::File, RunError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .map_err(|e| RunError::Startup(format!("metrics file {}: {e}", path.display())))
 }

@@ -20,6 +20,7 @@ pub use metrics::RecoveryRecord;
 
 use super::env::Transport;
 use super::inject::Injection;
+use crate::comm::net::Limits;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -63,10 +64,25 @@ pub struct Launch {
     pub run_dir: Option<PathBuf>,
     /// Append one JSON line per recovery to this file.
     pub metrics: Option<PathBuf>,
-    /// Daemon heartbeat period.
+    /// Heartbeat period of daemons and ranks.
     pub heartbeat: Duration,
     /// A node whose heartbeats stop for this long is declared dead.
     pub heartbeat_timeout: Duration,
+    /// A rank whose heartbeats stop for this long, that takes longer than
+    /// this to join after its start, or to roll back after a recovery began,
+    /// is killed and replaced.
+    pub rank_timeout: Duration,
+    /// The address the root's control port and the ranks' TCP listeners
+    /// bind (loopback by default).
+    pub bind: std::net::IpAddr,
+    /// Caps on rank-to-rank messages.
+    pub limits: Limits,
+    /// A configuration file the ranks load (`FRAME_CONFIG` in their
+    /// environment), so that `Config::load(None)` in the program reads it.
+    pub config: Option<PathBuf>,
+    /// Print a progress line this often (from the iterations ranks pass to
+    /// `fault_point`); zero disables it.
+    pub progress_every: Duration,
     /// The job stops after this many failures.
     pub max_failures: usize,
     /// Standby processes per node, started ahead of time so a failed rank is
@@ -95,6 +111,11 @@ impl Launch {
             metrics: None,
             heartbeat: Duration::from_millis(200),
             heartbeat_timeout: Duration::from_secs(5),
+            rank_timeout: Duration::from_secs(10),
+            bind: std::net::Ipv4Addr::LOCALHOST.into(),
+            limits: Limits::default(),
+            config: None,
+            progress_every: Duration::from_secs(10),
             max_failures: 32,
             standby: 1,
             daemon_exe: None,
@@ -109,18 +130,27 @@ impl Launch {
             ));
         }
         let size = self.nodes * self.ranks_per_node;
+        let all_nodes = self.nodes + self.spare_nodes;
         for inj in &self.injections {
             let bad = match &inj.target {
-                super::inject::Target::Ranks(r) => r.iter().find(|&&r| r as usize >= size),
+                super::inject::Target::Ranks(r) => r
+                    .iter()
+                    .find(|&&r| r as usize >= size)
+                    .map(|r| format!("there is no rank {r} in this job (ranks 0..{size})")),
                 super::inject::Target::Nodes(n) => n
                     .iter()
-                    .find(|&&n| n as usize >= self.nodes + self.spare_nodes),
+                    .find(|&&n| n as usize >= all_nodes)
+                    .map(|n| format!("there is no node {n} in this job (nodes 0..{all_nodes}, spares included)")),
             };
-            if let Some(id) = bad {
-                return Err(RunError::Invalid(format!(
-                    "injection `{inj}`: there is no {id} in this job"
-                )));
+            if let Some(why) = bad {
+                return Err(RunError::Invalid(format!("injection `{inj}`: {why}")));
             }
+        }
+        if self.limits.max_message > self.limits.max_queued {
+            return Err(RunError::Invalid(format!(
+                "the largest message ({} bytes) must fit in the per-connection queue ({} bytes)",
+                self.limits.max_message, self.limits.max_queued
+            )));
         }
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -155,8 +185,17 @@ pub enum RunError {
         /// Its ranks.
         ranks: Vec<u32>,
     },
+    /// The program does not join the runtime (it never calls
+    /// `frame::runtime::run`), so no rank can ever start.
+    #[error("the program {} ended without joining the runtime ({how}); frame run needs a program that runs its work through frame::runtime::run", program.display())]
+    NeverJoined {
+        /// The program.
+        program: PathBuf,
+        /// How its process ended.
+        how: String,
+    },
     /// A rank stopped with an application error.
-    #[error("rank {rank} failed: {reason}")]
+    #[error("rank {rank} stopped with an error: {reason}")]
     Aborted {
         /// The rank.
         rank: u32,

@@ -18,8 +18,8 @@ impl Cluster<'_> {
             epoch: self.epoch,
             table,
             nodes: self.placement.clone(),
-            failed_ranks,
-            failed_nodes,
+            failed_ranks: failed_ranks.into_iter().collect(),
+            failed_nodes: failed_nodes.into_iter().collect(),
             fired: self.fired.iter().copied().collect(),
         };
         self.broadcast(&ToDaemon::Go(go)).await;
@@ -93,11 +93,11 @@ impl Cluster<'_> {
         }
         let (kind, at_ns, failed_ranks, failed_nodes) = match failure {
             Failure::Rank { rank, how, at_ns } => {
-                eprintln!("frame: rank {rank} failed ({how})");
+                eprintln!("frame: rank {rank} died ({how})");
                 ("rank", at_ns, vec![rank], vec![])
             }
             Failure::Node { node, why, at_ns } => {
-                eprintln!("frame: node {node} failed ({why})");
+                eprintln!("frame: node {node} died ({why})");
                 let n = &mut self.nodes[node as usize];
                 n.alive = false;
                 n.tx = None;

@@ -1,17 +1,20 @@
 //! The root's control loop: membership, barriers, failures, injections.
 //!
-//! `mod.rs` starts the job and dispatches events; `failover.rs` handles
-//! failures (online and redeploy), barrier releases and injections.
+//! `mod.rs` starts the job and dispatches events; `join.rs` accepts the
+//! daemons' connections (each must prove the job's secret); `failover.rs`
+//! handles failures (online and redeploy), barrier releases and injections.
 
 mod failover;
+mod join;
 
 use super::daemons::{self, RunDir};
 use super::metrics::RecoveryRecord;
 use super::{Launch, Outcome, RecoveryMode, RunError};
+use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::runtime::env::NodeSpec;
 use crate::runtime::inject::Trigger;
-use crate::runtime::proto::{now_ns, Receiver, Sender, ToDaemon, ToRoot};
+use crate::runtime::proto::{now_ns, Sender, ToDaemon, ToRoot};
 use crate::runtime::State;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -58,13 +61,16 @@ struct Node {
     last_seen: Instant,
     stopping: bool,
     dir: PathBuf,
+    /// The slowest of its ranks' iteration, from its last heartbeat.
+    progress: Option<u64>,
 }
 
 struct Cluster<'a> {
     launch: &'a Launch,
     run: RunDir,
-    listener: TcpListener,
+    secret: Secret,
     addr: SocketAddr,
+    joins: UnboundedReceiver<join::Joined>,
     events: UnboundedSender<Event>,
     nodes: Vec<Node>,
     placement: Vec<u32>,
@@ -80,36 +86,41 @@ struct Cluster<'a> {
     failures: usize,
     fired: BTreeSet<u32>,
     delayed: Vec<u32>,
-    last_failed: (Vec<u32>, Vec<u32>),
+    /// Ranks and nodes failed since the last barrier release (each once).
+    last_failed: (BTreeSet<u32>, BTreeSet<u32>),
     metrics: Option<std::fs::File>,
     /// Background removals of dead nodes' directories.
     cleanup: Vec<tokio::task::JoinHandle<()>>,
+    /// When the job started, and when progress was last printed (with what).
+    began: Instant,
+    last_progress: (Instant, Option<u64>),
 }
 
 /// Runs a job from start to end.
 pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
+    let began = Instant::now();
+    let total = launch.nodes + launch.spare_nodes;
+    let size = launch.nodes * launch.ranks_per_node;
+    daemons::check_node_dirs(launch, total)?;
     let run = daemons::run_dir(launch.run_dir.as_deref())?;
-    let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+    let secret = Secret::generate()?;
+    let listener = TcpListener::bind((launch.bind, 0))
+        .await
+        .map_err(|e| RunError::Startup(format!("cannot listen on {}: {e}", launch.bind)))?;
     let addr = listener.local_addr()?;
+    let joins = join::accept_daemons(listener, secret.clone());
     let (events, mut inbox) = unbounded_channel();
     spawn_timers(launch, &events)?;
     let metrics = match &launch.metrics {
-        Some(p) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|e| RunError::Startup(format!("metrics file {}: {e}", p.display())))?,
-        ),
+        Some(p) => Some(daemons::metrics_file(p)?),
         None => None,
     };
-    let total = launch.nodes + launch.spare_nodes;
-    let size = launch.nodes * launch.ranks_per_node;
     let mut c = Cluster {
         launch,
         run,
-        listener,
+        secret,
         addr,
+        joins,
         events,
         nodes: (0..total)
             .map(|n| Node {
@@ -121,6 +132,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 last_seen: Instant::now(),
                 stopping: false,
                 dir: daemons::node_dir(launch, n as u32),
+                progress: None,
             })
             .collect(),
         placement: (0..size)
@@ -138,12 +150,27 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         failures: 0,
         fired: BTreeSet::new(),
         delayed: Vec::new(),
-        last_failed: (Vec::new(), Vec::new()),
+        last_failed: (BTreeSet::new(), BTreeSet::new()),
         metrics,
         cleanup: Vec::new(),
+        began,
+        last_progress: (began, None),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
+    if let Ok(outcome) = &result {
+        let n = outcome.recoveries.len();
+        eprintln!(
+            "frame: job finished: {size} rank(s) on {} node(s){}, {n} failure(s) recovered, {:.2} s",
+            launch.nodes,
+            if launch.spare_nodes > 0 {
+                format!(" + {} spare", launch.spare_nodes)
+            } else {
+                String::new()
+            },
+            began.elapsed().as_secs_f64()
+        );
+    }
     result
 }
 
@@ -192,6 +219,30 @@ impl Cluster<'_> {
         self.placement.len()
     }
 
+    /// Prints a progress line when it is due and the job moved on.
+    fn report_progress(&mut self) {
+        let every = self.launch.progress_every;
+        if every.is_zero() || self.last_progress.0.elapsed() < every || self.finishing {
+            return;
+        }
+        let slowest = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(n, x)| x.alive && self.placement.contains(&(*n as u32)))
+            .map(|(_, x)| x.progress)
+            .min()
+            .flatten();
+        if slowest.is_some() && slowest != self.last_progress.1 {
+            eprintln!(
+                "frame: progress: iteration {} (slowest rank), {:.0} s",
+                slowest.unwrap_or(0),
+                self.began.elapsed().as_secs_f64()
+            );
+        }
+        self.last_progress = (Instant::now(), slowest);
+    }
+
     async fn run(&mut self, inbox: &mut UnboundedReceiver<Event>) -> Result<Outcome, RunError> {
         let all: Vec<u32> = (0..self.nodes.len() as u32).collect();
         self.start_daemons(&all).await?;
@@ -222,6 +273,10 @@ impl Cluster<'_> {
                 .map(|(idx, i)| (idx as u32, i.clone()))
                 .collect(),
             heartbeat_ms: l.heartbeat.as_millis() as u64,
+            rank_timeout_ms: l.rank_timeout.as_millis() as u64,
+            bind: l.bind,
+            max_message: l.limits.max_message,
+            max_queued: l.limits.max_queued,
             standby: match l.recovery {
                 // A job script has no processes waiting to replace others.
                 RecoveryMode::Redeploy => 0,
@@ -232,50 +287,6 @@ impl Cluster<'_> {
             },
             launcher_pid: std::process::id(),
         }
-    }
-
-    /// Starts the daemons of `which` and waits until each has said hello.
-    async fn start_daemons(&mut self, which: &[u32]) -> Result<(), RunError> {
-        for &n in which {
-            let spec = self.spec(n);
-            let child = daemons::start(self.launch, &spec, self.addr).map_err(|e| {
-                RunError::Startup(format!("cannot start the daemon of node {n}: {e}"))
-            })?;
-            let node = &mut self.nodes[n as usize];
-            node.gen += 1;
-            node.pid = child.id();
-            node.child = Some(child);
-            node.tx = None;
-            node.stopping = false;
-            node.last_seen = Instant::now();
-        }
-        let deadline = Instant::now() + STARTUP;
-        while which.iter().any(|&n| self.nodes[n as usize].tx.is_none()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let (stream, _) = tokio::time::timeout(left, self.listener.accept())
-                .await
-                .map_err(|_| RunError::Startup("daemons did not connect in time".into()))??;
-            stream.set_nodelay(true)?;
-            let (read, write) = stream.into_split();
-            let mut rx = Receiver::new(read);
-            let Ok(Some(ToRoot::Hello { node, .. })) = rx.next::<ToRoot>().await else {
-                continue;
-            };
-            let Some(slot) = self.nodes.get_mut(node as usize).filter(|s| s.tx.is_none()) else {
-                continue;
-            };
-            slot.tx = Some(Sender::new(write));
-            let (gen, ev) = (slot.gen, self.events.clone());
-            tokio::spawn(async move {
-                while let Ok(Some(msg)) = rx.next::<ToRoot>().await {
-                    if ev.send(Event::Daemon { node, gen, msg }).is_err() {
-                        return;
-                    }
-                }
-                let _ = ev.send(Event::Lost { node, gen });
-            });
-        }
-        Ok(())
     }
 
     async fn send(&mut self, node: u32, msg: &ToDaemon) {
@@ -336,6 +347,7 @@ impl Cluster<'_> {
                 }
             }
             Event::Tick => {
+                self.report_progress();
                 let timeout = self.launch.heartbeat_timeout;
                 let silent: Vec<u32> = (0..self.nodes.len() as u32)
                     .filter(|&n| {
@@ -369,7 +381,14 @@ impl Cluster<'_> {
     async fn on_daemon_message(&mut self, node: u32, msg: ToRoot) -> Result<bool, RunError> {
         self.nodes[node as usize].last_seen = Instant::now();
         match msg {
-            ToRoot::Hello { .. } | ToRoot::Heartbeat => {}
+            ToRoot::Hello { .. } => {}
+            ToRoot::Heartbeat { progress } => self.nodes[node as usize].progress = progress,
+            ToRoot::NeverJoined { how, .. } => {
+                return Err(RunError::NeverJoined {
+                    program: self.launch.program.clone(),
+                    how,
+                })
+            }
             ToRoot::Spawned { epoch, at_ns, .. } => {
                 for rec in self.open.iter_mut().filter(|r| r.epoch == epoch) {
                     rec.replacements_started_ns = rec.replacements_started_ns.max(at_ns);

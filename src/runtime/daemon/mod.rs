@@ -4,17 +4,24 @@
 //! roll them back and start replacements (`Reinit`), release them from the
 //! world barrier (`Go`), let them exit (`Finish`). It learns of a rank's
 //! death from the operating system (the rank is its child) and reports it.
+//! It also watches the ranks that live: a rank whose heartbeats stop, that
+//! does not join the runtime in time after it was started, or that does not
+//! roll back in time after a recovery began, is killed (and so replaced); a
+//! program that ends without ever joining stops the job with a clear error.
 //! It keeps a few *standby* processes: started and connected ahead of time,
 //! one of them becomes a failed rank's replacement without a process launch
 //! on the recovery's critical path. The daemon dies with the root
 //! (parent-death signal) and its processes die with it.
 
+mod procs;
+
 use super::env::{self, NodeSpec, Role};
 use super::proto::{now_ns, FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
-use super::State;
+use crate::auth::{self, Channel, Secret};
+use procs::Proc;
 use std::collections::HashMap;
 use std::process::{ExitCode, ExitStatus};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::tcp::OwnedWriteHalf as RootWrite;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
@@ -34,17 +41,17 @@ enum Event {
         pid: u32,
         status: std::io::Result<ExitStatus>,
     },
+    /// A process that exited before its hello was seen is still unheard of.
+    Unjoined(u32),
     Beat,
 }
 
-/// One process of this node: a rank, or a standby (no rank yet).
-struct Proc {
-    rank: Option<u32>,
-    /// Epoch in which it became its rank.
-    incarnation: u64,
-    conn: Option<(u64, Sender<OwnedWriteHalf>)>,
-    finishing: bool,
-}
+/// How long a process that exited without a hello is given for a hello it
+/// may have sent just before dying (read after its exit was noticed).
+const LATE_HELLO: Duration = Duration::from_millis(500);
+
+/// A process that exited before joining: rank, incarnation, how it ended.
+type Unjoined = (Option<u32>, u64, String);
 
 fn describe(status: &std::io::Result<ExitStatus>) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -62,8 +69,11 @@ fn describe(status: &std::io::Result<ExitStatus>) -> String {
 pub(crate) fn main() -> ExitCode {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let started = NodeSpec::from_env().and_then(|spec| Ok((spec, env::root_addr()?)));
-    let (spec, root) = match started {
+    let started = NodeSpec::from_env().and_then(|spec| {
+        let secret = env::spec_security(&spec)?.secret.clone();
+        Ok((spec, env::root_addr()?, secret))
+    });
+    let (spec, root, secret) = match started {
         Ok(x) => x,
         Err(e) => {
             eprintln!("frame daemon: {e}");
@@ -80,7 +90,7 @@ pub(crate) fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match rt.block_on(serve(spec, root)) {
+    match rt.block_on(serve(spec, root, secret)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("frame daemon: {e}");
@@ -103,13 +113,19 @@ struct Daemon {
     to_root: Sender<RootWrite>,
     shutting_down: bool,
     finishing: bool,
+    /// Set once the program showed that it does not join the runtime: no
+    /// more standby processes are started.
+    program_broken: bool,
+    /// Processes that exited before their hello was seen, by pid.
+    unjoined: HashMap<u32, Unjoined>,
+    timeout: Duration,
 }
 
-async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()> {
-    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-        .create(&spec.node_dir)?;
-    let stream = tokio::net::TcpStream::connect(root).await?;
+async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
+    crate::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
+    let mut stream = tokio::net::TcpStream::connect(root).await?;
     stream.set_nodelay(true)?;
+    auth::connect(&mut stream, &secret, Channel::Node).await?;
     let (read, write) = stream.into_split();
     let mut to_root = Sender::new(write);
     to_root
@@ -123,12 +139,18 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
     let _ = std::fs::remove_file(&socket);
     let listener = tokio::net::UnixListener::bind(&socket)?;
+    std::fs::set_permissions(&socket, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     let ev = events.clone();
     tokio::spawn(async move {
         let mut next_conn = 0u64;
         while let Ok((stream, _)) = listener.accept().await {
             next_conn += 1;
-            tokio::spawn(process_connection(stream, next_conn, ev.clone()));
+            tokio::spawn(process_connection(
+                stream,
+                next_conn,
+                ev.clone(),
+                secret.clone(),
+            ));
         }
     });
     let ev = events.clone();
@@ -154,6 +176,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
     });
 
     let mut d = Daemon {
+        timeout: Duration::from_millis(spec.rank_timeout_ms.max(1)),
         spec,
         epoch: 1,
         procs: HashMap::new(),
@@ -162,6 +185,8 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
         to_root,
         shutting_down: false,
         finishing: false,
+        program_broken: false,
+        unjoined: HashMap::new(),
     };
     while let Some(event) = inbox.recv().await {
         if !d.handle(event).await? {
@@ -169,20 +194,36 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr) -> std::io::Result<()
         }
     }
     for pid in d.procs.keys() {
-        kill(*pid);
+        procs::kill(*pid);
     }
     let _ = std::fs::remove_file(&d.socket);
     Ok(())
 }
 
-/// Reads one process's control connection: its hello, then its messages.
-async fn process_connection(stream: tokio::net::UnixStream, conn: u64, ev: UnboundedSender<Event>) {
+/// Reads one process's control connection: the job's handshake, its hello
+/// (which must come from the process it names), then its messages.
+async fn process_connection(
+    mut stream: tokio::net::UnixStream,
+    conn: u64,
+    ev: UnboundedSender<Event>,
+    secret: Secret,
+) {
+    if let Err(e) = auth::accept(&mut stream, &secret, Channel::Rank).await {
+        tracing::warn!(error = %e, "dropping a rank connection that failed the job's handshake");
+        return;
+    }
+    let peer = stream.peer_cred().ok().and_then(|c| c.pid());
     let (read, write) = stream.into_split();
     let mut rx = Receiver::new(read);
-    let (pid, epoch) = match rx.next::<FromRank>().await {
-        Ok(Some(FromRank::Hello { pid, epoch, .. })) => (pid, epoch),
+    let hello = tokio::time::timeout(auth::HANDSHAKE_TIMEOUT, rx.next::<FromRank>()).await;
+    let (pid, epoch) = match hello {
+        Ok(Ok(Some(FromRank::Hello { pid, epoch, .. }))) => (pid, epoch),
         _ => return,
     };
+    if peer != Some(pid as i32) {
+        tracing::warn!(claimed = pid, peer = ?peer, "dropping a rank connection that claims another process");
+        return;
+    }
     let tx = Sender::new(write);
     if ev
         .send(Event::Hello {
@@ -218,49 +259,120 @@ impl Daemon {
                 mut tx,
             } => {
                 let current = self.epoch;
+                if let Some((rank, incarnation, how)) = self.unjoined.remove(&pid) {
+                    // It joined, then died: an ordinary failure.
+                    self.report_exit(rank, incarnation, how, false).await?;
+                }
                 if let Some(p) = self.procs.get_mut(&pid) {
                     if p.rank.is_some() && current > epoch {
                         // A recovery began before this rank connected.
                         let _ = tx.send(&ToRank::Reinit { epoch: current }).await;
                     }
-                    p.conn = Some((conn, tx));
+                    p.joined(conn, tx);
                 }
             }
             Event::Rank(pid, conn, msg) => {
-                let rank = self
-                    .procs
-                    .get(&pid)
-                    .filter(|p| p.conn.as_ref().is_some_and(|(id, _)| *id == conn))
-                    .and_then(|p| p.rank);
-                if let Some(rank) = rank {
+                let Some(p) = self.procs.get_mut(&pid).filter(|p| p.is_conn(conn)) else {
+                    return Ok(true);
+                };
+                p.heard();
+                if let Some(rank) = p.rank {
                     self.on_rank_message(pid, rank, msg).await?;
                 }
             }
-            Event::Exit { pid, status } => {
-                let Some(p) = self.procs.remove(&pid) else {
-                    return Ok(true);
-                };
-                match p.rank {
-                    Some(rank) if p.finishing && status.as_ref().is_ok_and(|s| s.success()) => {
-                        self.to_root.send(&ToRoot::Exited { rank }).await?;
-                    }
-                    Some(rank) if !self.shutting_down => {
-                        let failed = ToRoot::Failed {
-                            rank,
-                            incarnation: p.incarnation,
-                            how: describe(&status),
-                            at_ns: now_ns(),
-                        };
-                        self.to_root.send(&failed).await?;
-                    }
-                    // A standby died: start another one.
-                    None if !self.shutting_down && !self.finishing => self.fill_standby(),
-                    _ => {}
+            Event::Exit { pid, status } => self.on_exit(pid, status).await?,
+            Event::Unjoined(pid) => {
+                if let Some((rank, _, how)) = self.unjoined.remove(&pid) {
+                    self.program_broken = true;
+                    self.to_root
+                        .send(&ToRoot::NeverJoined { rank, how })
+                        .await?;
                 }
             }
-            Event::Beat => self.to_root.send(&ToRoot::Heartbeat).await?,
+            Event::Beat => {
+                self.enforce_deadlines();
+                let progress = self
+                    .procs
+                    .values()
+                    .filter(|p| p.rank.is_some())
+                    .filter_map(|p| p.progress)
+                    .min();
+                self.to_root.send(&ToRoot::Heartbeat { progress }).await?;
+            }
         }
         Ok(true)
+    }
+
+    /// Kills the processes that missed a deadline (their exits report why).
+    fn enforce_deadlines(&mut self) {
+        if self.shutting_down || self.finishing {
+            return;
+        }
+        let timeout = self.timeout;
+        for (pid, p) in self.procs.iter_mut() {
+            if let Some(why) = p.overdue(timeout) {
+                tracing::warn!(pid, rank = ?p.rank, %why, "killing an unresponsive process");
+                p.killed_for = Some(why);
+                procs::kill(*pid);
+            }
+        }
+    }
+
+    async fn on_exit(
+        &mut self,
+        pid: u32,
+        status: std::io::Result<ExitStatus>,
+    ) -> std::io::Result<()> {
+        let Some(p) = self.procs.remove(&pid) else {
+            return Ok(());
+        };
+        if self.shutting_down {
+            return Ok(());
+        }
+        let how = match &p.killed_for {
+            Some(why) => format!("killed by its daemon: {why}"),
+            None => describe(&status),
+        };
+        if !p.has_joined() && !self.finishing {
+            // Its hello may still be unread: decide a moment later.
+            self.unjoined.insert(pid, (p.rank, p.incarnation, how));
+            let ev = self.events.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(LATE_HELLO).await;
+                let _ = ev.send(Event::Unjoined(pid));
+            });
+            return Ok(());
+        }
+        let clean = p.finishing && status.as_ref().is_ok_and(|s| s.success());
+        self.report_exit(p.rank, p.incarnation, how, clean).await
+    }
+
+    /// Reports the end of a process that had joined: a rank's clean exit at
+    /// the end of the job, or its failure; a standby is replaced.
+    async fn report_exit(
+        &mut self,
+        rank: Option<u32>,
+        incarnation: u64,
+        how: String,
+        clean: bool,
+    ) -> std::io::Result<()> {
+        match rank {
+            Some(rank) if clean => self.to_root.send(&ToRoot::Exited { rank }).await,
+            Some(rank) => {
+                let failed = ToRoot::Failed {
+                    rank,
+                    incarnation,
+                    how,
+                    at_ns: now_ns(),
+                };
+                self.to_root.send(&failed).await
+            }
+            // A standby died: start another one.
+            None => {
+                self.fill_standby();
+                Ok(())
+            }
+        }
     }
 
     async fn on_root_message(&mut self, msg: ToDaemon) -> std::io::Result<bool> {
@@ -278,7 +390,9 @@ impl Daemon {
             }
             ToDaemon::Reinit { epoch, spawn, .. } => {
                 self.epoch = epoch;
+                let by = Instant::now() + self.timeout;
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                    p.rejoin_by = Some((by, epoch));
                     if let Some((_, tx)) = p.conn.as_mut() {
                         let _ = tx.send(&ToRank::Reinit { epoch }).await;
                     }
@@ -298,7 +412,7 @@ impl Daemon {
             }
             ToDaemon::Kill { rank } => {
                 for (pid, _) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
-                    kill(*pid);
+                    procs::kill(*pid);
                 }
             }
             ToDaemon::Finish => {
@@ -322,11 +436,22 @@ impl Daemon {
         let flush = matches!(msg, FromRank::Fired { .. } | FromRank::Abort { .. });
         let forward = match msg {
             FromRank::Hello { .. } => None,
-            FromRank::Ready { epoch, endpoint } => Some(ToRoot::Ready {
-                rank,
-                epoch,
-                endpoint,
-            }),
+            FromRank::Alive { progress } => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.progress = progress;
+                }
+                None
+            }
+            FromRank::Ready { epoch, endpoint } => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.rolled_back(epoch);
+                }
+                Some(ToRoot::Ready {
+                    rank,
+                    epoch,
+                    endpoint,
+                })
+            }
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
@@ -340,135 +465,5 @@ impl Daemon {
             }
         }
         Ok(())
-    }
-
-    /// Makes an idle standby rank `rank` in `epoch`, or starts a new process.
-    async fn replace(&mut self, rank: u32, epoch: u64) -> std::io::Result<()> {
-        let idle = self
-            .procs
-            .iter_mut()
-            .find(|(_, p)| p.rank.is_none() && p.conn.is_some());
-        if let Some((pid, p)) = idle {
-            let pid = *pid;
-            let sent = match p.conn.as_mut() {
-                Some((_, tx)) => tx.send(&ToRank::Assign { rank, epoch }).await.is_ok(),
-                None => false,
-            };
-            if sent {
-                p.rank = Some(rank);
-                p.incarnation = epoch;
-                let at_ns = now_ns();
-                return self
-                    .to_root
-                    .send(&ToRoot::Spawned { rank, epoch, at_ns })
-                    .await;
-            }
-            // An unreachable standby is useless: drop it (its exit is ignored).
-            kill(pid);
-            self.procs.remove(&pid);
-        }
-        self.start(Some(rank), epoch, State::Restarted).await
-    }
-
-    /// Starts enough standby processes to have `spec.standby` of them.
-    fn fill_standby(&mut self) {
-        let have = self.procs.values().filter(|p| p.rank.is_none()).count();
-        for _ in have..self.spec.standby {
-            if let Err(e) = self.spawn_process(None, 0, State::Restarted) {
-                eprintln!("frame daemon: cannot start a standby process: {e}");
-                return;
-            }
-        }
-    }
-
-    /// Starts a rank process and reports it, or reports why it could not start.
-    async fn start(&mut self, rank: Option<u32>, epoch: u64, state: State) -> std::io::Result<()> {
-        let Some(r) = rank else { return Ok(()) };
-        match self.spawn_process(rank, epoch, state) {
-            Ok(()) => {
-                let at_ns = now_ns();
-                self.to_root
-                    .send(&ToRoot::Spawned {
-                        rank: r,
-                        epoch,
-                        at_ns,
-                    })
-                    .await
-            }
-            Err(e) => {
-                let reason = format!(
-                    "cannot start {}: {e}",
-                    std::path::Path::new(&self.spec.program).display()
-                );
-                self.to_root
-                    .send(&ToRoot::Aborted { rank: r, reason })
-                    .await
-            }
-        }
-    }
-
-    /// Starts one process of the program in this node's process group: rank
-    /// `rank`, or a standby when `rank` is `None`.
-    fn spawn_process(
-        &mut self,
-        rank: Option<u32>,
-        epoch: u64,
-        state: State,
-    ) -> std::io::Result<()> {
-        let mut cmd = tokio::process::Command::new(&self.spec.program);
-        let state_name = match (rank, state) {
-            (None, _) => "standby",
-            (Some(_), State::Restarted) => "restarted",
-            _ => "new",
-        };
-        cmd.args(&self.spec.args)
-            .env(env::ROLE, "rank")
-            .env(env::SIZE, self.spec.size.to_string())
-            .env(env::NODE, self.spec.node.to_string())
-            .env(env::STATE, state_name)
-            .env(env::DAEMON, &self.socket)
-            .env(env::SPEC, self.spec.to_env())
-            .env(env::NODE_DIR, &self.spec.node_dir)
-            .env(env::LOCAL_DIR_KEY, &self.spec.node_dir)
-            .env_remove(env::ROOT)
-            .stdin(std::process::Stdio::null());
-        match rank {
-            Some(r) => cmd
-                .env(env::RANK, r.to_string())
-                .env(env::EPOCH, epoch.to_string()),
-            None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
-        };
-        // SAFETY: only an async-signal-safe prctl between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                rustix::process::set_parent_process_death_signal(Some(
-                    rustix::process::Signal::KILL,
-                ))
-                .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = cmd.spawn()?;
-        let pid = child.id().unwrap_or(0);
-        self.procs.insert(
-            pid,
-            Proc {
-                rank,
-                incarnation: epoch,
-                conn: None,
-                finishing: false,
-            },
-        );
-        let ev = self.events.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            let _ = ev.send(Event::Exit { pid, status });
-        });
-        Ok(())
-    }
-}
-
-fn kill(pid: u32) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
     }
 }

@@ -1,0 +1,230 @@
+//! The daemon's processes: starting ranks and standbys, assigning a standby
+//! to a failed rank, and the deadlines each process must meet.
+
+use super::{Daemon, Event};
+use crate::runtime::env;
+use crate::runtime::proto::{now_ns, Sender, ToRank, ToRoot};
+use crate::runtime::State;
+use std::time::{Duration, Instant};
+use tokio::net::unix::OwnedWriteHalf;
+
+/// One process of this node: a rank, or a standby (no rank yet).
+pub(super) struct Proc {
+    pub(super) rank: Option<u32>,
+    /// Epoch in which it became its rank.
+    pub(super) incarnation: u64,
+    pub(super) conn: Option<(u64, Sender<OwnedWriteHalf>)>,
+    pub(super) finishing: bool,
+    /// When the process was started.
+    started: Instant,
+    /// When it was last heard from.
+    last_seen: Instant,
+    /// It must be ready in this epoch by then (after a recovery began, or
+    /// after a standby was assigned a rank).
+    pub(super) rejoin_by: Option<(Instant, u64)>,
+    /// Why the daemon killed it, if it did.
+    pub(super) killed_for: Option<String>,
+    /// The last iteration its program reported.
+    pub(super) progress: Option<u64>,
+}
+
+impl Proc {
+    fn new(rank: Option<u32>, incarnation: u64) -> Self {
+        let now = Instant::now();
+        Self {
+            rank,
+            incarnation,
+            conn: None,
+            finishing: false,
+            started: now,
+            last_seen: now,
+            rejoin_by: None,
+            killed_for: None,
+            progress: None,
+        }
+    }
+
+    /// The process connected and said hello on connection `conn`.
+    pub(super) fn joined(&mut self, conn: u64, tx: Sender<OwnedWriteHalf>) {
+        self.conn = Some((conn, tx));
+        self.heard();
+    }
+
+    /// Whether it ever joined the runtime.
+    pub(super) fn has_joined(&self) -> bool {
+        self.conn.is_some()
+    }
+
+    /// Whether `conn` is its current connection.
+    pub(super) fn is_conn(&self, conn: u64) -> bool {
+        self.conn.as_ref().is_some_and(|(id, _)| *id == conn)
+    }
+
+    /// Something arrived from it.
+    pub(super) fn heard(&mut self) {
+        self.last_seen = Instant::now();
+    }
+
+    /// It is ready in `epoch`.
+    pub(super) fn rolled_back(&mut self, epoch: u64) {
+        if self.rejoin_by.is_some_and(|(_, e)| epoch >= e) {
+            self.rejoin_by = None;
+        }
+    }
+
+    /// Why it must be killed now, if it missed a deadline.
+    pub(super) fn overdue(&self, timeout: Duration) -> Option<String> {
+        if self.killed_for.is_some() || self.finishing {
+            return None;
+        }
+        let secs = humantime::format_duration(timeout);
+        if !self.has_joined() {
+            return (self.started.elapsed() > timeout)
+                .then(|| format!("did not join the runtime within {secs} of its start"));
+        }
+        if self.last_seen.elapsed() > timeout {
+            return Some(format!("stopped responding (no heartbeat for {secs})"));
+        }
+        if self.rejoin_by.is_some_and(|(by, _)| Instant::now() > by) {
+            return Some(format!(
+                "did not roll back within {secs} after the recovery began (a long stretch without calls into the runtime?)"
+            ));
+        }
+        None
+    }
+}
+
+/// SIGKILLs process `pid`.
+pub(super) fn kill(pid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+impl Daemon {
+    /// Makes an idle standby rank `rank` in `epoch`, or starts a new process.
+    pub(super) async fn replace(&mut self, rank: u32, epoch: u64) -> std::io::Result<()> {
+        let by = Instant::now() + self.timeout;
+        let idle = self
+            .procs
+            .iter_mut()
+            .find(|(_, p)| p.rank.is_none() && p.has_joined() && p.killed_for.is_none());
+        if let Some((pid, p)) = idle {
+            let pid = *pid;
+            let sent = match p.conn.as_mut() {
+                Some((_, tx)) => tx.send(&ToRank::Assign { rank, epoch }).await.is_ok(),
+                None => false,
+            };
+            if sent {
+                p.rank = Some(rank);
+                p.incarnation = epoch;
+                p.rejoin_by = Some((by, epoch));
+                let at_ns = now_ns();
+                return self
+                    .to_root
+                    .send(&ToRoot::Spawned { rank, epoch, at_ns })
+                    .await;
+            }
+            // An unreachable standby is useless: drop it (its exit is ignored).
+            kill(pid);
+            self.procs.remove(&pid);
+        }
+        self.start(Some(rank), epoch, State::Restarted).await
+    }
+
+    /// Starts enough standby processes to have `spec.standby` of them.
+    pub(super) fn fill_standby(&mut self) {
+        if self.program_broken || self.shutting_down || self.finishing {
+            return;
+        }
+        let have = self.procs.values().filter(|p| p.rank.is_none()).count();
+        for _ in have..self.spec.standby {
+            if let Err(e) = self.spawn_process(None, 0, State::Restarted) {
+                eprintln!("frame daemon: cannot start a standby process: {e}");
+                return;
+            }
+        }
+    }
+
+    /// Starts a rank process and reports it, or reports why it could not start.
+    pub(super) async fn start(
+        &mut self,
+        rank: Option<u32>,
+        epoch: u64,
+        state: State,
+    ) -> std::io::Result<()> {
+        let Some(r) = rank else { return Ok(()) };
+        match self.spawn_process(rank, epoch, state) {
+            Ok(()) => {
+                let at_ns = now_ns();
+                self.to_root
+                    .send(&ToRoot::Spawned {
+                        rank: r,
+                        epoch,
+                        at_ns,
+                    })
+                    .await
+            }
+            Err(e) => {
+                let reason = format!(
+                    "cannot start {}: {e}",
+                    std::path::Path::new(&self.spec.program).display()
+                );
+                self.to_root
+                    .send(&ToRoot::Aborted { rank: r, reason })
+                    .await
+            }
+        }
+    }
+
+    /// Starts one process of the program in this node's process group: rank
+    /// `rank`, or a standby when `rank` is `None`.
+    fn spawn_process(
+        &mut self,
+        rank: Option<u32>,
+        epoch: u64,
+        state: State,
+    ) -> std::io::Result<()> {
+        let mut cmd = tokio::process::Command::new(&self.spec.program);
+        let state_name = match (rank, state) {
+            (None, _) => "standby",
+            (Some(_), State::Restarted) => "restarted",
+            _ => "new",
+        };
+        cmd.args(&self.spec.args)
+            .env(env::ROLE, "rank")
+            .env(env::SIZE, self.spec.size.to_string())
+            .env(env::NODE, self.spec.node.to_string())
+            .env(env::STATE, state_name)
+            .env(env::DAEMON, &self.socket)
+            .env(env::SPEC, self.spec.to_env())
+            .env(env::NODE_DIR, &self.spec.node_dir)
+            .env(env::LOCAL_DIR_KEY, &self.spec.node_dir)
+            .env_remove(env::ROOT)
+            .stdin(std::process::Stdio::null());
+        match rank {
+            Some(r) => cmd
+                .env(env::RANK, r.to_string())
+                .env(env::EPOCH, epoch.to_string()),
+            None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
+        };
+        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
+        let mut child = cmd.spawn()?;
+        let pid = child.id().unwrap_or(0);
+        self.procs.insert(pid, Proc::new(rank, epoch));
+        let ev = self.events.clone();
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            let _ = ev.send(Event::Exit { pid, status });
+        });
+        Ok(())
+    }
+}
