@@ -19,7 +19,7 @@
 use clap::Parser;
 use frame::comm::ReduceOp;
 use frame::config::{Config, Interval};
-use frame::runtime::{self, Context};
+use frame::runtime::{self, Context, State};
 use frame::Checkpointer;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -39,6 +39,17 @@ struct Args {
     /// Job id for checkpoints.
     #[arg(long, default_value = "ring")]
     job: String,
+    /// Keep checkpoints in this directory instead of the node's (to see the
+    /// runtime warn about it).
+    #[arg(long)]
+    local_dir: Option<std::path::PathBuf>,
+    /// With --spin-at: the rank that, in its first life, computes forever
+    /// at that iteration without calling the runtime (a stuck rank).
+    #[arg(long)]
+    spin_rank: Option<usize>,
+    /// The iteration at which --spin-rank gets stuck.
+    #[arg(long, default_value_t = 0)]
+    spin_at: u64,
 }
 
 const TOKEN: u32 = 1;
@@ -67,9 +78,17 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
         )?;
     }
 
+    // The launcher's configuration (frame run --config) comes through
+    // FRAME_CONFIG; the command line overrides the job id and interval.
     let mut cfg = Config::load(None)?;
     cfg.job.id = args.job.clone();
+    cfg.mark_set_by_program("job.id");
     cfg.snapshot.interval = Interval::Calls(args.checkpoint_every.max(1));
+    cfg.mark_set_by_program("snapshot.interval");
+    if let Some(dir) = &args.local_dir {
+        cfg.storage.local_dir = dir.clone();
+        cfg.mark_set_by_program("storage.local_dir");
+    }
     let mut ckpt = (args.checkpoint_every > 0)
         .then(|| Checkpointer::init(&cfg, comm))
         .transpose()?;
@@ -88,6 +107,12 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
     }
     while iter.get() < args.iterations {
         ctx.fault_point(iter.get())?;
+        if args.spin_rank == Some(rank) && args.spin_at == iter.get() && ctx.state() == State::New {
+            // Stuck in a computation that never calls the runtime.
+            loop {
+                std::hint::spin_loop();
+            }
+        }
         if !args.pace.is_zero() {
             std::thread::sleep(args.pace);
         }

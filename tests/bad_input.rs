@@ -400,3 +400,45 @@ fn bad_configuration_files_stop_the_program_with_the_key_and_file() {
     assert!(!status.success());
     assert!(err.contains("FRAME_RETENTION_KEEP_LAST"), "{err}");
 }
+
+#[test]
+fn two_jobs_with_one_job_id_in_one_directory_are_refused() {
+    let dir = scratch();
+    let cfg = config(dir.path(), "twin");
+    let first = cfg.clone();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let done_rx = std::sync::Mutex::new(done_rx);
+    // The first job holds rank 0 until the second has tried.
+    let holder = std::thread::spawn(move || {
+        ranks(1, 1, move |comm| {
+            let mut ckpt = Checkpointer::init(&first, &comm).unwrap();
+            let v = ckpt.protect(0, vec![1u8; 100_000]);
+            ckpt.checkpoint().unwrap();
+            held_tx.send(()).unwrap();
+            done_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap();
+            v.write()[0] = 2;
+            ckpt.checkpoint().unwrap()
+        })
+    });
+    held_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let second = cfg.clone();
+    let errors = ranks(1, 1, move |comm| {
+        Checkpointer::init(&second, &comm)
+            .err()
+            .map(|e| e.to_string())
+    });
+    done_tx.send(()).unwrap();
+    let e = errors[0].clone().expect("the second job must be refused");
+    assert!(
+        e.contains("rank 0 of job `twin` is running in another process")
+            && e.contains(".lock-rank-000000"),
+        "{e}"
+    );
+    // The first job was not disturbed.
+    assert_eq!(holder.join().unwrap(), vec![2]);
+}

@@ -106,6 +106,32 @@ pub struct Checkpointer<'c> {
     stats: Stats,
 }
 
+/// Under the runtime, warns (once per process) when the program keeps its
+/// L1 checkpoints somewhere else than its node's directory: they would not
+/// follow the rank to a spare node, nor be removed with a dead node.
+fn warn_if_off_node(cfg: &Config, rank: usize) {
+    let Some(node_dir) = std::env::var_os(crate::runtime::env::NODE_DIR) else {
+        return;
+    };
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    };
+    let node_dir = std::path::PathBuf::from(node_dir);
+    if same(&cfg.storage.local_dir, &node_dir) {
+        return;
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "frame: warning: rank {rank} keeps its L1 checkpoints in {} ({}), not in its node's directory {}; \
+             they will not follow the rank to another node after a failure",
+            cfg.storage.local_dir.display(),
+            cfg.describe("storage.local_dir"),
+            node_dir.display()
+        );
+    });
+}
+
 /// A random number for the recovery ballot (its minimum over the ranks
 /// becomes the session, which stamps new checkpoints).
 fn random_u64() -> u64 {
@@ -129,6 +155,7 @@ impl<'c> Checkpointer<'c> {
     /// if checkpoints exist but no single one can be restored by all ranks.
     pub fn init(cfg: &Config, comm: &'c dyn Comm) -> Result<Self> {
         cfg.validate()?;
+        warn_if_off_node(cfg, comm.rank());
         let owner = Owner {
             job_id: cfg.job.id.clone(),
             rank: comm.rank() as u32,

@@ -61,12 +61,18 @@ pub struct JobConfig {
 }
 
 /// `[storage]`
+///
+/// In both paths, `{uid}` stands for the user id of the process, so that
+/// users sharing a machine (and a configuration file) get directories of
+/// their own: the default L1 directory is `/dev/shm/frame-{uid}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// Node-local directory (RAM-disk or SSD) for level-1 checkpoints.
+    #[serde(deserialize_with = "types::user_path")]
     pub local_dir: PathBuf,
     /// Global (parallel file system) directory for level-4 checkpoints.
+    #[serde(deserialize_with = "types::user_path")]
     pub global_dir: PathBuf,
 }
 
@@ -104,7 +110,7 @@ impl Default for JobConfig {
 impl Default for StorageConfig {
     fn default() -> Self {
         Self {
-            local_dir: PathBuf::from("/dev/shm/frame"),
+            local_dir: types::expand_user("/dev/shm/frame-{uid}"),
             global_dir: PathBuf::from("frame-global"),
         }
     }

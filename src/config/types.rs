@@ -83,6 +83,18 @@ impl<'de> Deserialize<'de> for Interval {
     }
 }
 
+/// `text` with `{uid}` replaced by this process's user id.
+pub(crate) fn expand_user(text: &str) -> std::path::PathBuf {
+    text.replace("{uid}", &crate::safefs::my_uid().to_string())
+        .into()
+}
+
+/// Deserializes a path, expanding `{uid}`.
+pub(crate) fn user_path<'de, D: Deserializer<'de>>(d: D) -> Result<std::path::PathBuf, D::Error> {
+    let text = String::deserialize(d)?;
+    Ok(expand_user(&text))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +112,16 @@ mod tests {
         );
         assert!(Interval::parse("soon").is_err());
         assert!(Interval::Calls(0).is_zero());
+    }
+
+    #[test]
+    fn paths_expand_the_user_id() {
+        let uid = crate::safefs::my_uid();
+        assert_eq!(
+            expand_user("/dev/shm/frame-{uid}/x"),
+            std::path::PathBuf::from(format!("/dev/shm/frame-{uid}/x"))
+        );
+        let cfg = crate::Config::default();
+        assert!(cfg.storage.local_dir.ends_with(format!("frame-{uid}")));
     }
 }

@@ -26,16 +26,19 @@ pub(crate) fn die() -> ! {
 
 impl Faults<'_> {
     /// Fires injection `idx`: tells the root (so it never fires again) and
-    /// kills this rank, or this rank's whole node.
+    /// kills (or stops) this rank, or this rank's whole node.
     pub(crate) fn fire(&self, idx: u32, inj: &Injection) -> ! {
         self.fired.borrow_mut().insert(idx);
         self.agent.send_flushed(FromRank::Fired { injection: idx });
+        let signal = inj.action.signal();
         if let Target::Nodes(_) = inj.target {
             // The daemon leads the node's process group.
             if let Some(daemon) = rustix::process::getppid() {
-                let _ = rustix::process::kill_process_group(daemon, rustix::process::Signal::KILL);
+                let _ = rustix::process::kill_process_group(daemon, signal);
             }
         }
+        let _ = rustix::process::kill_process(rustix::process::getpid(), signal);
+        // Stopped and then resumed (or killed): never go on as if nothing happened.
         die()
     }
 }

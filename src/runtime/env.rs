@@ -33,7 +33,7 @@ pub(crate) const SPEC: &str = "FRAME_RT_SPEC";
 /// The root's address (for daemons).
 pub(crate) const ROOT: &str = "FRAME_RT_ROOT";
 /// The node-local directory; also handed to the checkpoint configuration.
-pub(crate) const NODE_DIR: &str = "FRAME_NODE_DIR";
+pub const NODE_DIR: &str = "FRAME_NODE_DIR";
 /// The configuration key the node-local directory overrides.
 pub(crate) const LOCAL_DIR_KEY: &str = "FRAME_STORAGE_LOCAL_DIR";
 

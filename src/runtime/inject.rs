@@ -10,6 +10,7 @@
 //! | `rank:3@iter=50` | rank 3 kills itself when it calls `fault_point(50)` |
 //! | `node:1@iter=50` | the first rank on node 1 to call `fault_point(50)` kills its node |
 //! | `rank:2@reinit=1` | rank 2 dies during the 1st recovery, before the world barrier |
+//! | `rank:3@2s:stop` | SIGSTOP instead of SIGKILL: rank 3 hangs (any spec can end in `:stop`) |
 //!
 //! Time-based injections wait until no recovery is in progress, so a second
 //! one lands after the previous recovery completed. Every injection fires at
@@ -40,13 +41,34 @@ pub enum Trigger {
     Reinit(u64),
 }
 
+/// What an injection does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// SIGKILL: the processes die.
+    Kill,
+    /// SIGSTOP: the processes hang (until the runtime notices and kills them).
+    Stop,
+}
+
+impl Action {
+    /// The signal that carries out the action.
+    pub fn signal(self) -> rustix::process::Signal {
+        match self {
+            Action::Kill => rustix::process::Signal::KILL,
+            Action::Stop => rustix::process::Signal::STOP,
+        }
+    }
+}
+
 /// One fault to inject.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Injection {
-    /// What dies.
+    /// What is hit.
     pub target: Target,
     /// When.
     pub trigger: Trigger,
+    /// Killed or stopped.
+    pub action: Action,
 }
 
 impl FromStr for Injection {
@@ -57,6 +79,10 @@ impl FromStr for Injection {
             format!("bad injection `{spec}`: {why} (expected e.g. rank:3@2s, node:1@iter=50)")
         };
         let (what, when) = spec.split_once('@').ok_or_else(|| bad("missing `@`"))?;
+        let (when, action) = match when.strip_suffix(":stop") {
+            Some(w) => (w, Action::Stop),
+            None => (when, Action::Kill),
+        };
         let (kind, list) = what
             .split_once(':')
             .ok_or_else(|| bad("missing `rank:` or `node:`"))?;
@@ -90,7 +116,11 @@ impl FromStr for Injection {
         } else {
             Trigger::After(humantime::parse_duration(when).map_err(|e| bad(&e.to_string()))?)
         };
-        Ok(Injection { target, trigger })
+        Ok(Injection {
+            target,
+            trigger,
+            action,
+        })
     }
 }
 
@@ -103,10 +133,14 @@ impl fmt::Display for Injection {
         let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
         write!(f, "{kind}:{}@", ids.join(","))?;
         match &self.trigger {
-            Trigger::After(d) => write!(f, "{}", humantime::format_duration(*d)),
-            Trigger::Iteration(i) => write!(f, "iter={i}"),
-            Trigger::Reinit(n) => write!(f, "reinit={n}"),
+            Trigger::After(d) => write!(f, "{}", humantime::format_duration(*d))?,
+            Trigger::Iteration(i) => write!(f, "iter={i}")?,
+            Trigger::Reinit(n) => write!(f, "reinit={n}")?,
         }
+        if self.action == Action::Stop {
+            f.write_str(":stop")?;
+        }
+        Ok(())
     }
 }
 
@@ -137,6 +171,8 @@ mod tests {
             "rank:0@iter=50",
             "node:1@iter=7",
             "rank:2@reinit=1",
+            "rank:3@2s:stop",
+            "node:1@iter=9:stop",
         ] {
             let i: Injection = spec.parse().unwrap();
             assert_eq!(i.to_string(), spec);
@@ -144,6 +180,9 @@ mod tests {
         let i: Injection = "node:1,2@3s".parse().unwrap();
         assert_eq!(i.target, Target::Nodes(vec![1, 2]));
         assert_eq!(i.trigger, Trigger::After(Duration::from_secs(3)));
+        assert_eq!(i.action, Action::Kill);
+        let s: Injection = "rank:3@iter=4:stop".parse().unwrap();
+        assert_eq!((s.trigger, s.action), (Trigger::Iteration(4), Action::Stop));
     }
 
     #[test]

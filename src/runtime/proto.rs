@@ -5,6 +5,7 @@
 //! readability wins over compactness; the data plane between ranks is the
 //! binary transport in [`crate::comm::net`].
 
+use super::inject::Action;
 use super::State;
 use crate::comm::net::Endpoint;
 use bytes::Bytes;
@@ -33,8 +34,8 @@ pub(crate) enum ToDaemon {
     },
     /// Every rank is ready in `epoch`: here is how to reach each one.
     Go(Go),
-    /// Kill this rank (time-triggered fault injection).
-    Kill { rank: u32 },
+    /// Kill (or stop) this rank (time-triggered fault injection).
+    Kill { rank: u32, action: Action },
     /// Every rank finished: let them exit.
     Finish,
     /// Stop: kill every local rank and exit.

@@ -312,6 +312,17 @@ pub struct Job {
 /// metrics paths inside `scratch`, a hard deadline, and afterwards checks
 /// that no process of the job survived and its socket directory is gone.
 pub fn frame_run(scratch: &Path, args: &[&str], program: &Path, program_args: &[&str]) -> Job {
+    frame_run_with(scratch, args, program, program_args, &[])
+}
+
+/// Like [`frame_run`], with environment changes (`None` removes a variable).
+pub fn frame_run_with(
+    scratch: &Path,
+    args: &[&str],
+    program: &Path,
+    program_args: &[&str],
+    env: &[(&str, Option<&str>)],
+) -> Job {
     let run = scratch.join("run");
     let local = scratch.join("local");
     let metrics = scratch.join("metrics.jsonl");
@@ -327,6 +338,12 @@ pub fn frame_run(scratch: &Path, args: &[&str], program: &Path, program_args: &[
         .arg(program)
         .args(program_args)
         .env("FRAME_STORAGE_LOCAL_DIR", &local);
+    for (k, v) in env {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
     let (status, out, err) = run_with_deadline(&mut cmd);
     assert_no_survivors(&run, Duration::from_secs(30));
     let left: Vec<_> = std::fs::read_dir(&run)

@@ -31,9 +31,7 @@ const UNIT: u64 = 1024;
 pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::Result<Endpoint> {
     match bind {
         Bind::Unix(path) => {
-            let _ = std::fs::remove_file(&path);
-            let listener = tokio::net::UnixListener::bind(&path)?;
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+            let listener = bind_private(&path)?;
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
                     tokio::spawn(serve(stream, Arc::clone(&hub), Arc::clone(&security)));
@@ -53,6 +51,27 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
             Ok(Endpoint::Tcp(addr))
         }
     }
+}
+
+/// Listens on a Unix socket at `path` that is never reachable under that
+/// name with a mode other than 0600: it is bound under a temporary name,
+/// made private, then renamed into place (replacing a leftover).
+pub(crate) fn bind_private(path: &std::path::Path) -> io::Result<tokio::net::UnixListener> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let listener = tokio::net::UnixListener::bind(&tmp)?;
+    let placed =
+        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(listener)
 }
 
 /// Authenticates one connection, then reads its frames.

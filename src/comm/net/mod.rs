@@ -24,6 +24,7 @@
 mod listen;
 mod wire;
 
+pub(crate) use listen::bind_private;
 pub use listen::{listen, Bind};
 
 use super::{check_rank, Bytes, Comm, CommError, CommResult, NodeId, Rank};
@@ -199,6 +200,12 @@ impl Hub {
             .wait_timeout_while(s, grace, |s| s.interrupt.is_none_or(|e| e <= epoch))
             .unwrap_or_else(|e| e.into_inner());
         s.interrupt.filter(|e| *e > epoch)
+    }
+
+    /// Bytes of messages waiting to be received.
+    #[cfg(test)]
+    fn queued_bytes(&self) -> usize {
+        self.lock().queue.iter().map(|m| m.data.len()).sum()
     }
 
     /// The epoch of the pending recovery, if one was started.

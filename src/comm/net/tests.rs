@@ -14,6 +14,10 @@ struct World {
 }
 
 fn world(n: usize, tcp: bool) -> World {
+    world_with(n, tcp, Limits::default())
+}
+
+fn world_with(n: usize, tcp: bool, limits: Limits) -> World {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -21,7 +25,10 @@ fn world(n: usize, tcp: bool) -> World {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let hubs: Vec<Arc<Hub>> = (0..n).map(|_| Hub::new()).collect();
-    let security = Security::generate().unwrap();
+    let security = Arc::new(Security {
+        secret: crate::auth::Secret::generate().unwrap(),
+        limits,
+    });
     let table = hubs
         .iter()
         .enumerate()
@@ -189,4 +196,64 @@ fn messages_from_a_newer_epoch_wait_for_it() {
     // Rank 1 enters epoch 3 and finds it.
     let got = w.comm(1, 3).recv(0, 4).unwrap();
     assert_eq!(&got[..], b"early");
+}
+
+#[test]
+fn a_reader_stops_at_its_queue_cap_and_resumes_as_messages_are_taken() {
+    const MSG: usize = 16 << 10;
+    let limits = Limits {
+        max_message: MSG as u64,
+        max_queued: 64 << 10,
+    };
+    let w = world_with(2, false, limits);
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let _guard = w.rt.enter();
+    let (a, b) = (w.comm(0, 1), w.comm(1, 1));
+    let hub = Arc::clone(&w.hubs[1]);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for i in 0..64u8 {
+                a.send(1, 7, &vec![i; MSG]).unwrap();
+            }
+            // Longer than the cap allows: refused before it is sent.
+            assert!(matches!(
+                a.send(1, 7, &vec![0; MSG + 1]),
+                Err(CommError::Unsupported(_))
+            ));
+        });
+        // Wait until the reader filled its budget, then check it stopped there.
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        while hub.queued_bytes() < (64 << 10) - MSG && std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
+        let queued = hub.queued_bytes();
+        assert!(
+            queued >= (64 << 10) - MSG,
+            "the reader never filled its queue"
+        );
+        assert!(queued <= 64 << 10, "{queued} bytes queued, cap 64 KiB");
+        for i in 0..64u8 {
+            let m = b.recv(0, 7).unwrap();
+            assert!(m.len() == MSG && m.iter().all(|x| *x == i), "message {i}");
+        }
+    });
+}
+
+#[test]
+fn a_peer_without_the_secret_cannot_connect() {
+    for tcp in [false, true] {
+        let w = world(2, tcp);
+        let _guard = w.rt.enter();
+        let stranger = crate::auth::Secret::generate().unwrap();
+        assert!(Link::connect(&w.table[1], &stranger).is_err(), "tcp: {tcp}");
+        assert!(
+            Link::connect(&w.table[1], &w.security.secret).is_ok(),
+            "tcp: {tcp}"
+        );
+        // The genuine peer still gets through.
+        let (a, b) = (w.comm(0, 1), w.comm(1, 1));
+        a.send(1, 7, b"genuine").unwrap();
+        assert_eq!(&b.recv(0, 7).unwrap()[..], b"genuine");
+        assert_eq!(w.hubs[1].queued_bytes(), 0);
+    }
 }

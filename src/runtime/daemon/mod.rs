@@ -116,6 +116,9 @@ struct Daemon {
     /// Set once the program showed that it does not join the runtime: no
     /// more standby processes are started.
     program_broken: bool,
+    /// Set at the job's first barrier release: every rank joined, so the
+    /// program does join, and a process that does not is a failed one.
+    program_joins: bool,
     /// Processes that exited before their hello was seen, by pid.
     unjoined: HashMap<u32, Unjoined>,
     timeout: Duration,
@@ -137,9 +140,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
     let (events, mut inbox) = unbounded_channel();
 
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
-    let _ = std::fs::remove_file(&socket);
-    let listener = tokio::net::UnixListener::bind(&socket)?;
-    std::fs::set_permissions(&socket, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let listener = crate::comm::net::bind_private(&socket)?;
     let ev = events.clone();
     tokio::spawn(async move {
         let mut next_conn = 0u64;
@@ -186,6 +187,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         shutting_down: false,
         finishing: false,
         program_broken: false,
+        program_joins: false,
         unjoined: HashMap::new(),
     };
     while let Some(event) = inbox.recv().await {
@@ -333,7 +335,7 @@ impl Daemon {
             Some(why) => format!("killed by its daemon: {why}"),
             None => describe(&status),
         };
-        if !p.has_joined() && !self.finishing {
+        if !p.has_joined() && !self.finishing && !self.program_joins {
             // Its hello may still be unread: decide a moment later.
             self.unjoined.insert(pid, (p.rank, p.incarnation, how));
             let ev = self.events.clone();
@@ -402,6 +404,7 @@ impl Daemon {
                 }
             }
             ToDaemon::Go(go) => {
+                self.program_joins = true;
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
                     if let Some((_, tx)) = p.conn.as_mut() {
                         let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
@@ -410,9 +413,9 @@ impl Daemon {
                 // Recovery is over: restock standbys off the critical path.
                 self.fill_standby();
             }
-            ToDaemon::Kill { rank } => {
+            ToDaemon::Kill { rank, action } => {
                 for (pid, _) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
-                    procs::kill(*pid);
+                    procs::signal(*pid, action.signal());
                 }
             }
             ToDaemon::Finish => {

@@ -96,8 +96,13 @@ impl Proc {
 
 /// SIGKILLs process `pid`.
 pub(super) fn kill(pid: u32) {
+    signal(pid, rustix::process::Signal::KILL);
+}
+
+/// Sends `sig` to process `pid`.
+pub(super) fn signal(pid: u32, sig: rustix::process::Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(pid, sig);
     }
 }
 

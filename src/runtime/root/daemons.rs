@@ -155,8 +155,13 @@ pub(super) fn start(
 
 /// SIGKILLs the process group led by `pid` (a daemon and its ranks).
 pub(super) fn kill_group(pid: u32) {
+    signal_group(pid, rustix::process::Signal::KILL);
+}
+
+/// Sends `sig` to the process group led by `pid`.
+pub(super) fn signal_group(pid: u32, sig: rustix::process::Signal) {
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process_group(pid, sig);
     }
 }
 

@@ -69,7 +69,8 @@ impl Cluster<'_> {
             Target::Ranks(ranks) => {
                 for rank in ranks {
                     let node = self.placement[rank as usize];
-                    self.send(node, &ToDaemon::Kill { rank }).await;
+                    let action = inj.action;
+                    self.send(node, &ToDaemon::Kill { rank, action }).await;
                 }
             }
             Target::Nodes(nodes) => {
@@ -77,7 +78,7 @@ impl Cluster<'_> {
                     let node = &self.nodes[n as usize];
                     if node.alive {
                         if let Some(pid) = node.pid {
-                            daemons::kill_group(pid);
+                            daemons::signal_group(pid, inj.action.signal());
                         }
                     }
                 }

@@ -1,0 +1,454 @@
+//! The runtime against stuck ranks, broken programs and hostile neighbours:
+//! each test reproduces one way a job once hung, looped, lost its
+//! configuration, or let a stranger in.
+
+mod common;
+
+use common::{example, frame_bin, frame_run, run, scratch, serial, Job};
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const RING: [&str; 4] = ["--iterations", "300", "--pace", "5ms"];
+
+fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
+    frame_run(scratch, args, &example("ring"), program_args)
+}
+
+fn final_value(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("ring: final value "))
+        .unwrap_or_else(|| panic!("no final value in:\n{out}"))
+        .to_string()
+}
+
+/// The value of a fault-free run of ring with `program_args` on 2x2 ranks.
+fn reference(program_args: &[&str]) -> String {
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2"],
+        program_args,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    final_value(&job.out)
+}
+
+/// The environment of each live process of the job running in `run`.
+fn job_processes(run: &Path) -> Vec<(i32, String)> {
+    common::processes_mentioning(run)
+        .into_iter()
+        .map(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            (pid, String::from_utf8_lossy(&env).into_owned())
+        })
+        .collect()
+}
+
+/// Runs `act` in a thread until the job is over (or 60 s passed); returns
+/// what it returned last.
+fn alongside<T: Send + 'static>(
+    mut act: impl FnMut() -> Option<T> + Send + 'static,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<Option<T>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let h = std::thread::spawn(move || {
+        let until = Instant::now() + Duration::from_secs(60);
+        let mut last = None;
+        while !flag.load(Ordering::Relaxed) && Instant::now() < until {
+            if let Some(v) = act() {
+                last = Some(v);
+            }
+            std::thread::yield_now();
+        }
+        last
+    });
+    (stop, h)
+}
+
+#[test]
+fn a_stopped_rank_is_killed_and_replaced() {
+    let _g = serial();
+    let want = reference(&RING);
+    let dir = scratch();
+    // Rank 2 stops itself (SIGSTOP) at iteration 50: it hangs, and every
+    // other rank waits for it.
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--rank-timeout",
+            "1s",
+            "--inject",
+            "rank:2@iter=50:stop",
+        ],
+        &RING,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert!(
+        job.out.contains(
+            "rank 2 died (killed by its daemon: stopped responding (no heartbeat for 1s))"
+        ),
+        "{}",
+        job.out
+    );
+    assert_eq!(final_value(&job.out), want);
+}
+
+#[test]
+fn a_rank_stuck_in_computation_during_a_recovery_is_replaced() {
+    let _g = serial();
+    let args = ["--iterations", "300", "--checkpoint-every", "10"];
+    let want = reference(&args);
+    let dir = scratch();
+    // Rank 3 gets stuck at iteration 40 without ever calling the runtime;
+    // then rank 0 is killed: rank 3 never rolls back on its own.
+    let mut program: Vec<&str> = args.to_vec();
+    program.extend(["--spin-rank", "3", "--spin-at", "40", "--pace", "2ms"]);
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--rank-timeout",
+            "2s",
+            "--inject",
+            "rank:0@1s",
+        ],
+        &program,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert!(
+        job.out.contains("rank 0 died (killed by signal 9)"),
+        "{}",
+        job.out
+    );
+    assert!(
+        job.out
+            .contains("rank 3 died (killed by its daemon: did not roll back within 2s"),
+        "{}",
+        job.out
+    );
+    assert_eq!(final_value(&job.out), want);
+}
+
+#[test]
+fn the_launchers_configuration_reaches_the_ranks() {
+    let _g = serial();
+    let dir = scratch();
+    let local = dir.path().join("from-config");
+    let file = dir.path().join("job.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[storage]\nlocal_dir = \"{}\"\n[retention]\nkeep_on_finalize = true\n",
+            local.display()
+        ),
+    )
+    .unwrap();
+    let cfg = file.display().to_string();
+    // The file names local_dir, which overrides the test's environment.
+    let job = common::frame_run_with(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "1", "--config", &cfg],
+        &example("ring"),
+        &["--iterations", "30", "--checkpoint-every", "10"],
+        &[("FRAME_STORAGE_LOCAL_DIR", None)],
+    );
+    assert!(job.status.success(), "{}", job.out);
+    // keep_on_finalize came from the file: the checkpoints are still there,
+    // in the node directories under the file's local_dir.
+    let kept = common::files_under(&local);
+    assert!(
+        kept.iter()
+            .any(|p| p.ends_with("node-1/ring/l1/ckpt-00000000000000000003/rank-000001.fck")),
+        "{kept:#?}\n{}",
+        job.out
+    );
+    assert!(!job.out.contains("warning"), "{}", job.out);
+}
+
+#[test]
+fn a_program_keeping_l1_elsewhere_is_warned() {
+    let _g = serial();
+    let dir = scratch();
+    let elsewhere = dir.path().join("elsewhere");
+    let job = ring(
+        dir.path(),
+        &["--nodes", "1", "--ranks-per-node", "2"],
+        &[
+            "--iterations",
+            "20",
+            "--checkpoint-every",
+            "5",
+            "--local-dir",
+            &elsewhere.display().to_string(),
+        ],
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert!(
+        job.out.contains("keeps its L1 checkpoints in") && job.out.contains("set by the program"),
+        "{}",
+        job.out
+    );
+}
+
+#[test]
+fn a_program_that_never_joins_is_reported_once() {
+    let _g = serial();
+    for (program, args, timeout, how) in [
+        ("true", vec![], "10s", "exited with status 0"),
+        (
+            "sleep",
+            vec!["100"],
+            "1s",
+            "did not join the runtime within 1s",
+        ),
+    ] {
+        let dir = scratch();
+        let started = Instant::now();
+        let exe = PathBuf::from(format!("/bin/{program}"));
+        let job = frame_run(
+            dir.path(),
+            &[
+                "--nodes",
+                "2",
+                "--ranks-per-node",
+                "2",
+                "--rank-timeout",
+                timeout,
+            ],
+            &exe,
+            &args,
+        );
+        assert!(!job.status.success(), "{}", job.out);
+        let lines: Vec<&str> = job
+            .out
+            .lines()
+            .filter(|l| l.contains("without joining"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{}", job.out);
+        assert!(lines[0].contains(how), "{}", job.out);
+        assert!(
+            !job.out.contains("died"),
+            "no failure and respawn loop:\n{}",
+            job.out
+        );
+        eprintln!("{program}: reported after {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_rank_failing_twice_in_one_recovery_is_listed_once() {
+    let _g = serial();
+    let dir = scratch();
+    // Rank 2 dies at iteration 55, and its replacement dies again during
+    // that recovery: one recovery, rank 2 failed (once).
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--inject",
+            "rank:2@iter=55",
+            "--inject",
+            "rank:2@reinit=1",
+        ],
+        &["--iterations", "200", "--checkpoint-every", "10"],
+    );
+    assert!(job.status.success(), "{}", job.out);
+    let lists: Vec<&str> = job
+        .out
+        .lines()
+        .filter(|l| l.contains(" entered ") && !l.contains("failed_ranks []"))
+        .collect();
+    assert!(!lists.is_empty(), "{}", job.out);
+    for l in lists {
+        assert!(l.contains("failed_ranks [2] "), "{l}\n{}", job.out);
+    }
+}
+
+/// One forged data frame: rank 0's token for rank `to`, in epoch 1.
+fn forged_frame() -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(1u64.to_le_bytes()); // epoch
+    f.extend(1u64.to_le_bytes()); // tag: ring's token
+    f.extend(0u32.to_le_bytes()); // src
+    f.extend(0u32.to_le_bytes());
+    f.extend(8u64.to_le_bytes()); // length
+    f.extend(0xdead_beef_u64.to_le_bytes());
+    f
+}
+
+/// A header claiming a 2^39-byte payload.
+fn huge_frame() -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(1u64.to_le_bytes());
+    f.extend(1u64.to_le_bytes());
+    f.extend(0u32.to_le_bytes());
+    f.extend(0u32.to_le_bytes());
+    f.extend((1u64 << 39).to_le_bytes());
+    f
+}
+
+/// A control frame: a 4-byte big-endian length, then JSON.
+fn control(json: &str) -> Vec<u8> {
+    let mut f = (json.len() as u32).to_be_bytes().to_vec();
+    f.extend(json.as_bytes());
+    f
+}
+
+#[test]
+fn strangers_can_neither_join_nor_disturb_a_job() {
+    let _g = serial();
+    let want = reference(&RING);
+    let dir = scratch();
+    let run_dir = dir.path().join("run");
+    let mut idle = Vec::new();
+    let mut attacked = std::collections::BTreeSet::new();
+    let mut modes = std::collections::BTreeSet::new();
+    let (stop, h) = alongside(move || {
+        let procs = job_processes(&run_dir);
+        // The root's control port, from a daemon's environment.
+        let root = procs.iter().find_map(|(_, e)| {
+            e.split('\0')
+                .find_map(|v| v.strip_prefix("FRAME_RT_ROOT="))
+                .map(str::to_string)
+        });
+        if let Some(addr) = root.filter(|a| attacked.insert(a.clone())) {
+            if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+                // A fake hello for node 0, then garbage.
+                let _ = s.write_all(&control(r#"{"Hello":{"node":0,"pid":1}}"#));
+                let _ = s.write_all(&[0xff; 64]);
+            }
+            // An idle connection, held for the whole job.
+            if let Ok(s) = std::net::TcpStream::connect(&addr) {
+                idle.push(s);
+            }
+        }
+        // The job's sockets are in its own directory inside the base.
+        let sockets = std::fs::read_dir(&run_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten());
+        for e in sockets {
+            let path = e.path();
+            if path.extension().is_none_or(|x| x != "sock") {
+                continue;
+            }
+            if let Ok(m) = std::fs::symlink_metadata(&path) {
+                modes.insert(m.mode() & 0o777);
+            }
+            if !attacked.insert(path.display().to_string()) {
+                continue;
+            }
+            if let Ok(mut s) = std::os::unix::net::UnixStream::connect(&path) {
+                let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.starts_with("node-") {
+                    let _ = s.write_all(&control(r#"{"Hello":{"rank":0,"pid":1,"epoch":1}}"#));
+                } else {
+                    for _ in 0..50 {
+                        let _ = s.write_all(&forged_frame());
+                    }
+                    let _ = s.write_all(&huge_frame());
+                }
+            }
+        }
+        Some(modes.clone())
+    });
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            "2",
+            "--recovery",
+            "redeploy",
+            "--inject",
+            "rank:1@iter=150",
+        ],
+        &RING,
+    );
+    stop.store(true, Ordering::Relaxed);
+    let modes = h.join().unwrap().unwrap_or_default();
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(final_value(&job.out), want, "{}", job.out);
+    assert!(!job.out.contains("node 0 died"), "{}", job.out);
+    assert_eq!(
+        modes.into_iter().collect::<Vec<_>>(),
+        vec![0o600],
+        "sockets must be private"
+    );
+    let metrics = std::fs::metadata(dir.path().join("metrics.jsonl")).unwrap();
+    assert_eq!(metrics.mode() & 0o777, 0o600);
+}
+
+#[test]
+fn run_directories_of_others_are_left_alone() {
+    let _g = serial();
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("needs root to make files of another user; skipped");
+        return;
+    }
+    let dir = scratch();
+    let base = dir.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    let theirs = base.join("run-99999-theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join(".frame-run.lock"), b"").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+    let unmarked = base.join("run-99998-unmarked");
+    std::fs::create_dir(&unmarked).unwrap();
+    let stale = base.join("run-99997-stale");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(stale.join(".frame-run.lock"), b"").unwrap();
+    let local = dir.path().join("local");
+    let (status, out, err) = run(
+        Command::new(frame_bin())
+            .args(["run", "--nodes", "1", "--ranks-per-node", "1", "--run-dir"])
+            .arg(&base)
+            .arg("--")
+            .arg(example("ring"))
+            .args(["--iterations", "5"])
+            .env("FRAME_STORAGE_LOCAL_DIR", &local),
+        Duration::from_secs(120),
+    );
+    assert!(status.success(), "{out}{err}");
+    assert!(theirs.exists(), "another user's directory was removed");
+    assert!(
+        unmarked.exists(),
+        "a directory without frame's lock was removed"
+    );
+    assert!(!stale.exists(), "a stale run directory of this user stays");
+
+    // A base directory that another user owns is refused.
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::os::unix::fs::chown(&foreign, Some(4242), Some(4242)).unwrap();
+    let (status, out, err) = run(
+        Command::new(frame_bin())
+            .args(["run", "--nodes", "1", "--ranks-per-node", "1", "--run-dir"])
+            .arg(&foreign)
+            .arg("--")
+            .arg(example("ring"))
+            .env("FRAME_STORAGE_LOCAL_DIR", &local),
+        Duration::from_secs(120),
+    );
+    assert!(!status.success(), "{out}{err}");
+    assert!(err.contains("owned by uid 4242"), "{err}");
+}
