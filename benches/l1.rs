@@ -1,14 +1,31 @@
-//! L1 snapshot and recovery bandwidth, measured side by side with a plain
-//! memcpy of the same buffer in the same run, with zstd off and on.
+//! L1 checkpoint and load speed, each measured side by side with its plain
+//! counterpart in the same run:
 //!
-//! Run: `cargo bench --bench l1` (sizes in MiB can be chosen with
-//! `FRAME_BENCH_SIZES=1,16,256,1024`). Prints medians and ratios.
+//! - a checkpoint into **fresh** files (a job's first checkpoint, or the
+//!   first after a restart) against a plain `write` of the same buffer into
+//!   a new file on the same file system (then `fdatasync`, as a checkpoint
+//!   does);
+//! - a checkpoint into **reused** files (the steady state) against the same
+//!   plain write;
+//! - a **load** (CRC included) against a `memcpy` of the same buffer, for a
+//!   survivor (a rank rolling back in place, whose files are still mapped
+//!   since it wrote them) and for a new process (a replacement rank, or a
+//!   restarted job, which must map the file first);
+//!
+//! for one rank and for eight ranks at once (threads, each with its own
+//! buffer and files), and with zstd for one rank.
+//!
+//! Run: `cargo bench --bench l1` (sizes in MiB per rank with
+//! `FRAME_BENCH_SIZES=16,256`, rank counts with `FRAME_BENCH_RANKS=1,8`).
+//! Prints medians; a ratio above 1 means frame is faster.
 
-use frame::comm::LocalComm;
+use frame::comm::{Comm, LocalComm};
 use frame::config::{Compression, Config, Interval};
 use frame::{Checkpointer, Protected};
 use std::hint::black_box;
+use std::io::Write;
 use std::path::Path;
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -21,10 +38,10 @@ fn gbps(bytes: usize, d: Duration) -> f64 {
 }
 
 /// A smooth field, like a simulation's state: compressible, but not trivially.
-fn field(n: usize) -> Vec<f64> {
+fn field(n: usize, seed: usize) -> Vec<f64> {
     (0..n)
         .map(|i| {
-            let x = i as f64 / n as f64;
+            let x = (i + seed) as f64 / n as f64;
             (x * 40.0).sin() * 100.0 + (x * 7.0).cos() * 3.0
         })
         .collect()
@@ -32,17 +49,16 @@ fn field(n: usize) -> Vec<f64> {
 
 fn reps_for(bytes: usize) -> usize {
     match bytes >> 20 {
-        0..=4 => 41,
-        5..=64 => 15,
-        65..=512 => 7,
-        _ => 5,
+        0..=16 => 15,
+        17..=128 => 9,
+        _ => 7,
     }
 }
 
-fn config(dir: &Path, compression: Compression) -> Config {
+fn config(dir: &Path, job: &str, compression: Compression) -> Config {
     let mut cfg = Config::default();
     cfg.storage.local_dir = dir.to_path_buf();
-    cfg.job.id = format!("bench-{compression}");
+    cfg.job.id = job.into();
     cfg.snapshot.interval = Interval::Calls(1);
     cfg.snapshot.compression = compression;
     cfg.snapshot.compression_level = 1;
@@ -51,106 +67,255 @@ fn config(dir: &Path, compression: Compression) -> Config {
     cfg
 }
 
+/// Runs `f` on `ranks` threads released together; returns the slowest
+/// thread's time.
+fn together<F: Fn(usize) -> Duration + Sync>(ranks: usize, f: F) -> Duration {
+    let barrier = Barrier::new(ranks);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..ranks)
+            .map(|r| {
+                let (f, b) = (&f, &barrier);
+                s.spawn(move || {
+                    b.wait();
+                    f(r)
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("thread"))
+            .max()
+            .unwrap_or_default()
+    })
+}
+
+/// Plain `write` of each rank's buffer into a new file, then `fdatasync`.
+fn plain_write(base: &Path, bufs: &[Vec<f64>], reps: usize) -> Duration {
+    let ranks = bufs.len();
+    median(
+        (0..reps)
+            .map(|rep| {
+                let dir = base.join(format!("plain-{rep}"));
+                std::fs::create_dir_all(&dir).expect("dir");
+                let t = together(ranks, |r| {
+                    let bytes = zerocopy::IntoBytes::as_bytes(&bufs[r][..]);
+                    let t = Instant::now();
+                    let mut f = std::fs::File::create(dir.join(format!("r{r}"))).expect("create");
+                    f.write_all(bytes).expect("write");
+                    f.sync_data().expect("sync");
+                    t.elapsed()
+                });
+                std::fs::remove_dir_all(&dir).expect("clean");
+                t
+            })
+            .collect(),
+    )
+}
+
+/// `memcpy` of each rank's buffer, all ranks at once.
+fn memcpy(bufs: &[Vec<f64>], reps: usize) -> Duration {
+    let mut dsts: Vec<Vec<f64>> = bufs.iter().map(|b| vec![0.0; b.len()]).collect();
+    let dsts: Vec<std::sync::Mutex<&mut Vec<f64>>> =
+        dsts.iter_mut().map(std::sync::Mutex::new).collect();
+    median(
+        (0..reps)
+            .map(|_| {
+                together(bufs.len(), |r| {
+                    let mut d = dsts[r].lock().expect("dst");
+                    let t = Instant::now();
+                    black_box(&mut **d).copy_from_slice(black_box(&bufs[r]));
+                    t.elapsed()
+                })
+            })
+            .collect(),
+    )
+}
+
 struct Measured {
-    snapshot: Duration,
+    fresh: Duration,
+    reused: Duration,
     load: Duration,
+    load_new: Duration,
     ratio: f64,
 }
 
-/// Times `reps` checkpoints (after warm-up) and `reps` recoveries of `data`.
+/// Times checkpoints into fresh files, into reused files, and loads.
 fn measure(
-    dir: &Path,
+    base: &Path,
+    bufs: &[Protected<Vec<f64>>],
     compression: Compression,
-    data: &Protected<Vec<f64>>,
     reps: usize,
 ) -> Measured {
-    let comm = LocalComm::world(1, 1).pop().expect("one rank");
-    let cfg = config(dir, compression);
-    let mut ckpt = Checkpointer::init(&cfg, &comm).expect("init");
-    ckpt.protect_handle(0, data);
-    for _ in 0..3 {
-        ckpt.checkpoint().expect("warm-up checkpoint");
-    }
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let t = Instant::now();
-        ckpt.checkpoint().expect("checkpoint");
-        times.push(t.elapsed());
-    }
-    let stats = ckpt.stats().clone();
-    let ratio = stats.raw_bytes as f64 / stats.stored_bytes.max(1) as f64;
-    drop(ckpt);
-    let snapshot = median(times);
-
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let t = Instant::now();
+    let ranks = bufs.len();
+    let slowest = |times: Vec<Duration>| times.into_iter().max().unwrap_or_default();
+    // Fresh: a new job directory every time, so every file is new.
+    let fresh = median(
+        (0..reps)
+            .map(|rep| {
+                let dir = base.join(format!("fresh-{rep}"));
+                let cfg = config(&dir, "fresh", compression);
+                frame::level::l1::release_kept_files();
+                let times = LocalComm::run(ranks, ranks, |comm| {
+                    let mut ckpt = Checkpointer::init(&cfg, &comm).expect("init");
+                    ckpt.protect_handle(0, &bufs[comm.rank()]);
+                    comm.barrier().expect("barrier");
+                    let t = Instant::now();
+                    ckpt.checkpoint().expect("checkpoint");
+                    t.elapsed()
+                });
+                std::fs::remove_dir_all(&dir).expect("clean");
+                slowest(times.into_iter().map(|t| t.expect("rank")).collect())
+            })
+            .collect(),
+    );
+    // Reused: one store, warmed up, checkpointing again and again.
+    let dir = base.join("reused");
+    let cfg = config(&dir, "reused", compression);
+    let out = LocalComm::run(ranks, ranks, |comm| {
         let mut ckpt = Checkpointer::init(&cfg, &comm).expect("init");
-        ckpt.protect_handle(0, data);
-        ckpt.recover().expect("recover");
-        times.push(t.elapsed());
-    }
+        ckpt.protect_handle(0, &bufs[comm.rank()]);
+        for _ in 0..3 {
+            ckpt.checkpoint().expect("warm-up");
+        }
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            comm.barrier().expect("barrier");
+            let t = Instant::now();
+            ckpt.checkpoint().expect("checkpoint");
+            times.push(t.elapsed());
+        }
+        let s = ckpt.stats().clone();
+        (times, s.raw_bytes as f64 / s.stored_bytes.max(1) as f64)
+    });
+    let out: Vec<_> = out.into_iter().map(|o| o.expect("rank")).collect();
+    let ratio = out[0].1;
+    let reused = median(
+        (0..reps)
+            .map(|i| slowest(out.iter().map(|o| o.0[i]).collect()))
+            .collect(),
+    );
+    // Loads: the checkpoint just written, restored again and again, by a
+    // survivor (its files still mapped) and as by a new process.
+    let load = load_times(&cfg, bufs, reps, false);
+    let load_new = load_times(&cfg, bufs, reps, true);
+    std::fs::remove_dir_all(&dir).expect("clean");
     Measured {
-        snapshot,
-        load: median(times),
+        fresh,
+        reused,
+        load,
+        load_new,
         ratio,
     }
 }
 
-fn main() {
-    let sizes: Vec<usize> = std::env::var("FRAME_BENCH_SIZES")
+/// Median time for every rank to restore its buffer; `new_process` drops
+/// what this process kept mapped first.
+fn load_times(
+    cfg: &Config,
+    bufs: &[Protected<Vec<f64>>],
+    reps: usize,
+    new_process: bool,
+) -> Duration {
+    let ranks = bufs.len();
+    let slowest = |times: Vec<Duration>| times.into_iter().max().unwrap_or_default();
+    let loads = LocalComm::run(ranks, ranks, |comm| {
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            if new_process {
+                comm.barrier().expect("barrier");
+                frame::level::l1::release_kept_files();
+                comm.barrier().expect("barrier");
+            }
+            let mut ckpt = Checkpointer::init(cfg, &comm).expect("init");
+            ckpt.protect_handle(0, &bufs[comm.rank()]);
+            comm.barrier().expect("barrier");
+            let t = Instant::now();
+            ckpt.recover().expect("recover");
+            times.push(t.elapsed());
+        }
+        times
+    });
+    let loads: Vec<_> = loads.into_iter().map(|o| o.expect("rank")).collect();
+    median(
+        (0..reps)
+            .map(|i| slowest(loads.iter().map(|o| o[i]).collect()))
+            .collect(),
+    )
+}
+
+fn list(var: &str, default: &[usize]) -> Vec<usize> {
+    std::env::var(var)
         .ok()
         .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1, 16, 256, 1024]);
+        .unwrap_or_else(|| default.to_vec())
+}
+
+fn main() {
+    let sizes = list("FRAME_BENCH_SIZES", &[16, 256]);
+    let rank_counts = list("FRAME_BENCH_RANKS", &[1, 8]);
     let base = if Path::new("/dev/shm").is_dir() {
         "/dev/shm"
     } else {
         "/tmp"
     };
+    println!("L1 on {base}: medians; time per checkpoint or load of every rank's buffer");
     println!(
-        "L1 bandwidth on {base} (medians; ratio = bandwidth / memcpy bandwidth of the same buffer)"
+        "{:>9} {:>5} | {:>10} {:>17} {:>17} | {:>10} {:>17} {:>17} | {:>17} {:>17} {:>6}",
+        "MiB/rank",
+        "ranks",
+        "write new",
+        "ckpt fresh",
+        "ckpt reused",
+        "memcpy",
+        "load survivor",
+        "load new proc",
+        "zstd fresh",
+        "zstd load",
+        "zstd x"
     );
-    println!(
-        "{:>8} {:>8} | {:>16} {:>16} | {:>16} {:>16} {:>6}",
-        "size", "memcpy", "snapshot", "load", "snapshot zstd", "load zstd", "zstd x"
-    );
-    for mib in sizes {
-        let bytes = mib << 20;
-        let n = bytes / 8;
-        let src = field(n);
-        let mut dst = vec![0f64; n];
-        let reps = reps_for(bytes);
-        let copy = median(
-            (0..reps)
-                .map(|_| {
-                    let t = Instant::now();
-                    black_box(&mut dst).copy_from_slice(black_box(&src));
-                    t.elapsed()
-                })
-                .collect(),
-        );
-        drop(dst);
-        let dir = tempfile::Builder::new()
-            .prefix("frame-bench-")
-            .tempdir_in(base)
-            .expect("temp dir");
-        let data = Protected::new(src);
-        let raw = measure(dir.path(), Compression::None, &data, reps);
-        let z = measure(dir.path(), Compression::Zstd, &data, reps.min(7));
-        let mem = gbps(bytes, copy);
-        let cell = |d: Duration| {
-            let g = gbps(bytes, d);
-            format!("{g:6.2} GB/s {:4.2}x", g / mem)
-        };
-        println!(
-            "{:>4} MiB {:>5.2} GB/s | {:>16} {:>16} | {:>16} {:>16} {:>6.2}",
-            mib,
-            mem,
-            cell(raw.snapshot),
-            cell(raw.load),
-            cell(z.snapshot),
-            cell(z.load),
-            z.ratio
-        );
+    for &mib in &sizes {
+        for &ranks in &rank_counts {
+            let bytes = mib << 20;
+            let reps = reps_for(bytes * ranks);
+            let raw: Vec<Vec<f64>> = (0..ranks).map(|r| field(bytes / 8, r * 7)).collect();
+            let dir = tempfile::Builder::new()
+                .prefix("frame-bench-")
+                .tempdir_in(base)
+                .expect("temp dir");
+            let write = plain_write(dir.path(), &raw, reps);
+            let copy = memcpy(&raw, reps);
+            let bufs: Vec<Protected<Vec<f64>>> = raw.into_iter().map(Protected::new).collect();
+            let m = measure(dir.path(), &bufs, Compression::None, reps);
+            let z =
+                (ranks == 1).then(|| measure(dir.path(), &bufs, Compression::Zstd, reps.min(5)));
+            let total = bytes * ranks;
+            let cell = |d: Duration, base: Duration| {
+                format!(
+                    "{:5.2} GB/s {:4.2}x",
+                    gbps(total, d),
+                    base.as_secs_f64() / d.as_secs_f64()
+                )
+            };
+            let zcells = match &z {
+                Some(z) => format!(
+                    "{:>17} {:>17} {:>6.2}",
+                    cell(z.fresh, write),
+                    cell(z.load, copy),
+                    z.ratio
+                ),
+                None => format!("{:>17} {:>17} {:>6}", "-", "-", "-"),
+            };
+            println!(
+                "{:>9} {:>5} | {:>5.2} GB/s {:>17} {:>17} | {:>5.2} GB/s {:>17} {:>17} | {}",
+                mib,
+                ranks,
+                gbps(total, write),
+                cell(m.fresh, write),
+                cell(m.reused, write),
+                gbps(total, copy),
+                cell(m.load, copy),
+                cell(m.load_new, copy),
+                zcells
+            );
+        }
     }
 }

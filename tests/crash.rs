@@ -167,8 +167,8 @@ fn a_process_killed_while_writing_leaves_the_previous_checkpoint() {
     let lines = child.stdout_lines();
     common::wait_for_line(&lines, "WRITING 2", CHILD_DEADLINE);
 
-    // Wait until the new file is a quarter written but has no header yet
-    // (the header is written last), then kill the process.
+    // Wait until the new file is half written but has no header yet (the
+    // header is written last), then kill the process.
     let spare = dir.path().join("killed").join("l1").join("spare");
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut killed_mid_write = false;
@@ -229,7 +229,8 @@ fn mid_write(spare: &Path) -> Option<bool> {
     use std::os::unix::fs::FileExt;
     for entry in std::fs::read_dir(spare).ok()?.flatten() {
         let f = std::fs::File::open(entry.path()).ok()?;
-        if f.metadata().ok()?.len() < BIG as u64 {
+        // A new file grows as it is written: wait for its second quarter.
+        if f.metadata().ok()?.len() < BIG as u64 / 2 {
             continue;
         }
         let (mut head, mut data) = ([0u8; 8], [0u8; 1]);

@@ -2,9 +2,10 @@
 //!
 //! [`CheckpointFile::open`] reads only the header and tables; it checks the
 //! magic, version, header CRC, that the tables describe a consistent layout
-//! and that the file has exactly the length the header gives. Data is read by
-//! [`CheckpointFile::load_region`] with large positioned reads straight into
-//! the destination, each block's CRC computed while it is still in cache.
+//! and that the file has exactly the length the header gives. Data is loaded
+//! by [`CheckpointFile::load_region`] from a read-only mapping of the file,
+//! copied into the destination block by block with each block's CRC computed
+//! while it is in cache (the snapshot's fused copy, run backwards).
 
 use super::layout::{self, RawChunk, RawHeader, RawRegion, CHUNK_SIZE, HEADER_SIZE, REGION_SIZE};
 use super::{Codec, FormatError, FormatErrorKind, MAX_CHUNK, MAX_JOB_ID, VERSION};
@@ -84,6 +85,27 @@ pub struct CheckpointFile {
     header: FileHeader,
     regions: Vec<RegionEntry>,
     chunks: Vec<ChunkInfo>,
+    /// The file's bytes in memory: a read-only mapping made on the first
+    /// load, or the mapping its writer kept.
+    map: std::sync::OnceLock<Option<Mapping>>,
+}
+
+/// A mapping of a checkpoint file.
+#[derive(Debug)]
+enum Mapping {
+    /// Made for loading.
+    Own(memmap2::Mmap),
+    /// The writer's own, kept since it wrote the file.
+    Shared(std::sync::Arc<memmap2::MmapMut>),
+}
+
+impl Mapping {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Mapping::Own(m) => m,
+            Mapping::Shared(m) => m,
+        }
+    }
 }
 
 fn inconsistent(msg: impl Into<String>) -> FormatErrorKind {
@@ -339,6 +361,7 @@ impl CheckpointFile {
             header,
             regions,
             chunks,
+            map: std::sync::OnceLock::new(),
         })
     }
 
@@ -416,6 +439,39 @@ impl CheckpointFile {
         })
     }
 
+    /// Chunk `c`'s stored bytes in the file's mapping (mapped on first use),
+    /// or `None` where the file cannot be mapped.
+    fn mapped(&self, c: &ChunkInfo) -> Option<&[u8]> {
+        let map = self.map.get_or_init(|| {
+            // SAFETY: the file was validated to be exactly `file_len` bytes
+            // long, and frame's checkpoint files are only ever replaced (by
+            // rename), never truncated in place, by the processes allowed in
+            // their private directories.
+            unsafe { memmap2::MmapOptions::new().populate().map(&self.file) }
+                .ok()
+                .map(Mapping::Own)
+        });
+        let start = usize::try_from(c.offset).ok()?;
+        map.as_ref()?
+            .bytes()
+            .get(start..start.checked_add(c.stored_len as usize)?)
+    }
+
+    /// Loads from `map`, a writable mapping of this very file that its
+    /// writer kept, instead of mapping the file again. Ignored if `map` does
+    /// not have the file's length.
+    pub fn use_mapping(&mut self, map: std::sync::Arc<memmap2::MmapMut>) {
+        if map.len() as u64 == self.header.file_len {
+            self.map = std::sync::OnceLock::from(Some(Mapping::Shared(map)));
+        }
+    }
+
+    /// Device and inode of the file.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().ok().map(|m| (m.dev(), m.ino()))
+    }
+
     /// Reads a chunk's stored bytes into `buf` and checks their CRC.
     fn read_stored(&self, c: &ChunkInfo, buf: &mut Vec<u8>) -> Result<(), FormatError> {
         buf.resize(c.stored_len as usize, 0);
@@ -465,6 +521,7 @@ impl CheckpointFile {
         }
         let first = entry.first_chunk as usize;
         let chunks = &self.chunks[first..first + entry.chunk_count as usize];
+
         let mut scratch = Vec::new();
         let mut decoder = None;
         let mut at = 0usize;
@@ -474,13 +531,18 @@ impl CheckpointFile {
             match c.codec {
                 Codec::Raw => {
                     let mut crc = crc32fast::Hasher::new();
-                    let mut offset = c.offset;
-                    for block in out.chunks_mut(READ_BLOCK) {
-                        self.file
-                            .read_exact_at(block, offset)
-                            .map_err(|e| self.err(e.into()))?;
-                        crc.update(block);
-                        offset += block.len() as u64;
+                    match self.mapped(c) {
+                        Some(stored) => super::copy::copy_with_crc(out, stored, &mut crc),
+                        None => {
+                            let mut offset = c.offset;
+                            for block in out.chunks_mut(READ_BLOCK) {
+                                self.file
+                                    .read_exact_at(block, offset)
+                                    .map_err(|e| self.err(e.into()))?;
+                                crc.update(block);
+                                offset += block.len() as u64;
+                            }
+                        }
                     }
                     let computed = crc.finalize();
                     if computed != c.crc {

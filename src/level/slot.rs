@@ -1,10 +1,14 @@
-//! A reusable checkpoint file: preallocated, mapped once, kept mapped.
+//! A reusable checkpoint file: written once, then mapped and kept mapped.
 //!
-//! Checkpoints of the same size land in the same pages again and again, so a
-//! steady-state snapshot neither allocates storage nor takes page faults: it
-//! is one fused copy-and-CRC pass into memory that is already there. Blocks are
-//! reserved with `fallocate` before any store through the mapping, so a full
-//! file system is an error instead of a SIGBUS.
+//! A file's first checkpoint (every job's first, and the first after a
+//! restart) is written with `pwrite` straight from the regions, each block's
+//! CRC computed just before the kernel copies it: as fast as a plain write
+//! of the same bytes, with no page faults. From then on the file is mapped,
+//! and checkpoints of the same size land in the same pages again and again:
+//! a steady-state snapshot neither allocates storage nor takes page faults,
+//! it is one fused copy-and-CRC pass into memory that is already there.
+//! Blocks are reserved with `fallocate` before any store through a mapping,
+//! so a full file system is an error instead of a SIGBUS.
 
 use super::fsio::StorageError;
 use crate::format::{
@@ -25,7 +29,8 @@ pub(crate) struct Slot {
     /// Its full path, for messages.
     pub(crate) path: PathBuf,
     file: File,
-    map: Option<MmapMut>,
+    /// Shared with a checkpoint being loaded from it, if any.
+    map: Option<std::sync::Arc<MmapMut>>,
     len: u64,
     who: u32,
 }
@@ -70,6 +75,15 @@ impl Slot {
         }
     }
 
+    /// Whether the slot's file is still the one at its path.
+    pub(crate) fn still_at_path(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.file.metadata(), std::fs::symlink_metadata(&self.path)) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => false,
+        }
+    }
+
     /// Records that the file was renamed to `name` in `dir`, located `at`.
     pub(crate) fn moved(&mut self, dir: &Dir, name: &str, at: Option<u64>) {
         self.name = name.to_string();
@@ -81,11 +95,19 @@ impl Slot {
         crash::point(self.who, op, &self.path, "");
     }
 
-    /// Makes the file exactly `capacity` bytes, allocated, and mapped when
-    /// the file system allows. Returns whether it is mapped.
+    /// Readies the file for a checkpoint of `capacity` bytes at most and
+    /// returns whether to write it through its mapping. A file shorter than
+    /// that is new (or grows): it is written with `pwrite`. A file that
+    /// already had that size is mapped (once; the mapping is kept), after
+    /// `fallocate` made sure every block exists, so that no store through
+    /// the mapping can fault for lack of space.
     fn prepare(&mut self, capacity: u64) -> Result<bool, StorageError> {
         let path = self.path.clone();
         let io_err = |op, e| StorageError::io(op, &path, capacity, e);
+        if self.len < capacity {
+            self.map = None;
+            return Ok(false);
+        }
         if self.len > capacity {
             self.map = None;
             self.crash_point("truncate");
@@ -94,36 +116,19 @@ impl Slot {
                 .map_err(|e| io_err("shrink", e))?;
             self.len = capacity;
         }
-        let mut mappable = true;
-        if self.len < capacity {
-            self.map = None;
-            // Reserve the blocks now: writing into a mapping of a sparse file
-            // on a full file system would kill the process with SIGBUS.
+        if self.map.is_none() {
             self.crash_point("allocate");
-            let grown = rustix::fs::fallocate(
+            match rustix::fs::fallocate(
                 &self.file,
                 rustix::fs::FallocateFlags::empty(),
-                self.len,
-                capacity - self.len,
-            );
-            match grown {
+                0,
+                capacity,
+            ) {
                 Ok(()) => {}
-                Err(rustix::io::Errno::OPNOTSUPP) => {
-                    mappable = false;
-                    self.file
-                        .set_len(capacity)
-                        .map_err(|e| io_err("extend", e))?;
-                }
-                Err(e) => {
-                    // Give the space back; the file is only a spare.
-                    let _ = self.file.set_len(0);
-                    self.len = 0;
-                    return Err(io_err("allocate", io::Error::from(e)));
-                }
+                // No way to reserve blocks: keep writing with pwrite.
+                Err(rustix::io::Errno::OPNOTSUPP) => return Ok(false),
+                Err(e) => return Err(io_err("allocate", io::Error::from(e))),
             }
-            self.len = capacity;
-        }
-        if mappable && self.map.is_none() {
             let len = usize::try_from(capacity)
                 .map_err(|_| io_err("map", io::Error::other("file too large to map")))?;
             // SAFETY: the file lives in its rank's private (0700) directory,
@@ -132,21 +137,60 @@ impl Slot {
             // allocated above, so stores through the mapping cannot fault for
             // lack of space.
             let map = unsafe { MmapOptions::new().len(len).populate().map_mut(&self.file) };
-            self.map = Some(map.map_err(|e| io_err("map", e))?);
+            self.map = Some(std::sync::Arc::new(map.map_err(|e| io_err("map", e))?));
         }
-        Ok(self.map.is_some())
+        Ok(true)
     }
 
-    /// Writes a checkpoint file into the slot and makes it durable.
+    /// The slot's mapping, for loading the checkpoint it holds, if it has
+    /// one and holds the file `identity`.
+    pub(crate) fn mapping(&self, identity: Option<(u64, u64)>) -> Option<std::sync::Arc<MmapMut>> {
+        use std::os::unix::fs::MetadataExt;
+        let mine = self.file.metadata().ok().map(|m| (m.dev(), m.ino()));
+        (mine.is_some() && mine == identity)
+            .then(|| self.map.clone())
+            .flatten()
+    }
+
+    /// Writes a checkpoint file into the slot and makes it durable. After a
+    /// failure the file is emptied: it is a fresh file for the next attempt.
     pub(crate) fn fill(
         &mut self,
         spec: &WriteSpec<'_>,
         regions: &[RegionSource<'_>],
         layout: &format::Layout,
     ) -> Result<format::Written, StorageError> {
+        let result = self.try_fill(spec, regions, layout);
+        if result.is_err() {
+            self.map = None;
+            let _ = self.file.set_len(0);
+            self.len = 0;
+        }
+        result
+    }
+
+    fn try_fill(
+        &mut self,
+        spec: &WriteSpec<'_>,
+        regions: &[RegionSource<'_>],
+        layout: &format::Layout,
+    ) -> Result<format::Written, StorageError> {
+        // A mapping still shared with a load is given up, not written to.
+        if self
+            .map
+            .as_mut()
+            .is_some_and(|m| std::sync::Arc::get_mut(m).is_none())
+        {
+            self.map = None;
+        }
         let mapped = self.prepare(layout.capacity)?;
         self.crash_point("write");
-        let result = match self.map.as_mut().filter(|_| mapped) {
+        let result = match self
+            .map
+            .as_mut()
+            .and_then(std::sync::Arc::get_mut)
+            .filter(|_| mapped)
+        {
             Some(map) => format::write_checkpoint(&mut SliceSink::new(map), spec, regions, layout),
             None => format::write_checkpoint(&mut FileSink::new(&self.file), spec, regions, layout),
         };
@@ -156,18 +200,21 @@ impl Slot {
             other => FormatError::new(&path, other).into(),
         })?;
         let io_err = |op, e| StorageError::io(op, &path, layout.capacity, e);
-        if let Some(map) = self.map.as_ref() {
-            self.crash_point("msync");
-            map.flush().map_err(|e| io_err("flush", e))?;
+        if mapped {
+            if let Some(map) = self.map.as_ref() {
+                self.crash_point("msync");
+                map.flush().map_err(|e| io_err("flush", e))?;
+            }
         }
+        // Compressed data may end before the file did.
         if written.file_len < self.len {
             self.map = None;
             self.crash_point("truncate");
             self.file
                 .set_len(written.file_len)
                 .map_err(|e| io_err("truncate", e))?;
-            self.len = written.file_len;
         }
+        self.len = written.file_len;
         self.crash_point("fsync");
         self.file.sync_data().map_err(|e| io_err("sync", e))?;
         Ok(written)

@@ -127,6 +127,10 @@ impl L1Store {
     fn adopt_kept(&mut self) {
         let key = self.root.identity();
         let kept = KEPT.lock().ok().and_then(|mut k| {
+            // Files removed since (a finished or cleaned job) only hold memory.
+            k.retain(|(_, _, spares, live)| {
+                spares.iter().chain(live.values()).any(Slot::still_at_path)
+            });
             let i = k
                 .iter()
                 .position(|(dir, rank, ..)| *dir == key && *rank == self.owner.rank)?;
@@ -448,6 +452,14 @@ impl L1Store {
         self.job.remove_dir_if_empty(L1_DIR);
         self.base.remove_dir_if_empty(&self.owner.job_id);
         Ok(())
+    }
+}
+
+/// Releases the files that stores dropped in this process kept mapped for
+/// a quick re-entry (see the module documentation).
+pub fn release_kept_files() {
+    if let Ok(mut kept) = KEPT.lock() {
+        kept.clear();
     }
 }
 

@@ -82,9 +82,15 @@ impl L1Store {
 
     /// Opens checkpoint `id` after checking its record against its place and
     /// its file, and returns both.
+    /// When this process wrote the file and still has it mapped, the load
+    /// reads from that mapping (a survivor rolling back in place).
     pub fn open_checkpoint(&self, id: u64) -> Result<(CheckpointFile, Metadata), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
-        self.open_in(id, &ckpt)
+        let (mut file, meta) = self.open_in(id, &ckpt)?;
+        if let Some(map) = self.live.get(&id).and_then(|s| s.mapping(file.identity())) {
+            file.use_mapping(map);
+        }
+        Ok((file, meta))
     }
 
     fn open_in(&self, id: u64, ckpt: &Dir) -> Result<(CheckpointFile, Metadata), StorageError> {
