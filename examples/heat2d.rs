@@ -4,16 +4,19 @@
 //! Started on its own, heat2d launches itself under frame's embedded runtime
 //! (one daemon per virtual node, the ranks as separate processes); under
 //! `frame run` it is just the ranks. With no arguments it runs a demo: 4 ranks
-//! on 2 nodes plus a spare, one rank killed at step 1234, recovered online.
+//! on 2 nodes plus a spare, first without a failure, then with one rank
+//! killed at step 1234 and recovered online; it prints both final checksums
+//! and whether they are equal.
 //!
 //! `--crash-at N` kills the whole job with SIGKILL after step N; running the
 //! same command again resumes from the newest checkpoint and prints the same
-//! final checksum as a run without the crash. The last line of standard
-//! output is `final checksum: 0x<16 hex digits>`, a hash of the whole grid.
+//! final checksum as a run without the crash. With arguments, the last line
+//! of standard output is `final checksum: 0x<16 hex digits>`, a hash of the
+//! whole grid. Halos travel with the typed helpers of `frame::comm::CommExt`.
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
-use frame::comm::Comm;
+use frame::comm::{Comm, CommExt};
 use frame::config::{Config, Interval, Source};
 use frame::runtime::{self, Context, LaunchArgs, Role};
 use frame::Checkpointer;
@@ -43,6 +46,9 @@ struct Args {
     /// Job id (default: the configured one, or "heat2d").
     #[arg(long)]
     job: Option<String>,
+    /// Also write the final checksum into this file (rank 0).
+    #[arg(long, value_name = "FILE")]
+    checksum_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -140,45 +146,42 @@ impl Block {
         (1..=self.rows).map(|i| u[i * self.width() + j]).collect()
     }
 
-    /// Exchanges halo rows and columns with the neighbours.
+    /// Exchanges halo rows and columns with the neighbours. Rows travel
+    /// straight from and into the grid; columns go through a buffer.
     fn exchange(&self, comm: &dyn Comm, u: &mut [f64]) -> anyhow::Result<()> {
-        let w = self.width();
+        let (w, cols) = (self.width(), self.cols);
+        let first = w + 1..w + 1 + cols;
+        let last = self.rows * w + 1..self.rows * w + 1 + cols;
         if let Some(n) = self.north {
-            comm.send(n, TO_NORTH, u[w + 1..w + 1 + self.cols].as_bytes())?;
+            comm.send_slice(n, TO_NORTH, &u[first])?;
         }
         if let Some(s) = self.south {
-            let i = self.rows * w;
-            comm.send(s, TO_SOUTH, u[i + 1..i + 1 + self.cols].as_bytes())?;
+            comm.send_slice(s, TO_SOUTH, &u[last])?;
         }
         if let Some(west) = self.west {
-            comm.send(west, TO_WEST, self.column(u, 1).as_bytes())?;
+            comm.send_slice(west, TO_WEST, &self.column(u, 1))?;
         }
         if let Some(east) = self.east {
-            comm.send(east, TO_EAST, self.column(u, self.cols).as_bytes())?;
+            comm.send_slice(east, TO_EAST, &self.column(u, cols))?;
         }
         if let Some(n) = self.north {
-            let row = recv_f64(comm, n, TO_SOUTH, self.cols)?;
-            u[1..1 + self.cols].copy_from_slice(&row);
+            comm.recv_into(n, TO_SOUTH, &mut u[1..1 + cols])?;
         }
         if let Some(s) = self.south {
-            let row = recv_f64(comm, s, TO_NORTH, self.cols)?;
-            let i = (self.rows + 1) * w;
-            u[i + 1..i + 1 + self.cols].copy_from_slice(&row);
+            let halo = (self.rows + 1) * w + 1;
+            comm.recv_into(s, TO_NORTH, &mut u[halo..halo + cols])?;
         }
+        let mut column = vec![0.0f64; self.rows];
         if let Some(west) = self.west {
-            for (i, v) in recv_f64(comm, west, TO_EAST, self.rows)?
-                .into_iter()
-                .enumerate()
-            {
-                u[(i + 1) * w] = v;
+            comm.recv_into(west, TO_EAST, &mut column)?;
+            for (i, v) in column.iter().enumerate() {
+                u[(i + 1) * w] = *v;
             }
         }
         if let Some(east) = self.east {
-            for (i, v) in recv_f64(comm, east, TO_WEST, self.rows)?
-                .into_iter()
-                .enumerate()
-            {
-                u[(i + 1) * w + self.cols + 1] = v;
+            comm.recv_into(east, TO_WEST, &mut column)?;
+            for (i, v) in column.iter().enumerate() {
+                u[(i + 1) * w + cols + 1] = *v;
             }
         }
         Ok(())
@@ -211,10 +214,6 @@ fn f64s(bytes: &[u8], src: usize, n: usize) -> anyhow::Result<Vec<f64>> {
     }
     out.as_mut_bytes().copy_from_slice(bytes);
     Ok(out)
-}
-
-fn recv_f64(comm: &dyn Comm, src: usize, tag: u32, n: usize) -> anyhow::Result<Vec<f64>> {
-    f64s(&comm.recv(src, tag)?, src, n)
 }
 
 /// Assembles the global grid on rank 0 and hashes it (row-major f64 bits).
@@ -358,21 +357,64 @@ fn rank_main(
             mean_ms
         );
         println!("final checksum: {sum:#018x}");
+        if let Some(file) = &args.checksum_file {
+            std::fs::write(file, format!("{sum:#018x}"))?;
+        }
     }
     Ok(())
 }
 
-/// Launches this program as a job under the embedded runtime.
+/// Launches this program as a job under the embedded runtime. With no
+/// arguments: the demo, a fault-free run then a run with a failure.
 fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
-    let mut rank_args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let mut launch_args = args.launch.clone();
-    if rank_args.is_empty() {
-        // The demo: a spare node and one injected failure.
-        launch_args.spare_nodes = 1;
-        launch_args.inject = vec!["rank:2@iter=1234".parse().map_err(anyhow::Error::msg)?];
-        rank_args.push("--steps".into());
-        rank_args.push(args.steps.to_string().into());
+    let rank_args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if !rank_args.is_empty() {
+        return launch_once(args, cfg, args.launch.clone(), rank_args);
     }
+    let dir = tempfile::Builder::new().prefix("heat2d-demo-").tempdir()?;
+    let mut sums = Vec::new();
+    for (name, inject) in [
+        ("without a failure", None),
+        ("with rank 2 killed at step 1234", Some("rank:2@iter=1234")),
+    ] {
+        eprintln!("heat2d: run {} ({name})", sums.len() + 1);
+        let file = dir.path().join(format!("checksum-{}", sums.len()));
+        let mut launch_args = args.launch.clone();
+        launch_args.spare_nodes = 1;
+        launch_args.inject = inject
+            .map(|i| i.parse().map_err(anyhow::Error::msg))
+            .transpose()?
+            .into_iter()
+            .collect();
+        let rank_args = vec![
+            "--steps".into(),
+            args.steps.to_string().into(),
+            "--checksum-file".into(),
+            file.clone().into_os_string(),
+        ];
+        launch_once(args, cfg, launch_args, rank_args)?;
+        let sum = std::fs::read_to_string(&file)
+            .with_context(|| format!("run {name} wrote no checksum"))?;
+        sums.push((name, sum));
+    }
+    println!();
+    for (name, sum) in &sums {
+        println!("final checksum {name:<33} {sum}");
+    }
+    if sums[0].1 == sums[1].1 {
+        println!("equal: yes, the recovered run computed exactly what the fault-free run did");
+        Ok(())
+    } else {
+        bail!("the checksums differ")
+    }
+}
+
+fn launch_once(
+    args: &Args,
+    cfg: &Config,
+    launch_args: LaunchArgs,
+    rank_args: Vec<std::ffi::OsString>,
+) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let launch = launch_args.launch(exe, rank_args)?;
     let size = launch.nodes * launch.ranks_per_node;

@@ -13,8 +13,13 @@
 //! - [`format`](mod@format): the checkpoint file format and metadata records.
 //! - [`level`]: where checkpoint copies live and how they commit (L1 today).
 //! - [`recovery`]: the pure planner that picks the checkpoint to restore.
-//! - [`comm`]: the communication trait and its in-process implementation.
+//! - [`comm`]: the communication trait, typed helpers, the in-process
+//!   communicator and the socket communicator of rank processes.
 //! - [`checkpoint`]: the [`Checkpointer`] API tying them together.
+//! - [`runtime`]: the Reinit-style global-restart runtime (`frame run`).
+//! - [`auth`]: the per-job secret and the handshake every connection passes.
+//! - [`safefs`]: checked directory handles, no-follow opens, locks, and the
+//!   crash points of the kill-at-every-call tests.
 
 #![warn(missing_docs)]
 

@@ -442,3 +442,36 @@ fn two_jobs_with_one_job_id_in_one_directory_are_refused() {
     // The first job was not disturbed.
     assert_eq!(holder.join().unwrap(), vec![2]);
 }
+
+#[test]
+fn a_fixed_length_region_refuses_a_checkpoint_of_another_length() {
+    let dir = scratch();
+    let cfg = config(dir.path(), "fixed");
+    write_checkpoints(&cfg, 1);
+    // A rerun with a smaller grid: 40_000 values where 50_000 were saved.
+    let c = cfg.clone();
+    let errors = ranks(2, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&c, &comm).unwrap();
+        let _step = ckpt.protect(0, 0u64);
+        let _v = ckpt.protect_fixed(1, vec![0.0f64; 40_000]);
+        ckpt.recover().unwrap_err()
+    });
+    for e in errors {
+        let msg = e.to_string();
+        assert!(matches!(e, Error::RegionMismatch { id: 1, .. }), "{msg}");
+        assert!(
+            msg.contains("region 1: checkpoint holds 50000 elements, the region (protected with a fixed length) has 40000"),
+            "{msg}"
+        );
+    }
+    // The same Vec protected without a fixed length is resized instead.
+    let got = ranks(2, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let _step = ckpt.protect(0, 0u64);
+        let v = ckpt.protect(1, vec![0.0f64; 40_000]);
+        ckpt.recover().unwrap();
+        let n = v.read().len();
+        n
+    });
+    assert_eq!(got, vec![50_000, 50_000]);
+}

@@ -111,3 +111,63 @@ fn a_missing_directory_is_a_usage_error() {
     let (code, out) = frame(&["inspect"], &dir.path().join("nope"));
     assert_eq!(code, 2, "{out}");
 }
+
+#[test]
+fn clean_removes_a_jobs_checkpoints_after_confirmation_and_spares_a_running_job() {
+    let dir = scratch();
+    write(dir.path(), "gone", frame::config::Compression::None);
+    write(dir.path(), "stays", frame::config::Compression::None);
+    std::fs::write(dir.path().join("gone/l1/notes.txt"), b"mine").unwrap();
+    // Several jobs and no --job: refused.
+    let (code, out) = frame(&["clean", "--yes"], dir.path());
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("several jobs") && out.contains("--job"),
+        "{out}"
+    );
+    // Without a terminal and without --yes: refused, nothing removed.
+    let (code, out) = frame(&["clean", "--job", "gone"], dir.path());
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("pass --yes"), "{out}");
+    assert!(dir
+        .path()
+        .join("gone/l1/ckpt-00000000000000000003")
+        .exists());
+    let (code, out) = frame(&["clean", "--job", "gone", "--yes"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("removed 2 checkpoint(s)"), "{out}");
+    assert!(out.contains("kept") && out.contains("notes.txt"), "{out}");
+    let left = common::files_under(&dir.path().join("gone"));
+    assert_eq!(left, vec![dir.path().join("gone/l1/notes.txt")], "{left:?}");
+    assert!(dir
+        .path()
+        .join("stays/l1/ckpt-00000000000000000003")
+        .exists());
+
+    // A job whose rank is running (holding its lock) is not touched.
+    let cfg = config(dir.path(), "stays");
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let done_rx = std::sync::Mutex::new(done_rx);
+    let holder = std::thread::spawn(move || {
+        ranks(3, 2, move |comm| {
+            let _ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+            held_tx.send(()).unwrap();
+            let _ = done_rx.lock().unwrap().recv_timeout(DEADLINE);
+        })
+    });
+    for _ in 0..3 {
+        held_rx.recv_timeout(DEADLINE).unwrap();
+    }
+    let (code, out) = frame(&["clean", "--job", "stays", "--yes"], dir.path());
+    for _ in 0..3 {
+        done_tx.send(()).unwrap();
+    }
+    holder.join().unwrap();
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("is running"), "{out}");
+    assert!(dir
+        .path()
+        .join("stays/l1/ckpt-00000000000000000003")
+        .exists());
+}

@@ -291,6 +291,19 @@ impl<'c> Checkpointer<'c> {
         handle
     }
 
+    /// Protects `value` under `id` with a fixed length: where [`protect`]
+    /// resizes a `Vec` to the length stored in the checkpoint, recovery with
+    /// a region protected this way fails with [`Error::RegionMismatch`]
+    /// naming the region and both lengths (for example after a rerun with a
+    /// smaller grid over an old checkpoint).
+    ///
+    /// [`protect`]: Self::protect
+    pub fn protect_fixed<R: Region>(&mut self, id: RegionId, value: R) -> Protected<R> {
+        let handle = Protected::new(value);
+        self.registry.insert_fixed(id, handle.erased());
+        handle
+    }
+
     /// Protects an existing handle under `id` (for example one kept across a
     /// re-entry of the resilient function).
     pub fn protect_handle<R: Region>(&mut self, id: RegionId, handle: &Protected<R>) {

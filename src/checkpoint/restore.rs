@@ -36,6 +36,7 @@ fn check_fit(
     id: RegionId,
     region: &Arc<dyn ErasedRegion>,
     stored: RegionInfo,
+    fixed: bool,
 ) -> Result<(), LoadFailure> {
     let held = region
         .try_read()
@@ -46,6 +47,13 @@ fn check_fit(
             "region {id}: checkpoint holds {} elements, the protected region holds {}",
             stored.elem,
             r.elem_type()
+        )));
+    }
+    if fixed && r.count() as u64 != stored.count {
+        return Err(LoadFailure::Mismatch(format!(
+            "region {id}: checkpoint holds {} elements, the region (protected with a fixed length) has {}",
+            stored.count,
+            r.count()
         )));
     }
     Ok(())
@@ -95,31 +103,31 @@ impl Checkpointer<'_> {
 
     /// Loads every protected region; all fit checks happen before any load.
     fn load_all(&mut self) -> Result<(), LoadFailure> {
-        let regions: Vec<(RegionId, Arc<dyn ErasedRegion>)> = self
+        let regions: Vec<(RegionId, Arc<dyn ErasedRegion>, bool)> = self
             .registry
             .iter()
-            .map(|(id, r)| (id, Arc::clone(r)))
+            .map(|(id, r)| (id, Arc::clone(r), self.registry.is_fixed(id)))
             .collect();
         let (ckpt, file) = self.recovery_file()?;
         let stored = file.regions();
-        for (id, region) in &regions {
+        for (id, region, fixed) in &regions {
             let s = stored.iter().find(|s| s.id == *id).ok_or_else(|| {
                 LoadFailure::Mismatch(format!(
                     "region {id} is protected but checkpoint {ckpt} does not hold it"
                 ))
             })?;
-            check_fit(*id, region, *s)?;
+            check_fit(*id, region, *s, *fixed)?;
         }
         if let Some(extra) = stored
             .iter()
-            .find(|s| !regions.iter().any(|(id, _)| *id == s.id))
+            .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
         {
             return Err(LoadFailure::Mismatch(format!(
                 "checkpoint {ckpt} holds region {} ({} x {}), which is not protected",
                 extra.id, extra.count, extra.elem
             )));
         }
-        for (id, region) in &regions {
+        for (id, region, _) in &regions {
             if let Some(s) = stored.iter().find(|s| s.id == *id) {
                 load_one(file, *id, region, *s)?;
             }
@@ -203,6 +211,7 @@ impl Checkpointer<'_> {
                 id,
                 reason: "is not protected".into(),
             })?;
+        let fixed = self.registry.is_fixed(id);
         let to_error = |f: LoadFailure| Error::Region {
             id,
             reason: f.text().to_string(),
@@ -215,7 +224,7 @@ impl Checkpointer<'_> {
             id,
             reason: format!("checkpoint {ckpt} does not hold it"),
         })?;
-        check_fit(id, &region, stored).map_err(to_error)?;
+        check_fit(id, &region, stored, fixed).map_err(to_error)?;
         load_one(file, id, &region, stored).map_err(to_error)
     }
 

@@ -59,7 +59,12 @@ pub(super) fn broadcast<C: Comm + ?Sized>(
 /// Reduces `acc` element-wise to rank 0 along a binomial tree, folding each
 /// child's partial result into the local one with `f`, then broadcasts the
 /// result so every rank ends with it.
-fn all_reduce<C, T>(comm: &C, acc: &mut [T], op: &'static str, f: fn(T, T) -> T) -> CommResult<()>
+pub(super) fn all_reduce<C, T>(
+    comm: &C,
+    acc: &mut [T],
+    op: &'static str,
+    f: fn(T, T) -> T,
+) -> CommResult<()>
 where
     C: Comm + ?Sized,
     T: FromBytes + IntoBytes + Immutable + Copy,

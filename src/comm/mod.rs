@@ -7,15 +7,21 @@
 //! default implementation built on them (see `collective.rs`), which an
 //! implementation may override with a native one.
 //!
+//! [`CommExt`] adds typed helpers for slices of plain data to every
+//! communicator.
+//!
 //! [`LocalComm`] runs every rank as a thread of one process, for tests and
-//! single-machine demos. The process runtime and MPI implement the same trait.
+//! single-machine demos; [`net::NetComm`] connects the rank processes of the
+//! runtime (see [`crate::runtime`]) over Unix or TCP sockets.
 
 mod collective;
 mod local;
 pub mod net;
+mod typed;
 
 pub use bytes::Bytes;
 pub use local::LocalComm;
+pub use typed::{CommExt, Reducible};
 
 /// A rank: the index of a process in a communicator, `0..size`.
 pub type Rank = usize;

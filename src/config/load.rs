@@ -195,6 +195,7 @@ impl Config {
             base
         };
         cfg.sources = sources;
+        cfg.mark_loaded();
         cfg.validate()?;
         Ok(cfg)
     }
@@ -282,6 +283,7 @@ fn parse_text(text: &str, path: &Path) -> Result<(Config, toml::Table), ConfigEr
             )
         })?;
     cfg.sources = file_sources(&table, path);
+    cfg.mark_loaded();
     cfg.validate()?;
     Ok((cfg, table))
 }

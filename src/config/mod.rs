@@ -35,7 +35,7 @@ pub const CONFIG_ENV: &str = "FRAME_CONFIG";
 pub const ENV_PREFIX: &str = "FRAME_";
 
 /// A job's checkpoint configuration.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[job]`: identity of the job.
@@ -49,6 +49,10 @@ pub struct Config {
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,
+    /// Every key's value when the configuration was loaded: a value that
+    /// differs now was set by the program.
+    #[serde(skip)]
+    loaded: BTreeMap<String, toml::Value>,
 }
 
 /// `[job]`
@@ -136,10 +140,55 @@ impl Default for RetentionConfig {
     }
 }
 
+/// Two configurations are equal when every key has the same value (where
+/// the values came from does not matter).
+impl PartialEq for Config {
+    fn eq(&self, other: &Self) -> bool {
+        self.job == other.job
+            && self.storage == other.storage
+            && self.snapshot == other.snapshot
+            && self.retention == other.retention
+    }
+}
+
 impl Config {
-    /// Where the value of `key` (for example `"storage.local_dir"`) came from.
+    /// Where the value of `key` (for example `"storage.local_dir"`) came
+    /// from. A value the program changed after loading (or in a
+    /// `Config::default()`) is reported as set by the program, whether or
+    /// not it called [`mark_set_by_program`](Self::mark_set_by_program).
     pub fn source_of(&self, key: &str) -> Source {
-        self.sources.get(key).cloned().unwrap_or(Source::Default)
+        let recorded = self.sources.get(key).cloned().unwrap_or(Source::Default);
+        if recorded == Source::Program {
+            return recorded;
+        }
+        let now = self.values().remove(key);
+        let then = match self.loaded.get(key) {
+            Some(v) => Some(v.clone()),
+            None => Config::default().values().remove(key),
+        };
+        if now.is_some() && now != then {
+            Source::Program
+        } else {
+            recorded
+        }
+    }
+
+    /// Every key's current value, by dotted key.
+    fn values(&self) -> BTreeMap<String, toml::Value> {
+        let mut out = BTreeMap::new();
+        for (section, value) in toml::Table::try_from(self).unwrap_or_default() {
+            if let toml::Value::Table(t) = value {
+                for (key, v) in t {
+                    out.insert(format!("{section}.{key}"), v);
+                }
+            }
+        }
+        out
+    }
+
+    /// Remembers the current values as the loaded ones.
+    fn mark_loaded(&mut self) {
+        self.loaded = self.values();
     }
 
     /// Records that `key` was set by the program itself (for error messages).

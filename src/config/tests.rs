@@ -149,10 +149,7 @@ fn config_file_from_environment_and_missing_file() {
 fn shipped_default_file_matches_built_in_defaults() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.toml");
     let cfg = Config::from_file(&path).unwrap();
-    let expected = Config {
-        sources: cfg.sources.clone(),
-        ..Config::default()
-    };
+    let expected = Config::default();
     assert_eq!(cfg, expected);
     // Every key is present in the shipped file.
     for (key, _) in known_keys() {
@@ -162,4 +159,26 @@ fn shipped_default_file_matches_built_in_defaults() {
             "{key} missing"
         );
     }
+}
+
+#[test]
+fn a_value_the_program_changed_is_reported_as_set_by_the_program() {
+    let mut cfg = Config::default();
+    assert_eq!(cfg.source_of("storage.local_dir"), Source::Default);
+    cfg.storage.local_dir = "/elsewhere".into();
+    assert_eq!(cfg.source_of("storage.local_dir"), Source::Program);
+    assert!(cfg
+        .describe("storage.local_dir")
+        .contains("set by the program"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[retention]\nkeep_last = 5\n").unwrap();
+    let mut cfg = Config::load_with_env(Some(&file), NO_ENV).unwrap();
+    assert_eq!(
+        cfg.source_of("retention.keep_last"),
+        Source::File(file.clone())
+    );
+    cfg.retention.keep_last = 6;
+    assert_eq!(cfg.source_of("retention.keep_last"), Source::Program);
+    assert_eq!(cfg.source_of("snapshot.interval"), Source::Default);
 }

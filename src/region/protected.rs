@@ -121,16 +121,32 @@ impl<R: Region> ErasedRegion for RwLock<R> {
 #[derive(Default)]
 pub(crate) struct Registry {
     regions: BTreeMap<RegionId, Arc<dyn ErasedRegion>>,
+    /// Regions whose length must match the checkpoint's (never resized).
+    fixed: std::collections::BTreeSet<RegionId>,
 }
 
 impl Registry {
     /// Registers `region` under `id`, replacing any earlier registration.
     pub(crate) fn insert(&mut self, id: RegionId, region: Arc<dyn ErasedRegion>) {
+        self.fixed.remove(&id);
         self.regions.insert(id, region);
+    }
+
+    /// Registers `region` under `id`; recovery refuses a checkpoint whose
+    /// copy of it has another length instead of resizing it.
+    pub(crate) fn insert_fixed(&mut self, id: RegionId, region: Arc<dyn ErasedRegion>) {
+        self.regions.insert(id, region);
+        self.fixed.insert(id);
+    }
+
+    /// Whether region `id` was protected with a fixed length.
+    pub(crate) fn is_fixed(&self, id: RegionId) -> bool {
+        self.fixed.contains(&id)
     }
 
     /// Forgets region `id`; returns whether it was registered.
     pub(crate) fn remove(&mut self, id: RegionId) -> bool {
+        self.fixed.remove(&id);
         self.regions.remove(&id).is_some()
     }
 
