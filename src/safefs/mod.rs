@@ -62,6 +62,13 @@ impl FsError {
         }
     }
 
+    fn unsafe_at(path: &Path, reason: impl Into<String>) -> Self {
+        FsError::Unsafe {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
     /// Whether the storage ran out of space (or a file-size limit was hit).
     pub fn is_no_space(&self) -> bool {
         matches!(self, FsError::Io { cause, .. } if crate::format::error_is_no_space(cause))
@@ -115,10 +122,7 @@ pub fn my_uid() -> u32 {
 /// Checks that a directory can be trusted: owned by this user, and not
 /// writable by group or others.
 fn check_private_dir(path: &Path, st: &rustix::fs::Stat) -> FsResult<()> {
-    let unsafe_ = |reason: String| FsError::Unsafe {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
     if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
         return Err(unsafe_("not a directory".into()));
     }
@@ -523,10 +527,7 @@ impl Lock {
 /// they cannot rename or remove what this user creates there).
 pub fn check_base(path: &Path) -> FsResult<()> {
     let st = rustix::fs::stat(path).map_err(|e| FsError::io("inspect", path, e))?;
-    let unsafe_ = |reason: String| FsError::Unsafe {
-        path: path.to_path_buf(),
-        reason,
-    };
+    let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
     if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
         return Err(unsafe_("not a directory".into()));
     }
