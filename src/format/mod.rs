@@ -15,6 +15,7 @@ mod copy;
 mod error;
 pub mod layout;
 mod meta;
+mod parse;
 mod reader;
 mod sink;
 mod writer;
