@@ -452,3 +452,58 @@ fn run_directories_of_others_are_left_alone() {
     assert!(!status.success(), "{out}{err}");
     assert!(err.contains("owned by uid 4242"), "{err}");
 }
+
+#[test]
+fn progress_is_reported_and_the_bind_address_is_checked() {
+    let _g = serial();
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &[
+            "--nodes",
+            "1",
+            "--ranks-per-node",
+            "2",
+            "--progress",
+            "200ms",
+            "--transport",
+            "tcp",
+            "--bind",
+            "127.0.0.1",
+        ],
+        &["--iterations", "200", "--pace", "5ms"],
+    );
+    assert!(job.status.success(), "{}", job.out);
+    assert!(
+        job.out.contains("frame: progress: iteration "),
+        "{}",
+        job.out
+    );
+    assert!(
+        job.out
+            .contains("frame: job finished: 2 rank(s) on 1 node(s), 0 failure(s) recovered"),
+        "{}",
+        job.out
+    );
+    // An address this machine does not have: a clear error, at once.
+    let (status, out, err) = run(
+        Command::new(frame_bin())
+            .args([
+                "run",
+                "--nodes",
+                "1",
+                "--ranks-per-node",
+                "1",
+                "--bind",
+                "192.0.2.1",
+                "--run-dir",
+            ])
+            .arg(dir.path().join("run"))
+            .arg("--")
+            .arg(example("ring"))
+            .env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local")),
+        Duration::from_secs(60),
+    );
+    assert!(!status.success(), "{out}{err}");
+    assert!(err.contains("cannot listen on 192.0.2.1"), "{err}");
+}
