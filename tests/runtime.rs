@@ -3,8 +3,7 @@
 
 mod common;
 
-use common::{example, frame_run, scratch, serial, Job};
-use std::path::Path;
+use common::{example, final_value, frame_run, reference, ring, scratch, serial, Job};
 
 const RING: [&str; 4] = ["--iterations", "200", "--checkpoint-every", "10"];
 
@@ -23,25 +22,6 @@ fn two_by_two<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         .into_iter()
         .chain(extra.iter().copied())
         .collect()
-}
-
-fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
-    frame_run(scratch, args, &example("ring"), program_args)
-}
-
-/// The value ring prints at the end of a fault-free run with these arguments.
-fn reference(program_args: &[&str]) -> String {
-    let dir = scratch();
-    let job = ring(dir.path(), &two_by_two(&[]), program_args);
-    assert!(job.status.success(), "{}", job.out);
-    final_value(&job.out)
-}
-
-fn final_value(out: &str) -> String {
-    out.lines()
-        .find_map(|l| l.strip_prefix("ring: final value "))
-        .unwrap_or_else(|| panic!("no final value in:\n{out}"))
-        .to_string()
 }
 
 /// (rank, state, epoch, node) of every entry into the resilient function.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{example, frame_bin, frame_run, run, scratch, serial, Job};
+use common::{example, final_value, frame_bin, frame_run, reference, ring, run, scratch, serial};
 use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -14,29 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RING: [&str; 4] = ["--iterations", "300", "--pace", "5ms"];
-
-fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
-    frame_run(scratch, args, &example("ring"), program_args)
-}
-
-fn final_value(out: &str) -> String {
-    out.lines()
-        .find_map(|l| l.strip_prefix("ring: final value "))
-        .unwrap_or_else(|| panic!("no final value in:\n{out}"))
-        .to_string()
-}
-
-/// The value of a fault-free run of ring with `program_args` on 2x2 ranks.
-fn reference(program_args: &[&str]) -> String {
-    let dir = scratch();
-    let job = ring(
-        dir.path(),
-        &["--nodes", "2", "--ranks-per-node", "2"],
-        program_args,
-    );
-    assert!(job.status.success(), "{}", job.out);
-    final_value(&job.out)
-}
 
 /// The environment of each live process of the job running in `run`.
 fn job_processes(run: &Path) -> Vec<(i32, String)> {

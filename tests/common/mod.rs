@@ -393,3 +393,28 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs the `ring` example under `frame run ARGS` (see [`frame_run`]).
+pub fn ring(scratch: &Path, args: &[&str], program_args: &[&str]) -> Job {
+    frame_run(scratch, args, &example("ring"), program_args)
+}
+
+/// The value `ring` prints at the end of its output.
+pub fn final_value(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("ring: final value "))
+        .unwrap_or_else(|| panic!("no final value in:\n{out}"))
+        .to_string()
+}
+
+/// The value of a fault-free run of `ring` with `program_args` on 2x2 ranks.
+pub fn reference(program_args: &[&str]) -> String {
+    let dir = scratch();
+    let job = ring(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2"],
+        program_args,
+    );
+    assert!(job.status.success(), "{}", job.out);
+    final_value(&job.out)
+}
