@@ -28,6 +28,30 @@ pub const SECRET_ENV: &str = "FRAME_RT_SECRET";
 
 const MAGIC: &[u8; 8] = b"FRMAUTH1";
 
+/// Handshakes that may be in progress at once on one listener.
+pub const MAX_PENDING: usize = 64;
+
+/// Bounds the handshakes in progress on one listener: a flood of silent
+/// connections costs at most [`MAX_PENDING`] tasks and descriptors for
+/// [`HANDSHAKE_TIMEOUT`]; beyond that, new connections are closed at once.
+#[derive(Clone, Debug)]
+pub struct Gate(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(
+            MAX_PENDING,
+        )))
+    }
+}
+
+impl Gate {
+    /// A place for one more handshake, held until dropped; `None` when full.
+    pub fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        std::sync::Arc::clone(&self.0).try_acquire_owned().ok()
+    }
+}
+
 /// A job's shared secret.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret([u8; 32]);
@@ -265,6 +289,15 @@ mod tests {
             accept(&mut x, &s, Channel::Data).await
         });
         assert_eq!(r.unwrap_err().kind(), io::ErrorKind::TimedOut);
+    }
+
+    #[test]
+    fn the_gate_admits_a_bounded_number_of_handshakes() {
+        let gate = Gate::default();
+        let held: Vec<_> = (0..MAX_PENDING).map(|_| gate.admit().unwrap()).collect();
+        assert!(gate.admit().is_none());
+        drop(held);
+        assert!(gate.admit().is_some());
     }
 
     #[test]

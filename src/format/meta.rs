@@ -90,30 +90,6 @@ impl Metadata {
         })
     }
 
-    /// Reads a record from `path` (following no symbolic link, refusing
-    /// records larger than [`MAX_RECORD`]).
-    pub fn read(path: impl AsRef<Path>) -> Result<Self, FormatError> {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        let path = path.as_ref();
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .map_err(|e| FormatError::new(path, e))?;
-        let mut bytes = Vec::new();
-        f.take(MAX_RECORD + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| FormatError::new(path, e))?;
-        if bytes.len() as u64 > MAX_RECORD {
-            return Err(FormatError::new(
-                path,
-                FormatErrorKind::Metadata(format!("larger than {MAX_RECORD} bytes")),
-            ));
-        }
-        Self::from_json(&bytes, path)
-    }
-
     /// Every way this record's identity disagrees with where it was found;
     /// empty when it belongs there.
     pub fn misplacements(&self, place: &Place<'_>) -> Vec<String> {

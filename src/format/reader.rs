@@ -113,13 +113,8 @@ impl CheckpointFile {
     /// Opens `path` (not following a symbolic link) and validates its
     /// header, tables and length.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, FormatError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let path = path.as_ref();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-            .open(path)
-            .map_err(|e| FormatError::new(path, e))?;
+        let file = crate::safefs::open_nofollow(path).map_err(|e| FormatError::new(path, e))?;
         Self::from_file(file, path)
     }
 

@@ -522,6 +522,36 @@ impl Lock {
     }
 }
 
+/// Opens the regular file at `path` for reading without following a
+/// symbolic link at its last component (for tools that read trees they did
+/// not open through a [`Dir`]).
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let _ = rustix::fs::fcntl_setfl(
+        &f,
+        rustix::fs::fcntl_getfl(&f).unwrap_or(OFlags::empty()) - OFlags::NONBLOCK,
+    );
+    Ok(f)
+}
+
+/// Reads the regular file at `path` (see [`open_nofollow`]), refusing one
+/// larger than `max` bytes.
+pub fn read_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_nofollow(path)?.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
 /// Checks that `path` is a safe place to make private entries in: owned by
 /// this user or by root, and, if others may write to it, sticky (so that
 /// they cannot rename or remove what this user creates there).

@@ -33,8 +33,10 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
         Bind::Unix(path) => {
             let listener = bind_private(&path)?;
             tokio::spawn(async move {
+                let gate = auth::Gate::default();
                 while let Ok((stream, _)) = listener.accept().await {
-                    tokio::spawn(serve(stream, Arc::clone(&hub), Arc::clone(&security)));
+                    let Some(pass) = gate.admit() else { continue };
+                    tokio::spawn(serve(stream, pass, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
             Ok(Endpoint::Unix(path))
@@ -43,9 +45,11 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
             let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await?;
             let addr = listener.local_addr()?;
             tokio::spawn(async move {
+                let gate = auth::Gate::default();
                 while let Ok((stream, _)) = listener.accept().await {
+                    let Some(pass) = gate.admit() else { continue };
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(serve(stream, Arc::clone(&hub), Arc::clone(&security)));
+                    tokio::spawn(serve(stream, pass, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
             Ok(Endpoint::Tcp(addr))
@@ -77,10 +81,13 @@ pub(crate) fn bind_private(path: &std::path::Path) -> io::Result<tokio::net::Uni
 /// Authenticates one connection, then reads its frames.
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
+    pass: tokio::sync::OwnedSemaphorePermit,
     hub: Arc<Hub>,
     security: Arc<Security>,
 ) {
-    if let Err(e) = auth::accept(&mut stream, &security.secret, Channel::Data).await {
+    let proved = auth::accept(&mut stream, &security.secret, Channel::Data).await;
+    drop(pass);
+    if let Err(e) = proved {
         tracing::warn!(error = %e, "dropping a connection that failed the job's handshake");
         return;
     }

@@ -18,7 +18,7 @@ use crate::format::{Metadata, MAX_RECORD};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// Directories deeper than this below the starting point are not visited.
@@ -91,24 +91,6 @@ pub struct LevelDir {
     pub partial: bool,
 }
 
-/// Reads a small file without following a link.
-fn read_small(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    f.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(io::Error::other(format!("larger than {max} bytes")));
-    }
-    Ok(bytes)
-}
-
 fn is_link(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
@@ -143,7 +125,7 @@ fn read_pointer(dir: &Path) -> Pointer {
         }
         _ => {}
     }
-    let bytes = match read_small(&path, 4096) {
+    let bytes = match crate::safefs::read_nofollow(&path, 4096) {
         Ok(b) => b,
         Err(e) => return Pointer::Bad(e.to_string()),
     };
@@ -157,7 +139,7 @@ fn read_pointer(dir: &Path) -> Pointer {
 }
 
 fn read_record(path: &Path) -> Result<Metadata, String> {
-    let bytes = read_small(path, MAX_RECORD).map_err(|e| {
+    let bytes = crate::safefs::read_nofollow(path, MAX_RECORD).map_err(|e| {
         if is_link(path) {
             "is a symbolic link (frame never follows links it did not create)".to_string()
         } else {

@@ -144,10 +144,13 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
     let ev = events.clone();
     tokio::spawn(async move {
         let mut next_conn = 0u64;
+        let gate = auth::Gate::default();
         while let Ok((stream, _)) = listener.accept().await {
+            let Some(pass) = gate.admit() else { continue };
             next_conn += 1;
             tokio::spawn(process_connection(
                 stream,
+                pass,
                 next_conn,
                 ev.clone(),
                 secret.clone(),
@@ -206,6 +209,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
 /// (which must come from the process it names), then its messages.
 async fn process_connection(
     mut stream: tokio::net::UnixStream,
+    pass: tokio::sync::OwnedSemaphorePermit,
     conn: u64,
     ev: UnboundedSender<Event>,
     secret: Secret,
@@ -222,6 +226,8 @@ async fn process_connection(
         Ok(Ok(Some(FromRank::Hello { pid, epoch, .. }))) => (pid, epoch),
         _ => return,
     };
+    // Proved and introduced: no longer a pending handshake.
+    drop(pass);
     if peer != Some(pid as i32) {
         tracing::warn!(claimed = pid, peer = ?peer, "dropping a rank connection that claims another process");
         return;

@@ -27,10 +27,14 @@ pub(super) struct Joined {
 pub(super) fn accept_daemons(listener: TcpListener, secret: Secret) -> UnboundedReceiver<Joined> {
     let (joined, joins) = unbounded_channel();
     tokio::spawn(async move {
+        let gate = auth::Gate::default();
         while let Ok((stream, peer)) = listener.accept().await {
+            let Some(pass) = gate.admit() else { continue };
             let (joined, secret) = (joined.clone(), secret.clone());
             tokio::spawn(async move {
-                match handshake(stream, &secret).await {
+                let result = handshake(stream, &secret).await;
+                drop(pass);
+                match result {
                     Ok(j) => {
                         let _ = joined.send(j);
                     }
