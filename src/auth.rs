@@ -123,6 +123,8 @@ pub enum Channel {
     Rank = 2,
     /// A rank connecting to another rank.
     Data = 3,
+    /// A rank or a manager connecting to a node's manager.
+    Manager = 4,
 }
 
 fn nonce() -> io::Result<[u8; 32]> {

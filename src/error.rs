@@ -96,6 +96,14 @@ pub enum Error {
         /// Where and why.
         problems: Vec<RankProblem>,
     },
+    /// A checkpoint level cannot be used as asked.
+    #[error("level {level}: {reason}")]
+    Level {
+        /// The level.
+        level: crate::level::Level,
+        /// Why.
+        reason: String,
+    },
     /// `recover` was called but there is nothing to recover.
     #[error("there is no checkpoint to recover (this run started fresh)")]
     NothingToRecover,

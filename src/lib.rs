@@ -13,6 +13,8 @@
 //! - [`format`](mod@format): the checkpoint file format and metadata records.
 //! - [`level`]: where checkpoint copies live and how they commit (L1 today).
 //! - [`recovery`]: the pure planner that picks the checkpoint to restore.
+//! - [`topology`]: partners and erasure groups, from where the ranks are.
+//! - [`manager`]: the background promoter of each node (levels 2 to 4).
 //! - [`comm`]: the communication trait, typed helpers, the in-process
 //!   communicator and the socket communicator of rank processes.
 //! - [`checkpoint`]: the [`Checkpointer`] API tying them together.
@@ -30,12 +32,14 @@ pub mod config;
 mod error;
 pub mod format;
 pub mod level;
+pub mod manager;
 pub mod recovery;
 pub mod region;
 pub mod runtime;
 pub mod safefs;
 #[cfg(test)]
 mod testing;
+pub mod topology;
 
 pub use checkpoint::{Checkpointer, Stats};
 pub use config::Config;

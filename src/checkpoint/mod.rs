@@ -33,6 +33,8 @@
 //! ckpt.finalize().unwrap();
 //! ```
 
+mod fetch;
+mod levels;
 mod restore;
 mod schedule;
 mod write;
@@ -41,7 +43,7 @@ use crate::comm::{agree_on_problems, Comm};
 use crate::config::{Compression, Config};
 use crate::error::{problems, Error, Result};
 use crate::format::CheckpointFile;
-use crate::level::{L1Store, Owner};
+use crate::level::{L1Store, Level, Owner};
 use crate::recovery::{Ballot, Decision, Inventory};
 use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
 use schedule::Schedule;
@@ -104,6 +106,10 @@ pub struct Checkpointer<'c> {
     attempts: u64,
     schedule: Schedule,
     stats: Stats,
+    /// Levels 2 to 4, when configured.
+    levels: Option<levels::Levels>,
+    /// The level the checkpoint being recovered was fetched from, if not 1.
+    fetched: Option<(Level, u64)>,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -176,7 +182,12 @@ impl<'c> Checkpointer<'c> {
                 })
             }
         };
-        let inventory = store.inventory();
+        let levels = if levels::enabled(cfg) {
+            Some(levels::Levels::init(cfg, comm)?)
+        } else {
+            None
+        };
+        let mut inventory = store.inventory();
         let mut me = Self {
             comm,
             cfg: cfg.clone(),
@@ -188,9 +199,27 @@ impl<'c> Checkpointer<'c> {
             attempts: 0,
             schedule: Schedule::new(cfg.snapshot.interval),
             stats: Stats::default(),
+            levels,
+            fetched: None,
         };
+        if me.levels.is_some() && !me.restorable_at_l1(&inventory)? {
+            if let Some(found) = me.fetch_from_levels(&inventory)? {
+                tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
+                me.fetched = Some(found);
+                inventory = me.store.inventory();
+            }
+        }
         me.plan(inventory, Vec::new())?;
         Ok(me)
+    }
+
+    /// Whether every rank can restore a checkpoint from level 1 (the first
+    /// round of the iterative baseline). Collective.
+    fn restorable_at_l1(&self, inventory: &Inventory) -> Result<bool> {
+        let mut ballot = Ballot::new(inventory, &[], 0);
+        self.comm
+            .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+        Ok(matches!(ballot.decide(), Decision::Restore(_)))
     }
 
     /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and
@@ -354,15 +383,37 @@ impl<'c> Checkpointer<'c> {
             .then_some(self.cfg.snapshot.compression_level)
     }
 
+    /// Waits until every node's manager has finished the promotions asked
+    /// of it so far, and records which levels they committed. Collective;
+    /// returns at once when no level above 1 is configured.
+    pub fn wait_for_promotions(&mut self) -> Result<()> {
+        match self.levels.as_mut() {
+            Some(levels) => levels.drain(self.comm),
+            None => Ok(()),
+        }
+    }
+
     /// Ends checkpointing. Collective. Unless `retention.keep_on_finalize` is
     /// set, removes this job's checkpoints once every rank has arrived, so the
     /// next run starts from the beginning: first every node's pointer, then
     /// the files, oldest checkpoint first. A kill part way leaves the newest
     /// checkpoint restorable, or nothing restorable (a fresh start).
     pub fn finalize(mut self) -> Result<()> {
+        if let Some(levels) = self.levels.as_mut() {
+            levels.drain(self.comm)?;
+        }
         self.comm.barrier()?;
         if self.cfg.retention.keep_on_finalize {
             return Ok(());
+        }
+        if let Some(levels) = self.levels.as_mut() {
+            let local = levels.remove_all().err();
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if !trouble.is_empty() {
+                return Err(Error::Finalize {
+                    problems: problems(trouble),
+                });
+            }
         }
         for step in [L1Store::forget_pointer, L1Store::remove_all] {
             let local = step(&mut self.store).err().map(|e| e.to_string());

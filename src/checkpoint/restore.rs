@@ -228,6 +228,37 @@ impl Checkpointer<'_> {
         load_one(file, id, &region, stored).map_err(to_error)
     }
 
+    /// After a checkpoint came back from a level above 1 (its level-1 copies
+    /// are whole again), has it promoted again to levels 2 and 3 under the
+    /// current placement, so that the copies lost with a node are rebuilt
+    /// and a second failure is survivable before the next checkpoint.
+    fn rebuild_levels(&mut self, id: u64) {
+        let Some((from, fetched)) = self.fetched.take() else {
+            return;
+        };
+        let stamp = match &self.phase {
+            Phase::Recovering(p) => p
+                .inventory
+                .valid
+                .iter()
+                .find(|h| h.id == id)
+                .map(|h| h.stamp),
+            Phase::Running => None,
+        };
+        let (Some(levels), Some(stamp)) = (self.levels.as_mut(), stamp) else {
+            return;
+        };
+        if fetched != id {
+            return;
+        }
+        let again: Vec<crate::level::Level> = [crate::level::Level::L2, crate::level::Level::L3]
+            .into_iter()
+            .filter(|l| !self.cfg.level_interval(*l).is_zero())
+            .collect();
+        tracing::info!(checkpoint = id, from = %from, "rebuilding the lost copies of the recovered checkpoint");
+        levels.promote(id, stamp, &again);
+    }
+
     /// Removes this rank's checkpoints newer than `id`, which can never be
     /// restored consistently once `id` is. A failure only leaves leftovers.
     pub(super) fn discard_newer(&mut self, id: u64) {
@@ -239,6 +270,7 @@ impl Checkpointer<'_> {
     /// Leaves the recovering phase after checkpoint `id` was restored (and
     /// every rank discarded what was newer): ids continue after `id`.
     pub(super) fn finish_recovery(&mut self, id: u64) {
+        self.rebuild_levels(id);
         self.store.set_committed(id);
         self.phase = Phase::Running;
         self.next_id = id + 1;

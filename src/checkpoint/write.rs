@@ -12,6 +12,7 @@ use crate::comm::agree_on_problems;
 use crate::error::{problems, Error, Result};
 use crate::format::{Metadata, RegionSource};
 use crate::level::l1::WriteOptions;
+use crate::level::Level;
 use crate::region::RegionInfo;
 use std::time::Instant;
 
@@ -28,6 +29,24 @@ impl Checkpointer<'_> {
 
     /// Writes a checkpoint now, whatever the interval. Collective.
     pub fn checkpoint(&mut self) -> Result<u64> {
+        self.checkpoint_with(None)
+    }
+
+    /// Writes a checkpoint now and has it promoted to `level` (besides the
+    /// levels whose interval is due). Level 1 is the same as
+    /// [`checkpoint`](Self::checkpoint). Collective.
+    pub fn checkpoint_at(&mut self, level: Level) -> Result<u64> {
+        if level != Level::L1 && self.levels.is_none() {
+            return Err(Error::Level {
+                level,
+                reason: "no level above 1 is configured (set its interval in [l2], [l3] or [l4])"
+                    .into(),
+            });
+        }
+        self.checkpoint_with(Some(level).filter(|l| *l != Level::L1))
+    }
+
+    fn checkpoint_with(&mut self, forced: Option<Level>) -> Result<u64> {
         if let Some(id) = self.recovery_id() {
             tracing::warn!(
                 checkpoint = id,
@@ -79,6 +98,9 @@ impl Checkpointer<'_> {
         }
 
         self.next_id = id + 1;
+        if let Some(levels) = self.levels.as_mut() {
+            levels.after_commit(self.comm, id, stamp, forced)?;
+        }
         self.schedule.checkpointed(self.comm)?;
         let took = started.elapsed();
         self.stats.checkpoints += 1;

@@ -255,6 +255,57 @@ impl Config {
                 ),
             ));
         }
+        let group = (self.l3.group_size, self.l3.parity);
+        if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {
+            return Err(bad(
+                "l3.group_size",
+                format!("{} is outside 2..={}", group.0, crate::topology::MAX_GROUP),
+            ));
+        }
+        if !(1..group.0).contains(&group.1) {
+            return Err(bad(
+                "l3.parity",
+                format!(
+                    "{} must be at least 1 and below l3.group_size ({})",
+                    group.1, group.0
+                ),
+            ));
+        }
+        if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&self.l4.keep_last) {
+            return Err(bad(
+                "l4.keep_last",
+                format!(
+                    "{} is outside 1..={}",
+                    self.l4.keep_last,
+                    crate::recovery::MAX_KEEP_LAST
+                ),
+            ));
+        }
+        let l4_chunk = self.l4.chunk_size.as_u64();
+        if !(crate::format::MIN_CHUNK..=crate::format::MAX_CHUNK).contains(&l4_chunk) {
+            return Err(bad(
+                "l4.chunk_size",
+                format!(
+                    "{} is outside {}..={}",
+                    self.l4.chunk_size,
+                    bytesize::ByteSize(crate::format::MIN_CHUNK),
+                    bytesize::ByteSize(crate::format::MAX_CHUNK)
+                ),
+            ));
+        }
+        if !(1..=1024).contains(&self.manager.queue) {
+            return Err(bad(
+                "manager.queue",
+                format!("{} is outside 1..=1024", self.manager.queue),
+            ));
+        }
+        let address = &self.manager.address;
+        if address != "local" && address.parse::<std::net::IpAddr>().is_err() {
+            return Err(bad(
+                "manager.address",
+                format!("`{address}` is neither `local` nor an IP address"),
+            ));
+        }
         if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&self.retention.keep_last) {
             return Err(bad(
                 "retention.keep_last",

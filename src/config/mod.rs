@@ -46,6 +46,14 @@ pub struct Config {
     pub snapshot: SnapshotConfig,
     /// `[retention]`: how many checkpoints are kept.
     pub retention: RetentionConfig,
+    /// `[l2]`: partner copies.
+    pub l2: PartnerConfig,
+    /// `[l3]`: Reed-Solomon groups.
+    pub l3: ErasureConfig,
+    /// `[l4]`: the global directory.
+    pub l4: GlobalConfig,
+    /// `[manager]`: the background promoter of each node.
+    pub manager: ManagerConfig,
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,
@@ -105,6 +113,119 @@ pub struct RetentionConfig {
     pub keep_on_finalize: bool,
 }
 
+/// `[l2]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PartnerConfig {
+    /// How often a checkpoint is copied to each node's partner: every N
+    /// checkpoints, or a duration; 0 turns level 2 off.
+    pub interval: Interval,
+}
+
+/// `[l3]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ErasureConfig {
+    /// How often a checkpoint is erasure-coded across node groups: every N
+    /// checkpoints, or a duration; 0 turns level 3 off.
+    pub interval: Interval,
+    /// Nodes per group (at most; see [`crate::topology`]).
+    pub group_size: u32,
+    /// Nodes of a group that may fail together without losing data.
+    pub parity: u32,
+}
+
+/// `[l4]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GlobalConfig {
+    /// How often a checkpoint is flushed to `storage.global_dir`: every N
+    /// checkpoints, or a duration; 0 turns level 4 off.
+    pub interval: Interval,
+    /// Level-4 checkpoints kept (the newest ones).
+    pub keep_last: u32,
+    /// Store only the chunks that changed since the previous level-4
+    /// checkpoint (by 128-bit content hash).
+    pub differential: bool,
+    /// Unit of level-4 writes and of the differential comparison.
+    pub chunk_size: ByteSize,
+}
+
+/// How a node's manager runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ManagerMode {
+    /// The runtime's manager under `frame run`, an inline one otherwise.
+    Auto,
+    /// A background thread in the lowest rank of each node.
+    Inline,
+}
+
+/// What a snapshot does when the manager's queue is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WhenFull {
+    /// Wait for room (the snapshot blocks).
+    Wait,
+    /// Promote nothing for this checkpoint.
+    Skip,
+}
+
+/// `[manager]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ManagerConfig {
+    /// Where the manager runs.
+    pub mode: ManagerMode,
+    /// Checkpoints that may wait for promotion on a node.
+    pub queue: u32,
+    /// What happens when they are that many.
+    pub when_full: WhenFull,
+    /// Where managers listen: `local` (a Unix socket in the node's local
+    /// directory: every node on one machine) or an IP address (TCP).
+    pub address: String,
+}
+
+impl Default for PartnerConfig {
+    fn default() -> Self {
+        Self {
+            interval: Interval::Calls(0),
+        }
+    }
+}
+
+impl Default for ErasureConfig {
+    fn default() -> Self {
+        Self {
+            interval: Interval::Calls(0),
+            group_size: 4,
+            parity: 1,
+        }
+    }
+}
+
+impl Default for GlobalConfig {
+    fn default() -> Self {
+        Self {
+            interval: Interval::Calls(0),
+            keep_last: 2,
+            differential: true,
+            chunk_size: ByteSize::mib(16),
+        }
+    }
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        Self {
+            mode: ManagerMode::Auto,
+            queue: 4,
+            when_full: WhenFull::Wait,
+            address: "local".into(),
+        }
+    }
+}
+
 impl Default for JobConfig {
     fn default() -> Self {
         Self { id: "frame".into() }
@@ -148,6 +269,10 @@ impl PartialEq for Config {
             && self.storage == other.storage
             && self.snapshot == other.snapshot
             && self.retention == other.retention
+            && self.l2 == other.l2
+            && self.l3 == other.l3
+            && self.l4 == other.l4
+            && self.manager == other.manager
     }
 }
 
@@ -200,6 +325,17 @@ impl Config {
     /// `` `storage.local_dir` (from /etc/job.toml) ``.
     pub fn describe(&self, key: &str) -> String {
         format!("`{key}` ({})", self.source_of(key))
+    }
+
+    /// The interval of `level` (levels 2 to 4; level 1 is `snapshot.interval`).
+    pub fn level_interval(&self, level: crate::level::Level) -> Interval {
+        use crate::level::Level;
+        match level {
+            Level::L1 => self.snapshot.interval,
+            Level::L2 => self.l2.interval,
+            Level::L3 => self.l3.interval,
+            Level::L4 => self.l4.interval,
+        }
     }
 
     /// Chunk size in bytes (validated to fit the file format).

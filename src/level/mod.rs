@@ -13,12 +13,17 @@
 //! the bytes to store.
 
 pub mod catalog;
+pub mod commit;
+pub mod copies;
 mod fsio;
+pub mod global;
 pub mod l1;
 pub mod names;
 mod slot;
 
+pub use copies::CopyStore;
 pub use fsio::StorageError;
+pub use global::GlobalStore;
 pub use l1::L1Store;
 
 use serde::{Deserialize, Serialize};

@@ -65,6 +65,13 @@ impl Slot {
         })
     }
 
+    /// Whether the file has other names too (a higher level's hard link to
+    /// it): such a file must never be written again.
+    pub(crate) fn shared(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map_or(true, |m| m.nlink() > 1)
+    }
+
     /// Whether the slot's file is still the one named `name` in `dir`
     /// (nobody replaced or removed it since the slot was made).
     pub(crate) fn still_in(&self, dir: &Dir) -> bool {
@@ -167,6 +174,26 @@ impl Slot {
             self.len = 0;
         }
         result
+    }
+
+    /// Writes a whole checkpoint file brought from another level into the
+    /// slot (with `pwrite`; its mapping is dropped) and makes it durable.
+    pub(crate) fn fill_bytes(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+        use std::os::unix::fs::FileExt;
+        self.map = None;
+        let path = self.path.clone();
+        let need = bytes.len() as u64;
+        let io_err = |op, e| StorageError::io(op, &path, need, e);
+        self.crash_point("truncate");
+        self.file.set_len(0).map_err(|e| io_err("truncate", e))?;
+        self.len = 0;
+        self.crash_point("write");
+        self.file
+            .write_all_at(bytes, 0)
+            .map_err(|e| io_err("write", e))?;
+        self.len = need;
+        self.crash_point("fsync");
+        self.file.sync_data().map_err(|e| io_err("sync", e))
     }
 
     fn try_fill(

@@ -31,6 +31,8 @@
 //! stamp exactly when all copies come from the same attempt. The newest such
 //! id is the decision.
 
+pub mod copies;
+
 /// Largest `retention.keep_last` accepted; keeps every retained id inside the
 /// ballot's window (checkpoint ids are consecutive: a failed checkpoint's id
 /// is reused by the next attempt).

@@ -12,6 +12,9 @@
 //! [`crash`]), which tests use to kill a process at each step of a protocol.
 
 pub mod crash;
+mod path;
+
+pub use path::{check_base, open_nofollow, read_nofollow};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;
@@ -351,6 +354,17 @@ impl Dir {
             .map_err(|e| FsError::io("rename", to.join(to_name), e))
     }
 
+    /// Makes `to_name` in directory `to` a second name of file `name` (a
+    /// hard link; `name` itself is not followed if it is a link). Fails if
+    /// `to_name` exists.
+    pub fn link(&self, name: &str, to: &Dir, to_name: &str) -> FsResult<()> {
+        component(&self.path, name)?;
+        component(&to.path, to_name)?;
+        self.crash_point("link", name);
+        rustix::fs::linkat(&self.fd, name, &to.fd, to_name, AtFlags::empty())
+            .map_err(|e| FsError::io("link", to.join(to_name), e))
+    }
+
     /// Removes file `name`; a missing file is not an error.
     pub fn remove_file(&self, name: &str) -> FsResult<()> {
         component(&self.path, name)?;
@@ -520,61 +534,6 @@ impl Lock {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// Opens the regular file at `path` for reading without following a
-/// symbolic link at its last component (for tools that read trees they did
-/// not open through a [`Dir`]).
-pub fn open_nofollow(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let _ = rustix::fs::fcntl_setfl(
-        &f,
-        rustix::fs::fcntl_getfl(&f).unwrap_or(OFlags::empty()) - OFlags::NONBLOCK,
-    );
-    Ok(f)
-}
-
-/// Reads the regular file at `path` (see [`open_nofollow`]), refusing one
-/// larger than `max` bytes.
-pub fn read_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    open_nofollow(path)?.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(io::Error::other(format!("larger than {max} bytes")));
-    }
-    Ok(bytes)
-}
-
-/// Checks that `path` is a safe place to make private entries in: owned by
-/// this user or by root, and, if others may write to it, sticky (so that
-/// they cannot rename or remove what this user creates there).
-pub fn check_base(path: &Path) -> FsResult<()> {
-    let st = rustix::fs::stat(path).map_err(|e| FsError::io("inspect", path, e))?;
-    let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
-    if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
-        return Err(unsafe_("not a directory".into()));
-    }
-    let me = my_uid();
-    if st.st_uid != me && st.st_uid != 0 {
-        return Err(unsafe_(format!(
-            "owned by uid {}, who could rename or replace what this user (uid {me}) makes in it",
-            st.st_uid
-        )));
-    }
-    let mode = st.st_mode & 0o7777;
-    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-        return Err(unsafe_(format!(
-            "writable by other users without the sticky bit (mode {mode:04o})"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

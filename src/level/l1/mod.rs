@@ -22,6 +22,9 @@
 
 mod read;
 
+pub(crate) use read::open_rank_file;
+pub use read::L1Reader;
+
 use super::fsio::StorageError;
 use super::names::{self, L1_DIR, POINTER, SPARE};
 use super::slot::Slot;
@@ -197,8 +200,13 @@ impl L1Store {
     }
 
     fn take_spare(&mut self) -> Result<Slot, StorageError> {
-        if let Some(slot) = self.spares.pop() {
-            return Ok(slot);
+        while let Some(slot) = self.spares.pop() {
+            if !slot.shared() {
+                return Ok(slot);
+            }
+            // A higher level linked it after it became a spare (an older
+            // run's file): writing it would change that level's copy.
+            self.spare.remove_file(&slot.name)?;
         }
         let name = self.new_spare_name();
         Slot::create(&self.spare, &name, self.owner.rank)
@@ -206,12 +214,14 @@ impl L1Store {
 
     /// Returns a slot that lies in `from` to the spare pool (or removes its
     /// file when the pool is full).
+    /// A file a higher level also links to is only unlinked here: its
+    /// contents belong to that level now.
     fn recycle(&mut self, mut slot: Slot, from: &Dir) -> Result<(), StorageError> {
         if slot.at.is_none() {
             self.spares.push(slot);
             return Ok(());
         }
-        if self.spares.len() >= MAX_SPARES {
+        if self.spares.len() >= MAX_SPARES || slot.shared() {
             return Ok(from.remove_file(&slot.name)?);
         }
         let to = self.new_spare_name();
@@ -278,6 +288,13 @@ impl L1Store {
             regions: regions.iter().map(|r| r.info).collect(),
             created_unix_ms: created,
         };
+        self.settle(id, slot, &meta)?;
+        Ok(meta)
+    }
+
+    /// Moves a filled slot into checkpoint `id`'s directory with its record
+    /// `meta`; on failure nothing of it is left there.
+    fn settle(&mut self, id: u64, mut slot: Slot, meta: &Metadata) -> Result<(), StorageError> {
         let dir_name = names::ckpt_dir(id);
         let ckpt = match self.root.sub(&dir_name, true) {
             Ok(d) => d,
@@ -286,10 +303,10 @@ impl L1Store {
                 return Err(e.into());
             }
         };
-        match self.place(id, &ckpt, &mut slot, &meta) {
+        match self.place(id, &ckpt, &mut slot, meta) {
             Ok(()) => {
                 self.live.insert(id, slot);
-                Ok(meta)
+                Ok(())
             }
             Err(e) => {
                 let _ = ckpt.remove_file(&names::record_file(self.owner.rank));
@@ -301,6 +318,24 @@ impl L1Store {
                 Err(e)
             }
         }
+    }
+
+    /// Puts back this rank's file of checkpoint `meta.checkpoint_id`, fetched
+    /// from a higher level (`bytes`, described by the level-1 record
+    /// `meta`), as a level-1 checkpoint: durable, then visible. Recovery
+    /// then loads it like any other.
+    pub fn install(&mut self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
+        let id = meta.checkpoint_id;
+        let mut meta = meta.clone();
+        meta.level = Level::L1.number();
+        let mut slot = self.take_spare()?;
+        if let Err(e) = slot.fill_bytes(bytes) {
+            self.spares.push(slot);
+            return Err(e);
+        }
+        // An earlier copy of this rank (damaged, or of another run) goes.
+        self.live.remove(&id);
+        self.settle(id, slot, &meta)
     }
 
     /// Moves a filled slot into checkpoint `id`'s directory and writes its record.

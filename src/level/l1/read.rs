@@ -94,22 +94,81 @@ impl L1Store {
     }
 
     fn open_in(&self, id: u64, ckpt: &Dir) -> Result<(CheckpointFile, Metadata), StorageError> {
-        let rank = self.owner.rank;
-        let record = names::record_file(rank);
-        let data = names::data_file(rank);
-        let record_path = ckpt.join(&record);
-        let meta = Metadata::from_json(&ckpt.read_capped(&record, MAX_RECORD)?, &record_path)?;
-        let place = Place {
-            job_id: &self.owner.job_id,
-            checkpoint_id: id,
-            rank,
-            level: Level::L1.number(),
-            file: &data,
-            world_size: Some(self.owner.world_size),
-        };
-        meta.check_place(&place, &record_path)?;
-        let file = CheckpointFile::from_file(ckpt.open_read(&data)?, ckpt.join(&data))?;
-        meta.check_file(&file)?;
-        Ok((file, meta))
+        let o = &self.owner;
+        open_rank_file(ckpt, &o.job_id, id, o.rank, Level::L1, o.world_size)
+    }
+}
+
+/// Opens `rank`'s file of checkpoint `id` in `ckpt`, a checkpoint directory
+/// of `level`, after checking its record against that place (job, id,
+/// rank, level, file name, world size) and against the file.
+pub(crate) fn open_rank_file(
+    ckpt: &Dir,
+    job_id: &str,
+    id: u64,
+    rank: u32,
+    level: Level,
+    world_size: u32,
+) -> Result<(CheckpointFile, Metadata), StorageError> {
+    let record = names::record_file(rank);
+    let data = names::data_file(rank);
+    let record_path = ckpt.join(&record);
+    let meta = Metadata::from_json(&ckpt.read_capped(&record, MAX_RECORD)?, &record_path)?;
+    let place = Place {
+        job_id,
+        checkpoint_id: id,
+        rank,
+        level: level.number(),
+        file: &data,
+        world_size: Some(world_size),
+    };
+    meta.check_place(&place, &record_path)?;
+    let file = CheckpointFile::from_file(ckpt.open_read(&data)?, ckpt.join(&data))?;
+    meta.check_file(&file)?;
+    Ok((file, meta))
+}
+
+/// A read-only view of a node's level-1 directory, for its manager: it
+/// reads the files of the node's ranks without taking their locks.
+pub struct L1Reader {
+    job_id: String,
+    root: Dir,
+}
+
+impl L1Reader {
+    /// Opens `<local_dir>/<job_id>/l1`. `who` numbers the crash points of
+    /// the links made from it.
+    pub fn open(local_dir: &std::path::Path, job_id: &str, who: u32) -> Result<Self, StorageError> {
+        let root = Dir::open(local_dir)?
+            .counted_as(who)
+            .sub(job_id, false)?
+            .sub(names::L1_DIR, false)?;
+        Ok(Self {
+            job_id: job_id.to_string(),
+            root,
+        })
+    }
+
+    /// The directory of checkpoint `id`.
+    pub fn checkpoint(&self, id: u64) -> Result<Dir, StorageError> {
+        Ok(self.root.sub(&names::ckpt_dir(id), false)?)
+    }
+
+    /// `rank`'s record of checkpoint `id`, checked against its place and
+    /// file, with the checkpoint's directory.
+    pub fn record(
+        &self,
+        id: u64,
+        rank: u32,
+        world_size: u32,
+    ) -> Result<(Dir, Metadata), StorageError> {
+        let ckpt = self.checkpoint(id)?;
+        let (_, meta) = open_rank_file(&ckpt, &self.job_id, id, rank, Level::L1, world_size)?;
+        Ok((ckpt, meta))
+    }
+
+    /// The bytes of `rank`'s data file in `ckpt`, as long as its record says.
+    pub fn bytes(&self, ckpt: &Dir, meta: &Metadata) -> Result<Vec<u8>, StorageError> {
+        crate::level::commit::read_exact(ckpt, &names::data_file(meta.rank), meta.file_len)
     }
 }

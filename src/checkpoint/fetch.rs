@@ -1,0 +1,214 @@
+//! Bringing a checkpoint back from levels 2 to 4 when level 1 cannot
+//! restore one: the iterative baseline.
+//!
+//! For each level in turn, every rank checks what it can get at that level,
+//! one collective round decides whether every rank can, and the first level
+//! where all can wins. Its files are installed into level 1 (which rebuilds
+//! the lost level-1 copies), and recovery then proceeds from level 1 as
+//! usual, checking every chunk while loading.
+//!
+//! - Level 2: the lowest rank of each node offers the copies its node keeps;
+//!   after an all-gather, each rank missing its file gets it sent by a rank
+//!   of a node that keeps it ([`crate::recovery::copies`]).
+//! - Level 4: each rank reads its own files from the global directory.
+
+use super::Checkpointer;
+use crate::comm::agree_on_problems;
+use crate::error::Result;
+use crate::format::Metadata;
+use crate::level::{CopyStore, GlobalStore, Level};
+use crate::recovery::copies::{self, Copy, Offer};
+use crate::recovery::{Ballot, Decision, Held, Inventory};
+use serde::{Deserialize, Serialize};
+
+/// Tags of the level-2 transfers (above frame's collectives).
+const TAG_FETCH_HEAD: u64 = (1 << 32) + 0x1000;
+const TAG_FETCH_DATA: u64 = (1 << 32) + 0x1001;
+/// Largest message of a transfer.
+const PIECE: usize = 64 << 20;
+
+/// What a sender says before the bytes.
+#[derive(Serialize, Deserialize)]
+enum Head {
+    File { meta: Box<Metadata>, len: u64 },
+    Failed(String),
+}
+
+impl Checkpointer<'_> {
+    /// Tries levels 2 to 4 in turn; returns the level whose checkpoint is
+    /// now installed in level 1 on every rank, if any. Collective.
+    pub(super) fn fetch_from_levels(&mut self, l1: &Inventory) -> Result<Option<(Level, u64)>> {
+        if self.levels.is_none() {
+            return Ok(None);
+        }
+        if !self.cfg.l2.interval.is_zero() {
+            if let Some(id) = self.fetch_copies(l1, Level::L2)? {
+                return Ok(Some((Level::L2, id)));
+            }
+        }
+        if !self.cfg.l4.interval.is_zero() {
+            if let Some(id) = self.fetch_global()? {
+                return Ok(Some((Level::L4, id)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Level 2 (or any level kept as node-local copies).
+    fn fetch_copies(&mut self, l1: &Inventory, level: Level) -> Result<Option<u64>> {
+        let world = self.comm.size() as u32;
+        let leader = self.is_node_leader();
+        let mut offer = Offer {
+            own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
+            copies: Vec::new(),
+        };
+        let mut store = None;
+        if leader {
+            if let Ok(Some(s)) =
+                CopyStore::open_existing(&self.cfg.storage.local_dir, &self.cfg.job.id, level)
+            {
+                let (held, _) = s.scan(world);
+                offer.copies = held
+                    .into_iter()
+                    .map(|h| Copy {
+                        id: h.id,
+                        rank: h.rank,
+                        stamp: h.stamp,
+                    })
+                    .collect();
+                store = Some(s);
+            }
+        }
+        let mine = serde_json::to_vec(&offer).unwrap_or_default();
+        let offers: Vec<Offer> = self
+            .comm
+            .all_gather(&mine)?
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap_or_default())
+            .collect();
+        let Some(plan) = copies::plan(&offers) else {
+            return Ok(None);
+        };
+        let me = self.comm.rank() as u32;
+        // Eager sends first, then receives: no rank waits on another's send.
+        for &(rank, from) in &plan.fetch {
+            if from == me {
+                let read = store
+                    .as_ref()
+                    .ok_or_else(|| "this node keeps no copies".to_string())
+                    .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
+                self.send_file(rank as usize, read)?;
+            }
+        }
+        let mut local = None;
+        if let Some(&(_, from)) = plan.fetch.iter().find(|(r, _)| *r == me) {
+            local = self.receive_and_install(from as usize)?.err();
+        }
+        let trouble = agree_on_problems(self.comm, local.as_deref())?;
+        for (rank, reason) in &trouble {
+            tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not fetch a level-{} copy", level.number());
+        }
+        Ok(trouble.is_empty().then_some(plan.id))
+    }
+
+    fn send_file(
+        &self,
+        to: usize,
+        read: std::result::Result<(Metadata, Vec<u8>), String>,
+    ) -> Result<()> {
+        match read {
+            Ok((meta, bytes)) => {
+                let head = Head::File {
+                    meta: Box::new(meta),
+                    len: bytes.len() as u64,
+                };
+                let head = serde_json::to_vec(&head).unwrap_or_default();
+                self.comm.send_tagged(to, TAG_FETCH_HEAD, &head)?;
+                for piece in bytes.chunks(PIECE) {
+                    self.comm.send_tagged(to, TAG_FETCH_DATA, piece)?;
+                }
+            }
+            Err(why) => {
+                let head = serde_json::to_vec(&Head::Failed(why)).unwrap_or_default();
+                self.comm.send_tagged(to, TAG_FETCH_HEAD, &head)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Receives this rank's file from `from` and installs it into level 1.
+    /// The outer error is a communication failure; the inner one a problem
+    /// with the file.
+    fn receive_and_install(&mut self, from: usize) -> Result<std::result::Result<(), String>> {
+        let head = self.comm.recv_tagged(from, TAG_FETCH_HEAD)?;
+        let (meta, len) = match serde_json::from_slice::<Head>(&head) {
+            Ok(Head::File { meta, len }) => (meta, len),
+            Ok(Head::Failed(why)) => {
+                return Ok(Err(format!("rank {from} could not read the copy: {why}")))
+            }
+            Err(e) => return Ok(Err(format!("rank {from} sent an unreadable header: {e}"))),
+        };
+        if len != meta.file_len || meta.rank != self.comm.rank() as u32 {
+            return Ok(Err(format!(
+                "rank {from} sent a file that is not this rank's"
+            )));
+        }
+        let mut bytes = Vec::new();
+        while (bytes.len() as u64) < len {
+            let piece = self.comm.recv_tagged(from, TAG_FETCH_DATA)?;
+            if piece.is_empty() || bytes.len() as u64 + piece.len() as u64 > len {
+                return Ok(Err(format!("rank {from} sent more or less than announced")));
+            }
+            bytes.extend_from_slice(&piece);
+        }
+        Ok(self.store.install(&meta, &bytes).map_err(|e| e.to_string()))
+    }
+
+    /// Level 4: each rank reads its own file of the newest checkpoint all
+    /// ranks hold there.
+    fn fetch_global(&mut self) -> Result<Option<u64>> {
+        let world = self.comm.size() as u32;
+        let me = self.comm.rank() as u32;
+        let store = GlobalStore::open_existing(&self.cfg.storage.global_dir, &self.cfg.job.id)
+            .ok()
+            .flatten();
+        let mut inv = Inventory::default();
+        if let Some(s) = &store {
+            let (held, bad) = s.scan_rank(me, world);
+            inv.valid = held
+                .into_iter()
+                .map(|h| Held {
+                    id: h.id,
+                    stamp: h.stamp,
+                })
+                .collect();
+            inv.incomplete = bad;
+        }
+        let mut ballot = Ballot::new(&inv, &[], 0);
+        self.comm
+            .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+        let Decision::Restore(id) = ballot.decide() else {
+            return Ok(None);
+        };
+        let local = match &store {
+            Some(s) => s
+                .read(id, me, world)
+                .map_err(|e| e.to_string())
+                .and_then(|(meta, bytes)| {
+                    self.store.install(&meta, &bytes).map_err(|e| e.to_string())
+                })
+                .err(),
+            None => Some("no level-4 directory".to_string()),
+        };
+        let trouble = agree_on_problems(self.comm, local.as_deref())?;
+        for (rank, reason) in &trouble {
+            tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
+        }
+        Ok(trouble.is_empty().then_some(id))
+    }
+
+    /// Whether this rank is the lowest rank of its node.
+    pub(super) fn is_node_leader(&self) -> bool {
+        self.levels.as_ref().map(|l| l.is_leader()).unwrap_or(false)
+    }
+}

@@ -1,0 +1,356 @@
+//! Levels 2 to 4 as the ranks see them: when a checkpoint is promoted, who
+//! asks the node's manager, and when a level counts as committed.
+//!
+//! All decisions here are collective and identical on every rank: the
+//! schedule counts checkpoints (or agrees on elapsed time), the set of
+//! promotions in flight is the same everywhere, and a promotion commits at a
+//! level only when every node's manager reports it durable (one all-reduce
+//! of their answers, taken at the next checkpoint). Only the lowest rank of
+//! each node talks to the manager.
+
+use crate::auth::Secret;
+use crate::comm::net::Endpoint;
+use crate::comm::{agree_on_problems, Comm, ReduceOp};
+use crate::config::{Config, Interval};
+use crate::error::{problems, Error, Result};
+use crate::level::Level;
+use crate::manager::inline::{self, Listen};
+use crate::manager::{Client, CommitOrder, Manager, RemoveOrder, Reply, Request, Task};
+use crate::topology::Topology;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The levels above 1, in order.
+pub(crate) const HIGHER: [Level; 3] = [Level::L2, Level::L3, Level::L4];
+
+/// A promotion not yet known to have committed or failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct InFlight {
+    id: u64,
+    stamp: u64,
+    level: Level,
+}
+
+/// The ranks' side of levels 2 to 4.
+pub(crate) struct Levels {
+    cfg: Config,
+    rank: u32,
+    leader: bool,
+    placement: Vec<u32>,
+    peers: BTreeMap<u32, Endpoint>,
+    /// The node's manager, on the node's lowest rank.
+    client: Option<Client>,
+    /// Keeps an inline manager running while this rank uses it.
+    _manager: Option<Arc<Manager>>,
+    /// Checkpoints since each level's last promotion.
+    counts: [u64; 3],
+    /// When each level was last promoted.
+    since: [Instant; 3],
+    in_flight: Vec<InFlight>,
+}
+
+/// Whether any level above 1 is configured.
+pub(crate) fn enabled(cfg: &Config) -> bool {
+    HIGHER.iter().any(|l| !cfg.level_interval(*l).is_zero())
+}
+
+/// The job's secret: the runtime's, or one made by rank 0 and sent to all.
+fn job_secret(comm: &dyn Comm) -> Result<Secret> {
+    if let Some(s) = Secret::from_env() {
+        return Ok(s);
+    }
+    let mut hex = if comm.rank() == 0 {
+        Secret::generate()
+            .map(|s| s.to_hex().into_bytes())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    comm.broadcast(&mut hex, 0)?;
+    Secret::from_hex(&String::from_utf8_lossy(&hex)).ok_or_else(|| Error::Init {
+        problems: problems(vec![(0, "could not make the job's secret".into())]),
+    })
+}
+
+fn index(level: Level) -> usize {
+    level.number() as usize - 2
+}
+
+impl Levels {
+    /// Finds every rank's node, starts (or finds) each node's manager and
+    /// tells every rank where they are. Collective.
+    pub(crate) fn init(cfg: &Config, comm: &dyn Comm) -> Result<Self> {
+        let secret = job_secret(comm)?;
+        let nodes = comm.all_gather(&comm.node().to_le_bytes())?;
+        let placement: Vec<u32> = nodes
+            .iter()
+            .map(|b| u32::from_le_bytes(b[..4].try_into().unwrap_or([0; 4])))
+            .collect();
+        let rank = comm.rank() as u32;
+        let node = comm.node();
+        let leader = placement.iter().position(|n| *n == node) == Some(rank as usize);
+        let mut manager = None;
+        let mut client = None;
+        let mut local: Option<String> = None;
+        if leader {
+            let listen = match cfg.manager.address.as_str() {
+                "local" => Listen::Local,
+                ip => match ip.parse() {
+                    Ok(ip) => Listen::Tcp(ip),
+                    Err(_) => Listen::Local,
+                },
+            };
+            let started = inline::ensure(
+                &cfg.job.id,
+                node,
+                &cfg.storage.local_dir,
+                &listen,
+                &secret,
+                cfg.manager.queue as usize,
+                cfg.manager.when_full,
+            )
+            .and_then(|m| Client::connect(m.endpoint(), &secret).map(|c| (m, c)));
+            match started {
+                Ok((m, c)) => {
+                    manager = Some(m);
+                    client = Some(c);
+                }
+                Err(e) => local = Some(format!("cannot start the manager of node {node}: {e}")),
+            }
+        }
+        let trouble = agree_on_problems(comm, local.as_deref())?;
+        if !trouble.is_empty() {
+            return Err(Error::Init {
+                problems: problems(trouble),
+            });
+        }
+        let mine = match &client {
+            Some(c) => serde_json::to_vec(c.endpoint()).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let mut peers = BTreeMap::new();
+        for (r, bytes) in comm.all_gather(&mine)?.iter().enumerate() {
+            if let Ok(e) = serde_json::from_slice::<Endpoint>(bytes) {
+                peers.insert(placement[r], e);
+            }
+        }
+        let now = Instant::now();
+        Ok(Self {
+            cfg: cfg.clone(),
+            rank,
+            leader,
+            placement,
+            peers,
+            client,
+            _manager: manager,
+            counts: [0; 3],
+            since: [now; 3],
+            in_flight: Vec::new(),
+        })
+    }
+
+    /// The topology of the current placement.
+    pub(crate) fn topology(&self) -> Option<Topology> {
+        Topology::new(
+            self.placement.clone(),
+            self.cfg.l3.group_size,
+            self.cfg.l3.parity,
+        )
+        .ok()
+    }
+
+    /// Whether this rank is the lowest of its node (the one that talks to
+    /// the node's manager).
+    pub(crate) fn is_leader(&self) -> bool {
+        self.leader
+    }
+
+    /// After checkpoint `id` committed at level 1: learns which earlier
+    /// promotions committed, then promotes `id` to the levels that are due
+    /// (or to `forced`). Collective.
+    pub(crate) fn after_commit(
+        &mut self,
+        comm: &dyn Comm,
+        id: u64,
+        stamp: u64,
+        forced: Option<Level>,
+    ) -> Result<()> {
+        self.settle(comm)?;
+        let due = self.due(comm, forced)?;
+        self.promote(id, stamp, &due);
+        Ok(())
+    }
+
+    /// Which levels are due now (and restarts their counts).
+    fn due(&mut self, comm: &dyn Comm, forced: Option<Level>) -> Result<Vec<Level>> {
+        let timed = HIGHER
+            .iter()
+            .any(|l| matches!(self.cfg.level_interval(*l), Interval::Every(_)));
+        let mut elapsed = [0u64; 3];
+        if timed {
+            for (i, e) in elapsed.iter_mut().enumerate() {
+                *e = self.since[i].elapsed().as_micros() as u64;
+            }
+            comm.all_reduce_u64(&mut elapsed, ReduceOp::Max)?;
+        }
+        let mut due = Vec::new();
+        for level in HIGHER {
+            let i = index(level);
+            self.counts[i] += 1;
+            let now = match self.cfg.level_interval(level) {
+                _ if forced == Some(level) => true,
+                Interval::Calls(0) => false,
+                Interval::Calls(n) => self.counts[i] >= n,
+                Interval::Every(d) => elapsed[i] >= d.as_micros() as u64,
+            };
+            if now {
+                self.counts[i] = 0;
+                self.since[i] = Instant::now();
+                due.push(level);
+            }
+        }
+        Ok(due)
+    }
+
+    /// Asks the node's manager to promote `id` to `levels` (lowest rank of
+    /// each node), and counts the promotions in flight (every rank).
+    pub(crate) fn promote(&mut self, id: u64, stamp: u64, levels: &[Level]) {
+        if levels.is_empty() {
+            return;
+        }
+        for &level in levels {
+            self.in_flight.push(InFlight { id, stamp, level });
+        }
+        let Some(topology) = self.topology() else {
+            return;
+        };
+        let Some(client) = self.client.as_mut() else {
+            return;
+        };
+        let task = Task {
+            job_id: self.cfg.job.id.clone(),
+            id,
+            stamp,
+            levels: levels.to_vec(),
+            node: topology.node_of(self.rank).unwrap_or(0),
+            topology,
+            peers: self.peers.clone(),
+            global_dir: self.cfg.storage.global_dir.clone(),
+            l4_chunk: self.cfg.l4.chunk_size.as_u64(),
+            differential: self.cfg.l4.differential,
+        };
+        match client.call(&Request::Submit(Box::new(task))) {
+            Ok(Reply::Accepted) => {}
+            Ok(Reply::Skipped(why)) => {
+                tracing::warn!(checkpoint = id, reason = %why, "promotion skipped")
+            }
+            Ok(other) => tracing::warn!(checkpoint = id, reply = ?other, "promotion refused"),
+            Err(e) => {
+                tracing::warn!(checkpoint = id, error = %e, "the node's manager is unreachable")
+            }
+        }
+    }
+
+    /// Learns, with every rank, which promotions in flight committed or
+    /// failed; tells the managers about the committed ones. Collective.
+    pub(crate) fn settle(&mut self, comm: &dyn Comm) -> Result<()> {
+        if self.in_flight.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<(u64, Level)> = self.in_flight.iter().map(|f| (f.id, f.level)).collect();
+        let mut codes = vec![0u64; keys.len()];
+        if let Some(client) = self.client.as_mut() {
+            let asked = client.call(&Request::Status {
+                job_id: self.cfg.job.id.clone(),
+                keys: keys.clone(),
+            });
+            match asked {
+                Ok(Reply::Status(p)) if p.len() == keys.len() => {
+                    for (c, p) in codes.iter_mut().zip(&p) {
+                        *c = p.code();
+                    }
+                }
+                _ => codes.iter_mut().for_each(|c| *c = 2),
+            }
+        }
+        comm.all_reduce_u64(&mut codes, ReduceOp::Max)?;
+        let mut still = Vec::new();
+        for (f, code) in self.in_flight.clone().into_iter().zip(codes) {
+            match code {
+                0 => self.commit(f),
+                1 => still.push(f),
+                _ => {
+                    if self.rank == 0 {
+                        tracing::warn!(checkpoint = f.id, level = %f.level, "promotion failed on some node; the level keeps its previous checkpoint");
+                    }
+                }
+            }
+        }
+        self.in_flight = still;
+        Ok(())
+    }
+
+    fn commit(&mut self, f: InFlight) {
+        if self.rank == 0 {
+            tracing::info!(checkpoint = f.id, level = %f.level, "level committed");
+        }
+        let Some(topology) = self.topology() else {
+            return;
+        };
+        let Some(client) = self.client.as_mut() else {
+            return;
+        };
+        let keep_last = match f.level {
+            Level::L4 => self.cfg.l4.keep_last,
+            _ => self.cfg.retention.keep_last,
+        };
+        let node = topology.node_of(self.rank).unwrap_or(0);
+        let order = CommitOrder {
+            job_id: self.cfg.job.id.clone(),
+            id: f.id,
+            stamp: f.stamp,
+            level: f.level,
+            keep_last,
+            ranks: topology.ranks_on(node),
+            world: self.placement.len() as u32,
+            marker: self.rank == 0,
+            global_dir: self.cfg.storage.global_dir.clone(),
+        };
+        if let Err(e) = client.call(&Request::Commit { commit: order }) {
+            tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");
+        }
+    }
+
+    /// Waits for every node's queued promotions, then records the last
+    /// commits. Collective.
+    pub(crate) fn drain(&mut self, comm: &dyn Comm) -> Result<()> {
+        if let Some(client) = self.client.as_mut() {
+            if let Err(e) = client.call(&Request::Drain) {
+                tracing::warn!(error = %e, "the node's manager is unreachable");
+            }
+        }
+        self.settle(comm)
+    }
+
+    /// Removes the job's higher-level files (each node's manager its own,
+    /// rank 0's also the shared level-4 markers), waiting until done.
+    pub(crate) fn remove_all(&mut self) -> std::result::Result<(), String> {
+        let ranks: Vec<u32> = (0..self.placement.len() as u32)
+            .filter(|r| self.placement[*r as usize] == self.placement[self.rank as usize])
+            .collect();
+        let order = RemoveOrder {
+            job_id: self.cfg.job.id.clone(),
+            ranks,
+            marker: self.rank == 0,
+            global_dir: self.cfg.storage.global_dir.clone(),
+        };
+        let Some(client) = self.client.as_mut() else {
+            return Ok(());
+        };
+        let done = client
+            .call(&Request::Remove { order })
+            .and_then(|_| client.call(&Request::Drain));
+        done.map(|_| ()).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,89 @@
+//! The commit markers of levels 2 to 4 and the listing of a level's
+//! checkpoint directories.
+
+use super::fsio::StorageError;
+use super::names;
+use crate::safefs::{Dir, Kind};
+use serde::{Deserialize, Serialize};
+
+/// The marker of a checkpoint committed at a level.
+pub const COMMITTED: &str = "COMMITTED";
+
+/// Contents of a [`COMMITTED`] marker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Commit {
+    /// Job id.
+    pub job_id: String,
+    /// Checkpoint id.
+    pub checkpoint_id: u64,
+    /// Level.
+    pub level: u8,
+    /// The checkpoint's stamp.
+    pub stamp: u64,
+}
+
+/// Writes the marker of checkpoint `commit.checkpoint_id` under `root`
+/// (nothing if its directory is gone).
+pub(crate) fn mark(root: &Dir, commit: &Commit) -> Result<(), StorageError> {
+    let Some(ckpt) = root.try_sub(&names::ckpt_dir(commit.checkpoint_id))? else {
+        return Ok(());
+    };
+    let bytes = serde_json::to_vec(commit).unwrap_or_default();
+    ckpt.write_atomic(COMMITTED, &bytes, "commit")?;
+    Ok(())
+}
+
+/// The marker of checkpoint `id` under `root`, if present and sound.
+pub fn read(root: &Dir, job_id: &str, id: u64) -> Option<Commit> {
+    root.try_sub(&names::ckpt_dir(id))
+        .ok()
+        .flatten()
+        .and_then(|d| d.read_capped(COMMITTED, 4096).ok())
+        .and_then(|b| serde_json::from_slice::<Commit>(&b).ok())
+        .filter(|c| c.checkpoint_id == id && c.job_id == job_id)
+}
+
+/// Ids of the checkpoints marked committed under `root`, ascending.
+pub(crate) fn committed(root: &Dir, job_id: &str) -> Vec<u64> {
+    ids(root)
+        .into_iter()
+        .filter(|id| read(root, job_id, *id).is_some())
+        .collect()
+}
+
+/// Ids of every checkpoint directory under `root`, ascending.
+pub(crate) fn ids(root: &Dir) -> Vec<u64> {
+    let mut ids: Vec<u64> = root
+        .entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, k)| *k == Kind::Dir)
+        .filter_map(|(n, _)| names::parse_ckpt_dir(&n))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The oldest checkpoint to keep when the newest `keep_last` committed ones
+/// are kept, or `None` while fewer are committed.
+pub(crate) fn oldest_kept(committed: &[u64], keep_last: usize) -> Option<u64> {
+    let keep = keep_last.max(1);
+    (committed.len() >= keep).then(|| committed[committed.len() - keep])
+}
+
+/// Reads file `name` of `dir`, which must be exactly `len` bytes long.
+pub(crate) fn read_exact(dir: &Dir, name: &str, len: u64) -> Result<Vec<u8>, StorageError> {
+    let bytes = dir.read_capped(name, len)?;
+    if bytes.len() as u64 != len {
+        return Err(crate::format::FormatError::new(
+            dir.join(name),
+            crate::format::FormatErrorKind::Metadata(format!(
+                "holds {} bytes, its record says {len}",
+                bytes.len()
+            )),
+        )
+        .into());
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,261 @@
+//! Node-local copies of rank files kept by levels 2 and 3.
+//!
+//! Under `<local_dir>/<job_id>/l<N>/` (N = 2 or 3):
+//!
+//! ```text
+//! ckpt-<id>/rank-<r>.fck          a rank's data file (the node's own ranks:
+//!                                 a hard link to the level-1 file)
+//! ckpt-<id>/rank-<r>.meta.json    its record, rewritten for level N
+//! ckpt-<id>/COMMITTED             the level committed this checkpoint on
+//!                                 every node (written once the ranks agree)
+//! ```
+//!
+//! A copy is written data first, then record (each atomically and durably),
+//! so a copy with a record is whole; a data file without one is a leftover.
+//! Every record read back is checked against its place and its file before
+//! use. Only the manager of the node writes here; ranks read during
+//! recovery.
+
+use super::commit::{self, Commit};
+use super::fsio::StorageError;
+use super::names;
+use super::Level;
+use crate::format::{CheckpointFile, Metadata};
+use crate::safefs::{Dir, Kind};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A sound copy found in a level directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Rank whose data it is.
+    pub rank: u32,
+    /// The checkpoint's stamp.
+    pub stamp: u64,
+}
+
+/// One node's directory of copies at level 2 or 3.
+pub struct CopyStore {
+    level: Level,
+    job_id: String,
+    root: Dir,
+}
+
+/// The directory name of `level` under a job's directory.
+pub fn level_dir(level: Level) -> String {
+    format!("l{}", level.number())
+}
+
+impl CopyStore {
+    /// Opens (creating if needed) the level directory of `job_id` under
+    /// `local_dir`. `who` numbers the crash points of its operations.
+    pub fn open(
+        local_dir: &Path,
+        job_id: &str,
+        level: Level,
+        who: u32,
+    ) -> Result<Self, StorageError> {
+        let base = Dir::open_or_create(local_dir)?.counted_as(who);
+        let root = base.sub(job_id, true)?.sub(&level_dir(level), true)?;
+        Ok(Self {
+            level,
+            job_id: job_id.to_string(),
+            root,
+        })
+    }
+
+    /// Opens the level directory if it exists (for readers: nothing is created).
+    pub fn open_existing(
+        local_dir: &Path,
+        job_id: &str,
+        level: Level,
+    ) -> Result<Option<Self>, StorageError> {
+        if !local_dir.exists() {
+            return Ok(None);
+        }
+        let base = Dir::open(local_dir)?;
+        let Some(job) = base.try_sub(job_id)? else {
+            return Ok(None);
+        };
+        let Some(root) = job.try_sub(&level_dir(level))? else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            level,
+            job_id: job_id.to_string(),
+            root,
+        }))
+    }
+
+    /// The level directory.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    fn record_for(&self, meta: &Metadata) -> Metadata {
+        let mut m = meta.clone();
+        m.level = self.level.number();
+        m
+    }
+
+    /// Keeps the node's own copy of `rank`'s level-1 file of checkpoint
+    /// `id` (found in `l1_ckpt`, with record `meta`) by linking it here.
+    pub fn link_own(&self, l1_ckpt: &Dir, id: u64, meta: &Metadata) -> Result<(), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(id), true)?;
+        let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));
+        ckpt.remove_file(&record)?;
+        ckpt.remove_file(&data)?;
+        l1_ckpt.link(&data, &ckpt, &data)?;
+        ckpt.sync()?;
+        let tag = format!("l{}", self.level.number());
+        ckpt.write_atomic(&record, &self.record_for(meta).to_json(), &tag)?;
+        Ok(())
+    }
+
+    /// Stores a copy of a rank's file (`bytes`, described by `meta`) as
+    /// checkpoint `meta.checkpoint_id`: data, then record, each durable.
+    pub fn put(&self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
+        let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));
+        ckpt.remove_file(&record)?;
+        ckpt.write_atomic(&data, bytes, &meta.rank.to_string())
+            .map_err(|e| StorageError::from_fs(e, bytes.len() as u64))?;
+        let tag = format!("l{}", self.level.number());
+        ckpt.write_atomic(&record, &self.record_for(meta).to_json(), &tag)?;
+        Ok(())
+    }
+
+    /// Every sound copy here (record and file header checked), with the
+    /// problems of the others as `(id, reason)`.
+    pub fn scan(&self, world_size: u32) -> (Vec<Held>, Vec<(u64, String)>) {
+        let (mut held, mut bad) = (Vec::new(), Vec::new());
+        let entries = match self.root.entries() {
+            Ok(e) => e,
+            Err(e) => return (held, vec![(0, e.to_string())]),
+        };
+        for (name, kind) in entries {
+            let Some(id) = names::parse_ckpt_dir(&name) else {
+                continue;
+            };
+            if kind != Kind::Dir {
+                continue;
+            }
+            let Ok(ckpt) = self.root.sub(&name, false) else {
+                continue;
+            };
+            for (file, _) in ckpt.entries().unwrap_or_default() {
+                let Some(names::RankFile::Record(rank)) = names::parse_rank_file(&file) else {
+                    continue;
+                };
+                match self.open_in(&ckpt, id, rank, world_size) {
+                    Ok((_, meta)) => held.push(Held {
+                        id,
+                        rank,
+                        stamp: meta.stamp,
+                    }),
+                    Err(e) => bad.push((id, e.to_string())),
+                }
+            }
+        }
+        (held, bad)
+    }
+
+    fn open_in(
+        &self,
+        ckpt: &Dir,
+        id: u64,
+        rank: u32,
+        world_size: u32,
+    ) -> Result<(CheckpointFile, Metadata), StorageError> {
+        super::l1::open_rank_file(ckpt, &self.job_id, id, rank, self.level, world_size)
+    }
+
+    /// Reads `rank`'s copy of checkpoint `id` whole, checked chunk by chunk,
+    /// with its record turned back into a level-1 record.
+    pub fn read(
+        &self,
+        id: u64,
+        rank: u32,
+        world_size: u32,
+    ) -> Result<(Metadata, Vec<u8>), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
+        let (file, mut meta) = self.open_in(&ckpt, id, rank, world_size)?;
+        if let Some(e) = file.verify().into_iter().next() {
+            return Err(e.into());
+        }
+        let bytes = commit::read_exact(&ckpt, &names::data_file(rank), meta.file_len)?;
+        meta.level = Level::L1.number();
+        Ok((meta, bytes))
+    }
+
+    /// Records that checkpoint `id` is committed at this level.
+    pub fn mark_committed(&self, id: u64, stamp: u64) -> Result<(), StorageError> {
+        commit::mark(
+            &self.root,
+            &Commit {
+                job_id: self.job_id.clone(),
+                checkpoint_id: id,
+                level: self.level.number(),
+                stamp,
+            },
+        )
+    }
+
+    /// Ids of the checkpoints marked committed here, ascending.
+    pub fn committed(&self) -> Vec<u64> {
+        commit::committed(&self.root, &self.job_id)
+    }
+
+    /// Ids of every checkpoint directory here, ascending.
+    pub fn ids(&self) -> Vec<u64> {
+        commit::ids(&self.root)
+    }
+
+    /// Removes every checkpoint older than the oldest of the newest
+    /// `keep_last` committed ones (nothing while fewer are committed).
+    pub fn retain(&self, keep_last: usize) -> Result<(), StorageError> {
+        let Some(oldest) = commit::oldest_kept(&self.committed(), keep_last) else {
+            return Ok(());
+        };
+        for id in self.ids().into_iter().filter(|id| *id < oldest) {
+            self.remove(id)?;
+        }
+        Ok(())
+    }
+
+    /// Removes checkpoint `id` here: marker and records first, then data.
+    pub fn remove(&self, id: u64) -> Result<(), StorageError> {
+        let name = names::ckpt_dir(id);
+        let Some(ckpt) = self.root.try_sub(&name)? else {
+            return Ok(());
+        };
+        ckpt.remove_file(commit::COMMITTED)?;
+        let files = ckpt.entries()?;
+        let mut order: Vec<&String> = files.iter().map(|(n, _)| n).collect();
+        // Records before data, so no record is left without its file.
+        order.sort_by_key(|n| !n.ends_with(".meta.json"));
+        for file in order {
+            if names::parse_rank_file(file).is_some() || names::is_temporary(file) {
+                ckpt.remove_file(file)?;
+            }
+        }
+        drop(ckpt);
+        self.root.remove_dir_if_empty(&name);
+        Ok(())
+    }
+
+    /// Removes every checkpoint here, then the directory if it is empty.
+    pub fn remove_all(self) -> Result<(), StorageError> {
+        for id in self.ids() {
+            self.remove(id)?;
+        }
+        Ok(())
+    }
+}

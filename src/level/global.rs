@@ -1,0 +1,419 @@
+//! Level 4: checkpoints in the global (parallel) file system, written
+//! differentially.
+//!
+//! Under `<global_dir>/<job_id>/l4/`:
+//!
+//! ```text
+//! ckpt-<id>/rank-<r>.l4.json   a rank's manifest: its record and the chunks
+//!                              that make up its file, in order
+//! ckpt-<id>/COMMITTED          every rank's manifest is durable
+//! chunks/rank-<r>/<hash>       a chunk of rank r's files, named by the
+//!                              128-bit BLAKE3 hash of its content
+//! ```
+//!
+//! A rank's file is cut into `chunk_size` pieces. A piece whose hash names a
+//! chunk that already exists (written for an earlier checkpoint of the same
+//! rank) is referenced, not written again. New chunks are written under a
+//! temporary name, synced and renamed; the manifest comes last, so a
+//! manifest always names chunks that are durable. Each rank has its own
+//! chunk directory, so removing a rank's unreferenced chunks never races
+//! another node's writes.
+
+use super::commit::{self, Commit, COMMITTED};
+use super::copies::Held;
+use super::fsio::StorageError;
+use super::names;
+use super::Level;
+use crate::format::{FormatError, FormatErrorKind, Metadata, Place, MAX_RECORD};
+use crate::safefs::{Dir, Kind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The directory of level 4 under a job's directory.
+pub const L4_DIR: &str = "l4";
+const CHUNKS: &str = "chunks";
+
+/// A chunk of a rank's file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkRef {
+    /// 128-bit BLAKE3 hash of the content, in hex.
+    pub hash: String,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// What a rank's level-4 checkpoint is made of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The rank's record (level 4).
+    pub record: Metadata,
+    /// Its file, chunk by chunk.
+    pub chunks: Vec<ChunkRef>,
+}
+
+/// What one write did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Bytes written to new chunks.
+    pub written: u64,
+    /// Bytes referenced from existing chunks.
+    pub referenced: u64,
+}
+
+/// The manifest file of `rank`.
+pub fn manifest_file(rank: u32) -> String {
+    format!("rank-{rank:06}.l4.json")
+}
+
+fn parse_manifest_file(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("rank-")?.strip_suffix(".l4.json")?;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+fn chunk_dir(rank: u32) -> String {
+    format!("rank-{rank:06}")
+}
+
+/// The 128-bit content hash of a chunk, in hex.
+pub fn chunk_hash(bytes: &[u8]) -> String {
+    let h = blake3::hash(bytes);
+    h.to_hex()[..32].to_string()
+}
+
+/// A job's level-4 directory.
+pub struct GlobalStore {
+    job_id: String,
+    root: Dir,
+}
+
+impl GlobalStore {
+    /// Opens (creating if needed) the level-4 directory of `job_id` under
+    /// `global_dir`. `who` numbers the crash points.
+    pub fn open(global_dir: &Path, job_id: &str, who: u32) -> Result<Self, StorageError> {
+        let base = Dir::open_or_create(global_dir)?.counted_as(who);
+        let root = base.sub(job_id, true)?.sub(L4_DIR, true)?;
+        Ok(Self {
+            job_id: job_id.to_string(),
+            root,
+        })
+    }
+
+    /// Opens the level-4 directory if it exists.
+    pub fn open_existing(global_dir: &Path, job_id: &str) -> Result<Option<Self>, StorageError> {
+        if !global_dir.exists() {
+            return Ok(None);
+        }
+        let Some(job) = Dir::open(global_dir)?.try_sub(job_id)? else {
+            return Ok(None);
+        };
+        Ok(job.try_sub(L4_DIR)?.map(|root| Self {
+            job_id: job_id.to_string(),
+            root,
+        }))
+    }
+
+    /// The level-4 directory.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Stores `rank`'s file `bytes` (described by `meta`) as its level-4
+    /// copy of checkpoint `meta.checkpoint_id`, in `chunk_size` pieces,
+    /// reusing existing chunks when `differential`.
+    pub fn write(
+        &self,
+        meta: &Metadata,
+        bytes: &[u8],
+        chunk_size: usize,
+        differential: bool,
+    ) -> Result<Written, StorageError> {
+        let rank = meta.rank;
+        let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
+        let mut stats = Written::default();
+        let mut refs = Vec::new();
+        for piece in bytes.chunks(chunk_size.max(1)) {
+            let hash = chunk_hash(piece);
+            let len = piece.len() as u64;
+            let present = differential
+                && chunks.kind(&hash) == Some(Kind::File)
+                && chunks
+                    .open_read(&hash)
+                    .ok()
+                    .and_then(|f| f.metadata().ok())
+                    .map(|m| m.len())
+                    == Some(len);
+            if present {
+                stats.referenced += len;
+            } else {
+                write_chunk(&chunks, &hash, piece, rank)?;
+                stats.written += len;
+            }
+            refs.push(ChunkRef { hash, len });
+        }
+        chunks.sync()?;
+        let mut record = meta.clone();
+        record.level = Level::L4.number();
+        let manifest = Manifest {
+            record,
+            chunks: refs,
+        };
+        let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
+        let body = serde_json::to_vec(&manifest).unwrap_or_default();
+        ckpt.write_atomic(&manifest_file(rank), &body, &rank.to_string())?;
+        Ok(stats)
+    }
+
+    fn manifest(
+        &self,
+        ckpt: &Dir,
+        id: u64,
+        rank: u32,
+        world: u32,
+    ) -> Result<Manifest, StorageError> {
+        let name = manifest_file(rank);
+        let path = ckpt.join(&name);
+        let bytes = ckpt.read_capped(&name, MAX_RECORD)?;
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+            FormatError::new(
+                &path,
+                FormatErrorKind::Metadata(format!("unreadable manifest: {e}")),
+            )
+        })?;
+        let data = names::data_file(rank);
+        let place = Place {
+            job_id: &self.job_id,
+            checkpoint_id: id,
+            rank,
+            level: Level::L4.number(),
+            file: &data,
+            world_size: Some(world),
+        };
+        manifest.record.check_place(&place, &path)?;
+        let total: u64 = manifest.chunks.iter().map(|c| c.len).sum();
+        if total != manifest.record.file_len {
+            return Err(FormatError::new(
+                &path,
+                FormatErrorKind::Metadata(format!(
+                    "its chunks hold {total} bytes, the record says {}",
+                    manifest.record.file_len
+                )),
+            )
+            .into());
+        }
+        Ok(manifest)
+    }
+
+    /// `rank`'s checkpoints whose manifest is sound and whose chunks are all
+    /// present with the right sizes, and the problems of the others.
+    pub fn scan_rank(&self, rank: u32, world: u32) -> (Vec<Held>, Vec<(u64, String)>) {
+        let (mut held, mut bad) = (Vec::new(), Vec::new());
+        let chunks = self
+            .root
+            .try_sub(CHUNKS)
+            .ok()
+            .flatten()
+            .and_then(|c| c.try_sub(&chunk_dir(rank)).ok().flatten());
+        for id in self.ids() {
+            let Ok(Some(ckpt)) = self.root.try_sub(&names::ckpt_dir(id)) else {
+                continue;
+            };
+            if ckpt.kind(&manifest_file(rank)).is_none() {
+                continue;
+            }
+            let checked = self.manifest(&ckpt, id, rank, world).and_then(|m| {
+                let missing = m.chunks.iter().find(|c| {
+                    chunks
+                        .as_ref()
+                        .and_then(|d| d.open_read(&c.hash).ok())
+                        .and_then(|f| f.metadata().ok())
+                        .map(|m| m.len())
+                        != Some(c.len)
+                });
+                match missing {
+                    Some(c) => Err(FormatError::new(
+                        ckpt.join(&manifest_file(rank)),
+                        FormatErrorKind::Metadata(format!(
+                            "chunk {} is missing or truncated",
+                            c.hash
+                        )),
+                    )
+                    .into()),
+                    None => Ok(m),
+                }
+            });
+            match checked {
+                Ok(m) => held.push(Held {
+                    id,
+                    rank,
+                    stamp: m.record.stamp,
+                }),
+                Err(e) => bad.push((id, e.to_string())),
+            }
+        }
+        (held, bad)
+    }
+
+    /// Reads `rank`'s file of checkpoint `id` back, every chunk checked
+    /// against its hash; the record comes back as a level-1 record.
+    pub fn read(
+        &self,
+        id: u64,
+        rank: u32,
+        world: u32,
+    ) -> Result<(Metadata, Vec<u8>), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
+        let manifest = self.manifest(&ckpt, id, rank, world)?;
+        let chunks = self.root.sub(CHUNKS, false)?.sub(&chunk_dir(rank), false)?;
+        let mut bytes = Vec::with_capacity(manifest.record.file_len as usize);
+        for c in &manifest.chunks {
+            let piece = chunks.read_capped(&c.hash, c.len)?;
+            if piece.len() as u64 != c.len || chunk_hash(&piece) != c.hash {
+                return Err(FormatError::new(
+                    chunks.join(&c.hash),
+                    FormatErrorKind::Metadata("chunk content does not match its hash".into()),
+                )
+                .into());
+            }
+            bytes.extend_from_slice(&piece);
+        }
+        // The record is checked against the file, and every chunk's CRC,
+        // once the file is back in level 1 and loaded from there.
+        let mut meta = manifest.record;
+        meta.level = Level::L1.number();
+        Ok((meta, bytes))
+    }
+
+    /// Records that checkpoint `id` is committed at level 4.
+    pub fn mark_committed(&self, id: u64, stamp: u64) -> Result<(), StorageError> {
+        commit::mark(
+            &self.root,
+            &Commit {
+                job_id: self.job_id.clone(),
+                checkpoint_id: id,
+                level: Level::L4.number(),
+                stamp,
+            },
+        )
+    }
+
+    /// Ids of checkpoints marked committed, ascending.
+    pub fn committed(&self) -> Vec<u64> {
+        commit::committed(&self.root, &self.job_id)
+    }
+
+    /// Ids of every checkpoint directory, ascending.
+    pub fn ids(&self) -> Vec<u64> {
+        commit::ids(&self.root)
+    }
+
+    /// Removes `ranks`' checkpoints older than the oldest of the newest
+    /// `keep_last` committed ones, then their chunks no kept manifest
+    /// references. `marker` also removes those checkpoints' markers and
+    /// directories (one node does that).
+    pub fn retain(
+        &self,
+        ranks: &[u32],
+        keep_last: usize,
+        world: u32,
+        marker: bool,
+    ) -> Result<(), StorageError> {
+        let Some(oldest) = commit::oldest_kept(&self.committed(), keep_last) else {
+            return Ok(());
+        };
+        for id in self.ids().into_iter().filter(|id| *id < oldest) {
+            let name = names::ckpt_dir(id);
+            let Some(ckpt) = self.root.try_sub(&name)? else {
+                continue;
+            };
+            if marker {
+                ckpt.remove_file(COMMITTED)?;
+            }
+            for rank in ranks {
+                ckpt.remove_file(&manifest_file(*rank))?;
+            }
+            drop(ckpt);
+            self.root.remove_dir_if_empty(&name);
+        }
+        for &rank in ranks {
+            self.collect_chunks(rank, world)?;
+        }
+        Ok(())
+    }
+
+    /// Removes `rank`'s chunks that no manifest of it references.
+    fn collect_chunks(&self, rank: u32, world: u32) -> Result<(), StorageError> {
+        let Some(chunks) = self
+            .root
+            .try_sub(CHUNKS)?
+            .and_then(|c| c.try_sub(&chunk_dir(rank)).ok().flatten())
+        else {
+            return Ok(());
+        };
+        let mut used = BTreeSet::new();
+        for id in self.ids() {
+            let Ok(Some(ckpt)) = self.root.try_sub(&names::ckpt_dir(id)) else {
+                continue;
+            };
+            if ckpt.kind(&manifest_file(rank)).is_none() {
+                continue;
+            }
+            match self.manifest(&ckpt, id, rank, world) {
+                Ok(m) => used.extend(m.chunks.into_iter().map(|c| c.hash)),
+                // An unreadable manifest: keep everything rather than guess.
+                Err(_) => return Ok(()),
+            }
+        }
+        for (name, kind) in chunks.entries()? {
+            if kind == Kind::File && !used.contains(&name) && !names::is_temporary(&name) {
+                chunks.remove_file(&name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes `ranks`' files of every checkpoint (and with `marker`, the
+    /// markers and emptied directories).
+    pub fn remove_ranks(&self, ranks: &[u32], marker: bool) -> Result<(), StorageError> {
+        for id in self.ids() {
+            let name = names::ckpt_dir(id);
+            if let Some(ckpt) = self.root.try_sub(&name)? {
+                if marker {
+                    ckpt.remove_file(COMMITTED)?;
+                }
+                for rank in ranks {
+                    ckpt.remove_file(&manifest_file(*rank))?;
+                }
+            }
+            self.root.remove_dir_if_empty(&name);
+        }
+        if let Some(chunks) = self.root.try_sub(CHUNKS)? {
+            for rank in ranks {
+                if let Some(d) = chunks.try_sub(&chunk_dir(*rank))? {
+                    for (name, kind) in d.entries()? {
+                        if kind == Kind::File {
+                            d.remove_file(&name)?;
+                        }
+                    }
+                }
+                chunks.remove_dir_if_empty(&chunk_dir(*rank));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `name` in a checkpoint directory is a manifest (for tools).
+    pub fn is_manifest(name: &str) -> bool {
+        parse_manifest_file(name).is_some()
+    }
+}
+
+/// Writes one chunk durably under its hash name.
+fn write_chunk(dir: &Dir, hash: &str, piece: &[u8], rank: u32) -> Result<(), StorageError> {
+    dir.write_atomic(hash, piece, &rank.to_string())
+        .map_err(|e| StorageError::from_fs(e, piece.len() as u64))
+}

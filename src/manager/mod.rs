@@ -1,0 +1,335 @@
+//! The manager: one per node, promoting checkpoints from level 1 to the
+//! higher levels in the background while the ranks compute.
+//!
+//! A manager is a service with an address. The lowest rank of each node
+//! submits a [`Task`] once a checkpoint has committed at level 1 on every
+//! rank; the manager queues it (at most `queue` of them; when full, the
+//! submitter waits or the task is skipped, as configured), and a worker
+//! thread runs each level's transformation in turn (see [`promote`]):
+//! reading the node's level-1 files, linking or writing copies, and sending
+//! partner copies to the partner node's manager. Ranks later ask where each
+//! promotion is ([`Progress`]), agree among themselves, and tell every
+//! manager which levels committed ([`proto::CommitOrder`]); only then does
+//! a manager mark a checkpoint committed and retire what it supersedes.
+//!
+//! The manager does not depend on who hosts it: a thread in a rank (the
+//! inline mode, see [`inline`]), or a process of its own. It never exits
+//! the process and never spins: its threads sleep on a socket or a
+//! condition variable.
+
+pub mod inline;
+mod promote;
+pub mod proto;
+mod serve;
+pub mod task;
+
+pub use proto::{Client, CommitOrder, RemoveOrder, Reply, Request};
+pub use task::{Progress, Task, Transform};
+
+use crate::auth::Secret;
+use crate::comm::net::{Bind, Endpoint};
+use crate::config::WhenFull;
+use crate::level::{CopyStore, GlobalStore, Level};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+
+/// How a manager runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The node it serves.
+    pub node: u32,
+    /// The node's local directory (`storage.local_dir` of its ranks).
+    pub local_dir: PathBuf,
+    /// Promotions that may wait.
+    pub queue: usize,
+    /// What a submission does when that many wait.
+    pub when_full: WhenFull,
+    /// Where to listen.
+    pub bind: Bind,
+    /// The job's secret.
+    pub secret: Secret,
+}
+
+/// Progress entries kept (the oldest are forgotten beyond this).
+const MAX_PROGRESS: usize = 4096;
+
+enum Work {
+    Task(Box<Task>),
+    Commit(CommitOrder),
+    Remove(RemoveOrder),
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Work>,
+    tasks_queued: usize,
+    busy: bool,
+    stop: bool,
+    progress: BTreeMap<(String, u64, Level), Progress>,
+    transforms: Vec<(String, u64, Level, Transform)>,
+}
+
+struct Shared {
+    opts: Options,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a task under the configured policy (blocking while the queue
+    /// is full under `wait`).
+    fn submit(&self, task: Box<Task>) -> Reply {
+        let mut st = self.lock();
+        while st.tasks_queued >= self.opts.queue && !st.stop {
+            if self.opts.when_full == WhenFull::Skip {
+                return Reply::Skipped(format!(
+                    "{} promotions are already waiting on node {}",
+                    st.tasks_queued, self.opts.node
+                ));
+            }
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        for level in &task.levels {
+            st.progress
+                .insert((task.job_id.clone(), task.id, *level), Progress::Pending);
+        }
+        while st.progress.len() > MAX_PROGRESS {
+            st.progress.pop_first();
+        }
+        st.tasks_queued += 1;
+        st.queue.push_back(Work::Task(task));
+        self.changed.notify_all();
+        Reply::Accepted
+    }
+
+    fn chore(&self, work: Work) -> Reply {
+        let mut st = self.lock();
+        st.queue.push_back(work);
+        self.changed.notify_all();
+        Reply::Ok
+    }
+
+    fn status(&self, job_id: &str, keys: &[(u64, Level)]) -> Reply {
+        let st = self.lock();
+        Reply::Status(
+            keys.iter()
+                .map(|(id, level)| {
+                    st.progress
+                        .get(&(job_id.to_string(), *id, *level))
+                        .cloned()
+                        .unwrap_or(Progress::Unknown)
+                })
+                .collect(),
+        )
+    }
+
+    /// Waits until no task is queued or running.
+    fn drain(&self) -> Reply {
+        let mut st = self.lock();
+        while (st.tasks_queued > 0 || st.busy) && !st.stop {
+            st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+        Reply::Ok
+    }
+
+    /// The worker: runs queued work until stopped.
+    fn work(&self) {
+        let mut peers = promote::Peers::new(self.opts.secret.clone());
+        loop {
+            let work = {
+                let mut st = self.lock();
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    if let Some(w) = st.queue.pop_front() {
+                        st.busy = true;
+                        break w;
+                    }
+                    st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+            };
+            let was_task = matches!(work, Work::Task(_));
+            match work {
+                Work::Task(task) => self.promote(&task, &mut peers),
+                Work::Commit(order) => self.commit(&order),
+                Work::Remove(order) => self.remove(&order),
+            }
+            let mut st = self.lock();
+            st.busy = false;
+            if was_task {
+                st.tasks_queued -= 1;
+            }
+            self.changed.notify_all();
+        }
+    }
+
+    fn promote(&self, task: &Task, peers: &mut promote::Peers) {
+        for &level in &task.levels {
+            let who = task
+                .topology
+                .ranks_on(task.node)
+                .first()
+                .copied()
+                .unwrap_or(0);
+            let result = promote::run(task, level, &self.opts.local_dir, who, peers);
+            let progress = match result {
+                Ok(t) => {
+                    tracing::info!(
+                        checkpoint = task.id,
+                        level = %level,
+                        node = task.node,
+                        micros = t.micros,
+                        bytes_in = t.bytes_in,
+                        bytes_out = t.bytes_out,
+                        "promoted"
+                    );
+                    let mut st = self.lock();
+                    st.transforms.push((task.job_id.clone(), task.id, level, t));
+                    if st.transforms.len() > MAX_PROGRESS {
+                        st.transforms.remove(0);
+                    }
+                    Progress::Done
+                }
+                Err(e) => {
+                    tracing::warn!(checkpoint = task.id, level = %level, node = task.node, error = %e, "promotion failed");
+                    Progress::Failed(e)
+                }
+            };
+            let mut st = self.lock();
+            st.progress
+                .insert((task.job_id.clone(), task.id, level), progress);
+            self.changed.notify_all();
+        }
+    }
+
+    fn commit(&self, o: &CommitOrder) {
+        let local = &self.opts.local_dir;
+        let who = o.ranks.first().copied().unwrap_or(0);
+        let keep = o.keep_last as usize;
+        let done = match o.level {
+            Level::L2 | Level::L3 => {
+                CopyStore::open(local, &o.job_id, o.level, who).and_then(|s| {
+                    s.mark_committed(o.id, o.stamp)?;
+                    s.retain(keep)
+                })
+            }
+            Level::L4 => GlobalStore::open(&o.global_dir, &o.job_id, who).and_then(|s| {
+                if o.marker {
+                    s.mark_committed(o.id, o.stamp)?;
+                }
+                s.retain(&o.ranks, keep, o.world, o.marker)
+            }),
+            Level::L1 => Ok(()),
+        };
+        if let Err(e) = done {
+            tracing::warn!(checkpoint = o.id, level = %o.level, error = %e, "could not record a level's commit");
+        }
+    }
+
+    fn remove(&self, o: &RemoveOrder) {
+        let local = &self.opts.local_dir;
+        let mut result = Ok(());
+        for level in [Level::L2, Level::L3] {
+            if let Ok(Some(s)) = CopyStore::open_existing(local, &o.job_id, level) {
+                result = result.and(s.remove_all());
+            }
+        }
+        if let Ok(Some(s)) = GlobalStore::open_existing(&o.global_dir, &o.job_id) {
+            result = result.and(s.remove_ranks(&o.ranks, o.marker));
+        }
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "could not remove the job's higher-level files");
+        }
+        let mut st = self.lock();
+        st.progress.retain(|(job, ..), _| *job != o.job_id);
+    }
+}
+
+/// A running manager. Dropping it stops it (after the transformation in
+/// progress) and removes its socket.
+pub struct Manager {
+    shared: Arc<Shared>,
+    endpoint: Endpoint,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Manager {
+    /// Starts a manager: a listener thread and a worker thread.
+    pub fn start(opts: Options) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            opts,
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        });
+        let (endpoint, stop, listener) = serve::start(Arc::clone(&shared))?;
+        let worker = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("frame-manager".into())
+                .spawn(move || shared.work())?
+        };
+        Ok(Self {
+            shared,
+            endpoint,
+            stop: Some(stop),
+            threads: vec![listener, worker],
+        })
+    }
+
+    /// Where ranks and other managers reach it.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// The node it serves.
+    pub fn node(&self) -> u32 {
+        self.shared.opts.node
+    }
+
+    /// Its local directory.
+    pub fn local_dir(&self) -> &std::path::Path {
+        &self.shared.opts.local_dir
+    }
+
+    /// Whether it holds `secret`.
+    pub fn has_secret(&self, secret: &Secret) -> bool {
+        self.shared.opts.secret == *secret
+    }
+
+    /// The transformations done so far for `job_id`: (checkpoint, level, figures).
+    pub fn transforms(&self, job_id: &str) -> Vec<(u64, Level, Transform)> {
+        self.shared
+            .lock()
+            .transforms
+            .iter()
+            .filter(|(j, ..)| j == job_id)
+            .map(|(_, id, level, t)| (*id, *level, *t))
+            .collect()
+    }
+}
+
+impl Drop for Manager {
+    fn drop(&mut self) {
+        {
+            let mut st = self.shared.lock();
+            st.stop = true;
+            self.shared.changed.notify_all();
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        if let Endpoint::Unix(path) = &self.endpoint {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}

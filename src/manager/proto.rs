@@ -1,0 +1,260 @@
+//! What ranks and managers say to a manager, and how it travels.
+//!
+//! Every connection first passes the job's handshake
+//! ([`Channel::Manager`](crate::auth::Channel::Manager)). Then each frame
+//! (length-delimited, at most [`MAX_FRAME`] bytes) holds a JSON header and
+//! an optional binary payload: `[header length: u32 LE][header][payload]`.
+//! A request gets exactly one reply; a [`Request::Copy`] is followed by its
+//! data in [`Request::Data`] frames and closed by [`Request::End`].
+
+use super::task::{Progress, Task};
+use crate::auth::{self, Channel, Secret};
+use crate::comm::net::Endpoint;
+use crate::format::Metadata;
+use crate::level::Level;
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+/// Largest frame (header and payload).
+pub const MAX_FRAME: usize = 9 << 20;
+/// Largest payload of one data frame.
+pub const DATA_PIECE: usize = 8 << 20;
+/// Largest file a peer may send in one copy.
+pub const MAX_COPY: u64 = 1 << 40;
+
+/// A request to a manager.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Request {
+    /// Promote a checkpoint of this node (from its node's lowest rank).
+    Submit(Box<Task>),
+    /// Where these promotions are.
+    Status {
+        /// Job id.
+        job_id: String,
+        /// Checkpoints and levels asked about.
+        keys: Vec<(u64, Level)>,
+    },
+    /// Every node finished promoting `id` to `level`: record it and retire
+    /// what it supersedes there.
+    Commit {
+        /// What to commit.
+        commit: CommitOrder,
+    },
+    /// Reply once every queued promotion has finished.
+    Drain,
+    /// Remove the job's level-2, -3 and -4 files of these ranks.
+    Remove {
+        /// What to remove.
+        order: RemoveOrder,
+    },
+    /// A copy of a rank's file for this node to keep at `level`; its bytes
+    /// follow in `Data` frames.
+    Copy {
+        /// Job id.
+        job_id: String,
+        /// Level of the copy.
+        level: Level,
+        /// The file's level-1 record.
+        meta: Box<Metadata>,
+    },
+    /// A piece of a copy (the payload).
+    Data,
+    /// The end of a copy.
+    End,
+}
+
+/// The commit of a level, as the ranks agreed on it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommitOrder {
+    /// Job id.
+    pub job_id: String,
+    /// Checkpoint id.
+    pub id: u64,
+    /// Its stamp.
+    pub stamp: u64,
+    /// The level committed.
+    pub level: Level,
+    /// Checkpoints kept at that level.
+    pub keep_last: u32,
+    /// The node's ranks at the time (whose level-4 files this node keeps).
+    pub ranks: Vec<u32>,
+    /// Ranks in the job.
+    pub world: u32,
+    /// Whether this node writes the shared level-4 marker.
+    pub marker: bool,
+    /// The global directory.
+    pub global_dir: std::path::PathBuf,
+}
+
+/// Removal of a job's higher-level files at the end of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RemoveOrder {
+    /// Job id.
+    pub job_id: String,
+    /// The node's ranks.
+    pub ranks: Vec<u32>,
+    /// Whether this node also removes the shared level-4 markers.
+    pub marker: bool,
+    /// The global directory.
+    pub global_dir: std::path::PathBuf,
+}
+
+/// A manager's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Reply {
+    /// Done.
+    Ok,
+    /// The promotion was queued.
+    Accepted,
+    /// The promotion was not queued (the queue was full, and the policy is
+    /// to skip).
+    Skipped(String),
+    /// Progress of the promotions asked about, in order.
+    Status(Vec<Progress>),
+    /// The request failed.
+    Error(String),
+}
+
+/// Splits a frame into its header and payload.
+pub(crate) fn split<T: for<'de> Deserialize<'de>>(mut frame: BytesMut) -> io::Result<(T, Bytes)> {
+    let bad = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("bad manager frame: {why}"),
+        )
+    };
+    if frame.len() < 4 {
+        return Err(bad("too short"));
+    }
+    let n = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+    if frame.len() < 4 + n {
+        return Err(bad("header longer than the frame"));
+    }
+    let _ = frame.split_to(4);
+    let header = frame.split_to(n);
+    let value = serde_json::from_slice(&header).map_err(|e| bad(&e.to_string()))?;
+    Ok((value, frame.freeze()))
+}
+
+/// Joins a header and a payload into a frame.
+pub(crate) fn join<T: Serialize>(header: &T, payload: &[u8]) -> Bytes {
+    let head = serde_json::to_vec(header).unwrap_or_default();
+    let mut out = BytesMut::with_capacity(4 + head.len() + payload.len());
+    out.extend_from_slice(&(head.len() as u32).to_le_bytes());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(payload);
+    out.freeze()
+}
+
+/// The codec of manager connections.
+pub(crate) fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
+/// An authenticated connection to a manager, used from blocking code (a
+/// rank, or a manager's worker sending to a peer).
+pub struct Client {
+    rt: tokio::runtime::Runtime,
+    conn: Framed<Box<dyn Stream>, LengthDelimitedCodec>,
+    endpoint: Endpoint,
+}
+
+/// A stream a client talks over.
+pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// How long a client waits for a reply before calling the manager lost
+/// (promotion requests are answered at once; `Drain` and a full queue under
+/// the `wait` policy are the slow ones).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(600);
+
+impl Client {
+    /// Connects to the manager at `endpoint` and proves the job's secret.
+    pub fn connect(endpoint: &Endpoint, secret: &Secret) -> io::Result<Self> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let conn = rt.block_on(async {
+            let mut stream: Box<dyn Stream> = match endpoint {
+                Endpoint::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
+                Endpoint::Tcp(a) => {
+                    let s = tokio::net::TcpStream::connect(a).await?;
+                    s.set_nodelay(true)?;
+                    Box::new(s)
+                }
+            };
+            auth::connect(&mut stream, secret, Channel::Manager).await?;
+            io::Result::Ok(Framed::new(stream, codec()))
+        });
+        let conn =
+            conn.map_err(|e| io::Error::new(e.kind(), format!("manager at {endpoint}: {e}")))?;
+        Ok(Self {
+            rt,
+            conn,
+            endpoint: endpoint.clone(),
+        })
+    }
+
+    /// Where the manager is.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    /// Sends `req` (with `payload`) without waiting for a reply.
+    fn send(&mut self, req: &Request, payload: &[u8]) -> io::Result<()> {
+        let frame = join(req, payload);
+        self.rt.block_on(self.conn.send(frame))
+    }
+
+    fn reply(&mut self) -> io::Result<Reply> {
+        let endpoint = self.endpoint.clone();
+        let next = self
+            .rt
+            .block_on(async { tokio::time::timeout(REPLY_TIMEOUT, self.conn.next()).await });
+        match next {
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("manager at {endpoint} did not answer"),
+            )),
+            Ok(None) => Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                format!("manager at {endpoint} closed the connection"),
+            )),
+            Ok(Some(frame)) => Ok(split::<Reply>(frame?)?.0),
+        }
+    }
+
+    /// Sends `req` and waits for the reply.
+    pub fn call(&mut self, req: &Request) -> io::Result<Reply> {
+        self.send(req, &[])?;
+        self.reply()
+    }
+
+    /// Sends a copy of a rank's file for the manager to keep at `level`.
+    pub fn copy(
+        &mut self,
+        job_id: &str,
+        level: Level,
+        meta: &Metadata,
+        bytes: &[u8],
+    ) -> io::Result<Reply> {
+        let head = Request::Copy {
+            job_id: job_id.to_string(),
+            level,
+            meta: Box::new(meta.clone()),
+        };
+        self.send(&head, &[])?;
+        for piece in bytes.chunks(DATA_PIECE) {
+            self.send(&Request::Data, piece)?;
+        }
+        self.send(&Request::End, &[])?;
+        self.reply()
+    }
+}

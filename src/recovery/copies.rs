@@ -1,0 +1,125 @@
+//! Planning a restore from copies held on other nodes (level 2): which
+//! checkpoint, and which rank sends which rank its file.
+//!
+//! Every rank offers what it can read: its own level-1 checkpoints, and, on
+//! the lowest rank of each node, the copies its node keeps. After one
+//! all-gather every rank runs [`plan`] on the same offers and gets the same
+//! answer: the newest checkpoint (with one stamp) that every rank holds
+//! itself or can be sent.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// A copy of `rank`'s file of checkpoint `id` (stamp `stamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Copy {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Whose file.
+    pub rank: u32,
+    /// Stamp of the attempt that wrote it.
+    pub stamp: u64,
+}
+
+/// What one rank can provide.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offer {
+    /// Its own sound level-1 checkpoints: (id, stamp).
+    pub own: Vec<(u64, u64)>,
+    /// Copies of any rank's files it can read and send.
+    pub copies: Vec<Copy>,
+}
+
+/// The agreed restore.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyPlan {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Its stamp.
+    pub stamp: u64,
+    /// `(rank, from)`: `from` sends `rank` its file (ranks that hold their
+    /// own copy are not listed).
+    pub fetch: Vec<(u32, u32)>,
+}
+
+/// The newest checkpoint every rank can restore from `offers` (indexed by
+/// rank), or `None`.
+pub fn plan(offers: &[Offer]) -> Option<CopyPlan> {
+    let candidates: BTreeSet<(u64, u64)> = offers
+        .iter()
+        .flat_map(|o| {
+            o.own
+                .iter()
+                .copied()
+                .chain(o.copies.iter().map(|c| (c.id, c.stamp)))
+        })
+        .collect();
+    'next: for &(id, stamp) in candidates.iter().rev() {
+        let mut fetch = Vec::new();
+        for (rank, offer) in offers.iter().enumerate() {
+            if offer.own.contains(&(id, stamp)) {
+                continue;
+            }
+            let wanted = Copy {
+                id,
+                rank: rank as u32,
+                stamp,
+            };
+            match offers.iter().position(|o| o.copies.contains(&wanted)) {
+                Some(from) => fetch.push((rank as u32, from as u32)),
+                None => continue 'next,
+            }
+        }
+        return Some(CopyPlan { id, stamp, fetch });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(id: u64, rank: u32, stamp: u64) -> Copy {
+        Copy { id, rank, stamp }
+    }
+
+    #[test]
+    fn a_lost_node_is_restored_from_its_partner() {
+        // Ranks 0,1 on node A (lost, now empty); ranks 2,3 on node B, which
+        // keeps A's copies; C keeps B's.
+        let offers = vec![
+            Offer::default(),
+            Offer::default(),
+            Offer {
+                own: vec![(4, 9), (5, 10)],
+                copies: vec![copy(4, 0, 9), copy(4, 1, 9), copy(5, 0, 10), copy(5, 1, 10)],
+            },
+            Offer {
+                own: vec![(4, 9), (5, 10)],
+                copies: vec![],
+            },
+        ];
+        let p = plan(&offers).unwrap();
+        assert_eq!((p.id, p.stamp), (5, 10));
+        assert_eq!(p.fetch, vec![(0, 2), (1, 2)]);
+    }
+
+    #[test]
+    fn the_newest_complete_checkpoint_wins_and_stamps_must_match() {
+        let offers = vec![
+            Offer {
+                own: vec![(7, 1)],
+                copies: vec![],
+            },
+            Offer {
+                // Checkpoint 7 of another attempt: not the same checkpoint.
+                own: vec![(6, 5)],
+                copies: vec![copy(7, 1, 2), copy(6, 0, 5)],
+            },
+        ];
+        let p = plan(&offers).unwrap();
+        assert_eq!((p.id, p.stamp), (6, 5));
+        assert_eq!(p.fetch, vec![(0, 1)]);
+        assert_eq!(plan(&[Offer::default(), Offer::default()]), None);
+    }
+}

@@ -1,0 +1,63 @@
+//! Paths reached without a [`Dir`]: no-follow opens and reads for tools,
+//! and the check of a shared base directory.
+
+use super::{kind_of, my_uid, FsError, FsResult, Kind};
+use rustix::fs::{FileType, OFlags};
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Opens the regular file at `path` for reading without following a
+/// symbolic link at its last component (for tools that read trees they did
+/// not open through a [`Dir`]).
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let _ = rustix::fs::fcntl_setfl(
+        &f,
+        rustix::fs::fcntl_getfl(&f).unwrap_or(OFlags::empty()) - OFlags::NONBLOCK,
+    );
+    Ok(f)
+}
+
+/// Reads the regular file at `path` (see [`open_nofollow`]), refusing one
+/// larger than `max` bytes.
+pub fn read_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_nofollow(path)?.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// Checks that `path` is a safe place to make private entries in: owned by
+/// this user or by root, and, if others may write to it, sticky (so that
+/// they cannot rename or remove what this user creates there).
+pub fn check_base(path: &Path) -> FsResult<()> {
+    let st = rustix::fs::stat(path).map_err(|e| FsError::io("inspect", path, e))?;
+    let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
+    if kind_of(FileType::from_raw_mode(st.st_mode)) != Kind::Dir {
+        return Err(unsafe_("not a directory".into()));
+    }
+    let me = my_uid();
+    if st.st_uid != me && st.st_uid != 0 {
+        return Err(unsafe_(format!(
+            "owned by uid {}, who could rename or replace what this user (uid {me}) makes in it",
+            st.st_uid
+        )));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Err(unsafe_(format!(
+            "writable by other users without the sticky bit (mode {mode:04o})"
+        )));
+    }
+    Ok(())
+}
