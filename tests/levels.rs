@@ -11,8 +11,21 @@ use frame::config::Interval;
 use frame::{Checkpointer, Config};
 use std::path::Path;
 
+/// The usual shape: 8 ranks on 4 nodes.
 const SIZE: usize = 8;
 const PER_NODE: usize = 2;
+
+/// Ranks and ranks per node of a run.
+#[derive(Clone, Copy)]
+struct Shape {
+    size: usize,
+    per_node: usize,
+}
+
+const USUAL: Shape = Shape {
+    size: SIZE,
+    per_node: PER_NODE,
+};
 
 fn node_dir(base: &Path, node: u32) -> std::path::PathBuf {
     base.join(format!("node-{node}"))
@@ -45,9 +58,13 @@ fn field(rank: usize, step: u64) -> Vec<f64> {
 /// Runs `steps` steps with a snapshot after each, waits for the managers,
 /// and "crashes" (no finalize). Returns the id of the last checkpoint.
 fn run_and_crash(base: &Path, cfg: &Config, steps: u64) -> u64 {
+    run_and_crash_as(base, cfg, steps, USUAL)
+}
+
+fn run_and_crash_as(base: &Path, cfg: &Config, steps: u64, shape: Shape) -> u64 {
     let base = base.to_path_buf();
     let cfg = cfg.clone();
-    let ids = ranks(SIZE, PER_NODE, move |comm| {
+    let ids = ranks(shape.size, shape.per_node, move |comm| {
         let mut cfg = cfg.clone();
         cfg.storage.local_dir = node_dir(&base, comm.node());
         let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
@@ -71,9 +88,13 @@ fn run_and_crash(base: &Path, cfg: &Config, steps: u64) -> u64 {
 /// Recovers and returns (checkpoint id, step) on every rank, checking the
 /// field bit for bit.
 fn recover(base: &Path, cfg: &Config) -> Vec<(u64, u64)> {
+    recover_as(base, cfg, USUAL)
+}
+
+fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
     let base = base.to_path_buf();
     let cfg = cfg.clone();
-    ranks(SIZE, PER_NODE, move |comm| {
+    ranks(shape.size, shape.per_node, move |comm| {
         let mut cfg = cfg.clone();
         cfg.storage.local_dir = node_dir(&base, comm.node());
         let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
@@ -177,4 +198,69 @@ fn level_4_restores_after_every_local_directory_is_lost() {
     // Finalize removed the job's level-4 files.
     let left = common::files_under(&dir.path().join("global"));
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Level 3 on 9 ranks over 5 nodes (the last with one rank): groups of
+/// 3 and 2 nodes with one parity shard each. Losing any one node, then any
+/// one node of each group at once, is recovered bit for bit.
+#[test]
+fn level_3_survives_any_lost_node_of_each_group() {
+    let _serial = common::serial();
+    let shape = Shape {
+        size: 9,
+        per_node: 2,
+    };
+    let mut lose: Vec<Vec<u32>> = (0..5).map(|n| vec![n]).collect();
+    for a in 0..3 {
+        for b in 3..5 {
+            lose.push(vec![a, b]);
+        }
+    }
+    for lost in lose {
+        let dir = scratch();
+        let mut cfg = level_config(dir.path(), "l3any", 0, 0);
+        cfg.l3.interval = Interval::Calls(2);
+        cfg.l3.group_size = 4;
+        cfg.l3.parity = 1;
+        run_and_crash_as(dir.path(), &cfg, 5, shape);
+        stop_managers("l3any");
+        for n in &lost {
+            std::fs::remove_dir_all(node_dir(dir.path(), *n)).unwrap();
+        }
+        let got = recover_as(dir.path(), &cfg, shape);
+        assert!(
+            got.iter().all(|&(id, step)| id == 4 && step == 4),
+            "lost {lost:?}: {got:?}"
+        );
+        stop_managers("l3any");
+    }
+}
+
+/// Two parity shards per group: any two of five nodes may go.
+#[test]
+fn level_3_with_two_parity_shards_survives_any_two_nodes() {
+    let _serial = common::serial();
+    let shape = Shape {
+        size: 10,
+        per_node: 2,
+    };
+    for a in 0..5u32 {
+        for b in (a + 1)..5 {
+            let dir = scratch();
+            let mut cfg = level_config(dir.path(), "l3two", 0, 0);
+            cfg.l3.interval = Interval::Calls(1);
+            cfg.l3.group_size = 5;
+            cfg.l3.parity = 2;
+            run_and_crash_as(dir.path(), &cfg, 3, shape);
+            stop_managers("l3two");
+            std::fs::remove_dir_all(node_dir(dir.path(), a)).unwrap();
+            std::fs::remove_dir_all(node_dir(dir.path(), b)).unwrap();
+            let got = recover_as(dir.path(), &cfg, shape);
+            assert!(
+                got.iter().all(|&(id, step)| id == 3 && step == 3),
+                "lost {a},{b}: {got:?}"
+            );
+            stop_managers("l3two");
+        }
+    }
 }

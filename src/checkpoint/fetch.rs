@@ -10,6 +10,7 @@
 //! - Level 2: the lowest rank of each node offers the copies its node keeps;
 //!   after an all-gather, each rank missing its file gets it sent by a rank
 //!   of a node that keeps it ([`crate::recovery::copies`]).
+//! - Level 3: see [`rebuild`](super::rebuild).
 //! - Level 4: each rank reads its own files from the global directory.
 
 use super::Checkpointer;
@@ -46,6 +47,11 @@ impl Checkpointer<'_> {
                 return Ok(Some((Level::L2, id)));
             }
         }
+        if !self.cfg.l3.interval.is_zero() {
+            if let Some(id) = self.fetch_erasure(l1)? {
+                return Ok(Some((Level::L3, id)));
+            }
+        }
         if !self.cfg.l4.interval.is_zero() {
             if let Some(id) = self.fetch_global()? {
                 return Ok(Some((Level::L4, id)));
@@ -79,13 +85,7 @@ impl Checkpointer<'_> {
                 store = Some(s);
             }
         }
-        let mine = serde_json::to_vec(&offer).unwrap_or_default();
-        let offers: Vec<Offer> = self
-            .comm
-            .all_gather(&mine)?
-            .iter()
-            .map(|b| serde_json::from_slice(b).unwrap_or_default())
-            .collect();
+        let offers: Vec<Offer> = self.exchange(&offer)?;
         let Some(plan) = copies::plan(&offers) else {
             return Ok(None);
         };
@@ -111,7 +111,7 @@ impl Checkpointer<'_> {
         Ok(trouble.is_empty().then_some(plan.id))
     }
 
-    fn send_file(
+    pub(super) fn send_file(
         &self,
         to: usize,
         read: std::result::Result<(Metadata, Vec<u8>), String>,
@@ -139,7 +139,10 @@ impl Checkpointer<'_> {
     /// Receives this rank's file from `from` and installs it into level 1.
     /// The outer error is a communication failure; the inner one a problem
     /// with the file.
-    fn receive_and_install(&mut self, from: usize) -> Result<std::result::Result<(), String>> {
+    pub(super) fn receive_and_install(
+        &mut self,
+        from: usize,
+    ) -> Result<std::result::Result<(), String>> {
         let head = self.comm.recv_tagged(from, TAG_FETCH_HEAD)?;
         let (meta, len) = match serde_json::from_slice::<Head>(&head) {
             Ok(Head::File { meta, len }) => (meta, len),
@@ -205,6 +208,21 @@ impl Checkpointer<'_> {
             tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
         }
         Ok(trouble.is_empty().then_some(id))
+    }
+
+    /// Every rank's `mine`, in rank order (an unreadable one counts as the
+    /// default: offering nothing). Collective.
+    pub(super) fn exchange<T>(&self, mine: &T) -> Result<Vec<T>>
+    where
+        T: Serialize + for<'de> Deserialize<'de> + Default,
+    {
+        let bytes = serde_json::to_vec(mine).unwrap_or_default();
+        Ok(self
+            .comm
+            .all_gather(&bytes)?
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap_or_default())
+            .collect())
     }
 
     /// Whether this rank is the lowest rank of its node.

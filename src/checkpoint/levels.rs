@@ -48,6 +48,8 @@ pub(crate) struct Levels {
     /// When each level was last promoted.
     since: [Instant; 3],
     in_flight: Vec<InFlight>,
+    /// The newest checkpoint committed at each level, as far as known.
+    newest_committed: BTreeMap<Level, u64>,
 }
 
 /// Whether any level above 1 is configured.
@@ -147,6 +149,7 @@ impl Levels {
             counts: [0; 3],
             since: [now; 3],
             in_flight: Vec::new(),
+            newest_committed: BTreeMap::new(),
         })
     }
 
@@ -169,17 +172,20 @@ impl Levels {
     /// After checkpoint `id` committed at level 1: learns which earlier
     /// promotions committed, then promotes `id` to the levels that are due
     /// (or to `forced`). Collective.
+    ///
+    /// `blob_len` is the length of this rank's record and file (level 3
+    /// sizes its pieces from every node's total).
     pub(crate) fn after_commit(
         &mut self,
         comm: &dyn Comm,
         id: u64,
         stamp: u64,
+        blob_len: u64,
         forced: Option<Level>,
     ) -> Result<()> {
         self.settle(comm)?;
         let due = self.due(comm, forced)?;
-        self.promote(id, stamp, &due);
-        Ok(())
+        self.promote(comm, id, stamp, blob_len, &due)
     }
 
     /// Which levels are due now (and restarts their counts).
@@ -215,18 +221,34 @@ impl Levels {
 
     /// Asks the node's manager to promote `id` to `levels` (lowest rank of
     /// each node), and counts the promotions in flight (every rank).
-    pub(crate) fn promote(&mut self, id: u64, stamp: u64, levels: &[Level]) {
+    /// Collective when `levels` holds level 3 (the nodes' blob lengths are
+    /// gathered).
+    pub(crate) fn promote(
+        &mut self,
+        comm: &dyn Comm,
+        id: u64,
+        stamp: u64,
+        blob_len: u64,
+        levels: &[Level],
+    ) -> Result<()> {
         if levels.is_empty() {
-            return;
+            return Ok(());
+        }
+        let mut blob_lens = BTreeMap::new();
+        if levels.contains(&Level::L3) {
+            for (r, b) in comm.all_gather(&blob_len.to_le_bytes())?.iter().enumerate() {
+                let len = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+                *blob_lens.entry(self.placement[r]).or_insert(0) += len;
+            }
         }
         for &level in levels {
             self.in_flight.push(InFlight { id, stamp, level });
         }
         let Some(topology) = self.topology() else {
-            return;
+            return Ok(());
         };
         let Some(client) = self.client.as_mut() else {
-            return;
+            return Ok(());
         };
         let task = Task {
             job_id: self.cfg.job.id.clone(),
@@ -239,6 +261,7 @@ impl Levels {
             global_dir: self.cfg.storage.global_dir.clone(),
             l4_chunk: self.cfg.l4.chunk_size.as_u64(),
             differential: self.cfg.l4.differential,
+            blob_lens,
         };
         match client.call(&Request::Submit(Box::new(task))) {
             Ok(Reply::Accepted) => {}
@@ -250,6 +273,7 @@ impl Levels {
                 tracing::warn!(checkpoint = id, error = %e, "the node's manager is unreachable")
             }
         }
+        Ok(())
     }
 
     /// Learns, with every rank, which promotions in flight committed or
@@ -287,11 +311,21 @@ impl Levels {
                 }
             }
         }
+        // A promotion still pending when a newer one of its level committed
+        // can no longer matter (and may never finish: a node skipped it).
+        still.retain(|f| {
+            !self
+                .newest_committed
+                .iter()
+                .any(|(l, id)| *l == f.level && *id > f.id)
+        });
         self.in_flight = still;
         Ok(())
     }
 
     fn commit(&mut self, f: InFlight) {
+        let newest = self.newest_committed.entry(f.level).or_insert(0);
+        *newest = (*newest).max(f.id);
         if self.rank == 0 {
             tracing::info!(checkpoint = f.id, level = %f.level, "level committed");
         }

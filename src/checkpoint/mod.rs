@@ -35,6 +35,7 @@
 
 mod fetch;
 mod levels;
+mod rebuild;
 mod restore;
 mod schedule;
 mod write;

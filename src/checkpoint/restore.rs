@@ -159,7 +159,7 @@ impl Checkpointer<'_> {
             let mut worst = [local.as_ref().map_or(0, LoadFailure::code)];
             self.comm.all_reduce_u64(&mut worst, ReduceOp::Max)?;
             if worst[0] == 0 {
-                self.finish_recovery(id);
+                self.finish_recovery(id)?;
                 self.stats.recovery_time += started.elapsed();
                 return Ok(id);
             }
@@ -232,9 +232,10 @@ impl Checkpointer<'_> {
     /// are whole again), has it promoted again to levels 2 and 3 under the
     /// current placement, so that the copies lost with a node are rebuilt
     /// and a second failure is survivable before the next checkpoint.
-    fn rebuild_levels(&mut self, id: u64) {
+    /// Collective (level 3 gathers the nodes' sizes).
+    fn rebuild_levels(&mut self, id: u64) -> Result<()> {
         let Some((from, fetched)) = self.fetched.take() else {
-            return;
+            return Ok(());
         };
         let stamp = match &self.phase {
             Phase::Recovering(p) => p
@@ -245,18 +246,23 @@ impl Checkpointer<'_> {
                 .map(|h| h.stamp),
             Phase::Running => None,
         };
+        let blob_len = self
+            .store
+            .open_checkpoint(id)
+            .map(|(_, m)| m.to_json().len() as u64 + m.file_len)
+            .unwrap_or(0);
         let (Some(levels), Some(stamp)) = (self.levels.as_mut(), stamp) else {
-            return;
+            return Ok(());
         };
         if fetched != id {
-            return;
+            return Ok(());
         }
         let again: Vec<crate::level::Level> = [crate::level::Level::L2, crate::level::Level::L3]
             .into_iter()
             .filter(|l| !self.cfg.level_interval(*l).is_zero())
             .collect();
         tracing::info!(checkpoint = id, from = %from, "rebuilding the lost copies of the recovered checkpoint");
-        levels.promote(id, stamp, &again);
+        levels.promote(self.comm, id, stamp, blob_len, &again)
     }
 
     /// Removes this rank's checkpoints newer than `id`, which can never be
@@ -269,11 +275,12 @@ impl Checkpointer<'_> {
 
     /// Leaves the recovering phase after checkpoint `id` was restored (and
     /// every rank discarded what was newer): ids continue after `id`.
-    pub(super) fn finish_recovery(&mut self, id: u64) {
-        self.rebuild_levels(id);
+    pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
+        self.rebuild_levels(id)?;
         self.store.set_committed(id);
         self.phase = Phase::Running;
         self.next_id = id + 1;
         self.stats.last_id = Some(id);
+        Ok(())
     }
 }

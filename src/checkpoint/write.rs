@@ -54,7 +54,7 @@ impl Checkpointer<'_> {
             );
             self.discard_newer(id);
             self.comm.barrier()?;
-            self.finish_recovery(id);
+            self.finish_recovery(id)?;
         }
         let started = Instant::now();
         // The id is only consumed once the checkpoint commits: ids stay
@@ -99,7 +99,8 @@ impl Checkpointer<'_> {
 
         self.next_id = id + 1;
         if let Some(levels) = self.levels.as_mut() {
-            levels.after_commit(self.comm, id, stamp, forced)?;
+            let blob_len = meta.to_json().len() as u64 + meta.file_len;
+            levels.after_commit(self.comm, id, stamp, blob_len, forced)?;
         }
         self.schedule.checkpointed(self.comm)?;
         let took = started.elapsed();

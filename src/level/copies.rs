@@ -94,6 +94,16 @@ impl CopyStore {
         self.root.path()
     }
 
+    /// The directory of checkpoint `id` (created if `create`).
+    pub(crate) fn checkpoint_dir(&self, id: u64, create: bool) -> Result<Dir, StorageError> {
+        Ok(self.root.sub(&names::ckpt_dir(id), create)?)
+    }
+
+    /// The job id.
+    pub(crate) fn job_id(&self) -> &str {
+        &self.job_id
+    }
+
     /// The level.
     pub fn level(&self) -> Level {
         self.level
@@ -237,12 +247,17 @@ impl CopyStore {
             return Ok(());
         };
         ckpt.remove_file(commit::COMMITTED)?;
+        // The group manifest first: without it the parity is unusable.
+        ckpt.remove_file(super::erasure::MANIFEST)?;
         let files = ckpt.entries()?;
         let mut order: Vec<&String> = files.iter().map(|(n, _)| n).collect();
         // Records before data, so no record is left without its file.
         order.sort_by_key(|n| !n.ends_with(".meta.json"));
         for file in order {
-            if names::parse_rank_file(file).is_some() || names::is_temporary(file) {
+            let ours = names::parse_rank_file(file).is_some()
+                || names::is_temporary(file)
+                || super::erasure::is_parity_file(file);
+            if ours {
                 ckpt.remove_file(file)?;
             }
         }

@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod commit;
 pub mod copies;
+pub mod erasure;
 mod fsio;
 pub mod global;
 pub mod l1;

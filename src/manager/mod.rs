@@ -18,6 +18,7 @@
 //! condition variable.
 
 pub mod inline;
+mod parity;
 mod promote;
 pub mod proto;
 mod serve;
@@ -29,6 +30,7 @@ pub use task::{Progress, Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::{Bind, Endpoint};
 use crate::config::WhenFull;
+use crate::level::erasure::ErasureStore;
 use crate::level::{CopyStore, GlobalStore, Level};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -67,6 +69,7 @@ struct State {
     busy: bool,
     stop: bool,
     progress: BTreeMap<(String, u64, Level), Progress>,
+    parity: parity::Parity,
     transforms: Vec<(String, u64, Level, Transform)>,
 }
 
@@ -114,18 +117,65 @@ impl Shared {
         Reply::Ok
     }
 
+    /// Where promotions are. Level 3 is done on a node once the node sent
+    /// its terms and layout (the worker's part, recorded as done) and wrote
+    /// the parity shards it holds.
     fn status(&self, job_id: &str, keys: &[(u64, Level)]) -> Reply {
         let st = self.lock();
         Reply::Status(
             keys.iter()
                 .map(|(id, level)| {
-                    st.progress
+                    let worker = st
+                        .progress
                         .get(&(job_id.to_string(), *id, *level))
                         .cloned()
-                        .unwrap_or(Progress::Unknown)
+                        .unwrap_or(Progress::Unknown);
+                    match (level, worker) {
+                        (Level::L3, Progress::Done) => st.parity.progress(job_id, *id),
+                        (_, p) => p,
+                    }
                 })
                 .collect(),
         )
+    }
+
+    /// Adds a member's terms of a parity shard; writes the node's level-3
+    /// part once everything arrived.
+    fn add_term(&self, job_id: &str, term: &proto::Term, bytes: &[u8]) -> Result<(), String> {
+        let ready = self
+            .lock()
+            .parity
+            .term(job_id, self.opts.node, term, bytes)?;
+        self.write_parity(job_id, ready);
+        Ok(())
+    }
+
+    /// Records a member's blob layout (see [`add_term`](Self::add_term)).
+    fn add_layout(&self, job_id: &str, layout: &proto::Layout) -> Result<(), String> {
+        let ready = self.lock().parity.layout(job_id, self.opts.node, layout)?;
+        self.write_parity(job_id, ready);
+        Ok(())
+    }
+
+    fn write_parity(&self, job_id: &str, ready: Option<parity::Ready>) {
+        let Some(mut ready) = ready else {
+            return;
+        };
+        let id = ready.manifest.checkpoint_id;
+        ready.manifest.job_id = job_id.to_string();
+        let who = self.opts.node;
+        let written = ErasureStore::open(&self.opts.local_dir, job_id, who).and_then(|store| {
+            for (key, bytes) in &ready.shards {
+                store.write_parity(id, *key, bytes)?;
+            }
+            store.write_manifest(&ready.manifest)
+        });
+        let result = written.map_err(|e| e.to_string());
+        if let Err(e) = &result {
+            tracing::warn!(checkpoint = id, error = %e, "could not write parity");
+        }
+        self.lock().parity.written(job_id, id, result);
+        self.changed.notify_all();
     }
 
     /// Waits until no task is queued or running.
@@ -178,6 +228,10 @@ impl Shared {
                 .copied()
                 .unwrap_or(0);
             let result = promote::run(task, level, &self.opts.local_dir, who, peers);
+            if level == Level::L3 {
+                let sent = result.as_ref().map(|_| ()).map_err(Clone::clone);
+                self.lock().parity.sent(&task.job_id, task.id, sent);
+            }
             let progress = match result {
                 Ok(t) => {
                     tracing::info!(
@@ -248,6 +302,7 @@ impl Shared {
         }
         let mut st = self.lock();
         st.progress.retain(|(job, ..), _| *job != o.job_id);
+        st.parity.forget(&o.job_id);
     }
 }
 

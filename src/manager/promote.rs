@@ -2,10 +2,11 @@
 //! read the node's level-1 files and write (or send) the level's copies;
 //! each returns only once what it wrote is durable.
 
-use super::proto::{Client, Reply};
+use super::proto::{Client, GroupInfo, Layout, Put, Reply, Request, Term};
 use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
+use crate::level::erasure::{Codec, ErasureStore, ParityKey, Stripes};
 use crate::level::l1::L1Reader;
 use crate::level::{CopyStore, GlobalStore, Level};
 use std::collections::HashMap;
@@ -26,15 +27,21 @@ impl Peers {
         }
     }
 
-    /// Sends a copy to the manager at `to`, reconnecting once if a kept
-    /// connection broke.
-    fn copy(
+    /// Sends bytes to the manager at `to` (see [`Client::put`]),
+    /// reconnecting once if a kept connection broke.
+    fn put(&mut self, to: &Endpoint, job_id: &str, what: Put, bytes: &[u8]) -> Result<(), String> {
+        self.call(to, |c| c.put(job_id, what.clone(), bytes))
+    }
+
+    /// Sends a request to the manager at `to`.
+    fn request(&mut self, to: &Endpoint, req: &Request) -> Result<(), String> {
+        self.call(to, |c| c.call(req))
+    }
+
+    fn call(
         &mut self,
         to: &Endpoint,
-        job_id: &str,
-        level: Level,
-        meta: &crate::format::Metadata,
-        bytes: &[u8],
+        mut f: impl FnMut(&mut Client) -> std::io::Result<Reply>,
     ) -> Result<(), String> {
         let key = to.to_string();
         for attempt in 0..2 {
@@ -45,7 +52,7 @@ impl Peers {
             let Some(client) = self.clients.get_mut(&key) else {
                 continue;
             };
-            match client.copy(job_id, level, meta, bytes) {
+            match f(client) {
                 Ok(Reply::Ok) => return Ok(()),
                 Ok(Reply::Error(e)) => return Err(format!("manager at {to}: {e}")),
                 Ok(other) => return Err(format!("manager at {to} answered {other:?}")),
@@ -74,7 +81,7 @@ pub(crate) fn run(
     let mut t = match level {
         Level::L2 => partner(task, &reader, local_dir, who, peers)?,
         Level::L4 => global(task, &reader, who)?,
-        Level::L3 => return Err("level 3 is not available in this build".into()),
+        Level::L3 => erasure(task, &reader, local_dir, who, peers)?,
         Level::L1 => Transform::default(),
     };
     t.micros = started.elapsed().as_micros() as u64;
@@ -129,7 +136,11 @@ fn partner(
         let (ckpt, meta, bytes) = own_file(task, reader, rank)?;
         own.link_own(&ckpt, task.id, &meta)
             .map_err(|e| e.to_string())?;
-        peers.copy(endpoint, &task.job_id, Level::L2, &meta, &bytes)?;
+        let what = Put::File {
+            level: Level::L2,
+            meta: Box::new(meta),
+        };
+        peers.put(endpoint, &task.job_id, what, &bytes)?;
         t.bytes_in += bytes.len() as u64;
         t.bytes_out += bytes.len() as u64;
     }
@@ -151,4 +162,105 @@ fn global(task: &Task, reader: &L1Reader, who: u32) -> Result<Transform, String>
         t.bytes_out += w.written;
     }
     Ok(t)
+}
+
+/// Level 3: keep the node's own files (linked), then send the node's terms
+/// of every parity shard to its holder and the node's blob layout to every
+/// member (itself included). The holders write the parity once they have
+/// every member's terms.
+fn erasure(
+    task: &Task,
+    reader: &L1Reader,
+    local_dir: &Path,
+    who: u32,
+    peers: &mut Peers,
+) -> Result<Transform, String> {
+    let group = task
+        .topology
+        .group_of(task.node)
+        .ok_or_else(|| format!("node {} is in no group", task.node))?;
+    if group.parity == 0 {
+        return Err("level 3 needs at least two nodes".into());
+    }
+    let s = Stripes {
+        g: group.nodes.len(),
+        p: group.parity as usize,
+    };
+    let me = group.position(task.node).unwrap_or(0);
+    let largest = group
+        .nodes
+        .iter()
+        .map(|n| task.blob_lens.get(n).copied().unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let info = GroupInfo {
+        id: task.id,
+        stamp: task.stamp,
+        nodes: group.nodes.clone(),
+        parity: group.parity,
+        piece: s.piece(largest),
+    };
+    let store = ErasureStore::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
+    let ranks = task.topology.ranks_on(task.node);
+    for &rank in &ranks {
+        let (ckpt, meta, _) = own_file(task, reader, rank)?;
+        store
+            .copies()
+            .link_own(&ckpt, task.id, &meta)
+            .map_err(|e| e.to_string())?;
+    }
+    let (mut blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
+    let expected = task.blob_lens.get(&task.node).copied();
+    if expected != Some(blob.len() as u64) {
+        return Err(format!(
+            "node {}'s blob holds {} bytes, the ranks announced {expected:?}",
+            task.node,
+            blob.len()
+        ));
+    }
+    let piece = info.piece as usize;
+    blob.resize(piece * s.k(), 0);
+    let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
+    let mut terms = vec![Vec::new(); s.p];
+    let endpoint = |node: u32| {
+        task.peers
+            .get(&node)
+            .ok_or_else(|| format!("no manager is known for node {node}"))
+    };
+    for (q, t) in s.data_stripes(me).into_iter().enumerate() {
+        let index = s.data_index(t, me).unwrap_or(0);
+        codec
+            .contribution(index, &blob[q * piece..(q + 1) * piece], &mut terms)
+            .map_err(|e| e.to_string())?;
+        for (j, term) in terms.iter().enumerate() {
+            let holder = group.nodes[s.parity_holder(t, j)];
+            let what = Put::Term(Box::new(Term {
+                group: info.clone(),
+                key: ParityKey {
+                    stripe: t as u32,
+                    index: j as u32,
+                },
+                from: me as u32,
+            }));
+            peers.put(endpoint(holder)?, &task.job_id, what, term)?;
+        }
+    }
+    let layout = Layout {
+        group: info.clone(),
+        pos: me as u32,
+        entries,
+    };
+    for &node in &group.nodes {
+        let req = Request::Layout {
+            job_id: task.job_id.clone(),
+            layout: Box::new(layout.clone()),
+        };
+        peers.request(endpoint(node)?, &req)?;
+    }
+    let sent = (piece * s.k()) as u64;
+    Ok(Transform {
+        micros: 0,
+        bytes_in: sent,
+        bytes_out: sent * s.p as u64,
+    })
 }

@@ -4,8 +4,9 @@
 //! ([`Channel::Manager`](crate::auth::Channel::Manager)). Then each frame
 //! (length-delimited, at most [`MAX_FRAME`] bytes) holds a JSON header and
 //! an optional binary payload: `[header length: u32 LE][header][payload]`.
-//! A request gets exactly one reply; a [`Request::Copy`] is followed by its
-//! data in [`Request::Data`] frames and closed by [`Request::End`].
+//! A request gets exactly one reply (a [`Request::Layout`] none); a
+//! [`Request::Put`] is followed by its bytes in [`Request::Data`] frames and
+//! closed by [`Request::End`], and replied to then.
 
 use super::task::{Progress, Task};
 use crate::auth::{self, Channel, Secret};
@@ -52,20 +53,75 @@ pub enum Request {
         /// What to remove.
         order: RemoveOrder,
     },
-    /// A copy of a rank's file for this node to keep at `level`; its bytes
-    /// follow in `Data` frames.
-    Copy {
+    /// Bytes for this node to keep; they follow in `Data` frames.
+    Put {
         /// Job id.
         job_id: String,
+        /// What they are.
+        what: Put,
+    },
+    /// A piece of the bytes of a `Put` (the payload).
+    Data,
+    /// The end of a `Put`.
+    End,
+    /// A group member's blob layout, for level 3.
+    Layout {
+        /// Job id.
+        job_id: String,
+        /// The layout.
+        layout: Box<Layout>,
+    },
+}
+
+/// What a [`Request::Put`] carries.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Put {
+    /// A copy of a rank's file to keep at `level` (2).
+    File {
         /// Level of the copy.
         level: Level,
         /// The file's level-1 record.
         meta: Box<Metadata>,
     },
-    /// A piece of a copy (the payload).
-    Data,
-    /// The end of a copy.
-    End,
+    /// A data node's terms of a parity shard held here (level 3).
+    Term(Box<Term>),
+}
+
+/// The group a level-3 message is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Its stamp.
+    pub stamp: u64,
+    /// Member nodes, ascending.
+    pub nodes: Vec<u32>,
+    /// Parity shards per stripe.
+    pub parity: u32,
+    /// Piece size.
+    pub piece: u64,
+}
+
+/// A term of a parity shard.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Term {
+    /// The group and checkpoint.
+    pub group: GroupInfo,
+    /// Which parity shard.
+    pub key: crate::level::erasure::ParityKey,
+    /// Group position of the sender.
+    pub from: u32,
+}
+
+/// A member's blob layout.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Layout {
+    /// The group and checkpoint.
+    pub group: GroupInfo,
+    /// Group position of the member.
+    pub pos: u32,
+    /// Its blob.
+    pub entries: Vec<crate::level::erasure::BlobEntry>,
 }
 
 /// The commit of a level, as the ranks agreed on it.
@@ -237,18 +293,11 @@ impl Client {
         self.reply()
     }
 
-    /// Sends a copy of a rank's file for the manager to keep at `level`.
-    pub fn copy(
-        &mut self,
-        job_id: &str,
-        level: Level,
-        meta: &Metadata,
-        bytes: &[u8],
-    ) -> io::Result<Reply> {
-        let head = Request::Copy {
+    /// Sends bytes for the manager to keep (a file copy or parity terms).
+    pub fn put(&mut self, job_id: &str, what: Put, bytes: &[u8]) -> io::Result<Reply> {
+        let head = Request::Put {
             job_id: job_id.to_string(),
-            level,
-            meta: Box::new(meta.clone()),
+            what,
         };
         self.send(&head, &[])?;
         for piece in bytes.chunks(DATA_PIECE) {

@@ -3,11 +3,10 @@
 //! draining, writing received copies) runs on blocking threads, so one
 //! connection never holds up another.
 
-use super::proto::{self, Reply, Request, MAX_COPY};
+use super::proto::{self, Put, Reply, Request, MAX_COPY};
 use super::Shared;
 use crate::auth::{self, Channel};
 use crate::comm::net::{bind_private, Bind, Endpoint};
-use crate::format::Metadata;
 use crate::level::{CopyStore, Level};
 use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
@@ -74,12 +73,27 @@ pub(super) fn start(
     Ok((endpoint, stop, thread))
 }
 
-/// A copy being received.
+/// Bytes being received.
 struct Incoming {
     job_id: String,
-    level: Level,
-    meta: Box<Metadata>,
+    what: Put,
+    len: u64,
     bytes: Vec<u8>,
+}
+
+/// How many bytes a `Put` announces, if acceptable.
+fn announced(what: &Put) -> Result<u64, String> {
+    let len = match what {
+        Put::File { level, meta } if *level == Level::L2 => meta.file_len,
+        Put::File { level, .. } => {
+            return Err(format!("no copies are kept at level {}", level.number()))
+        }
+        Put::Term(t) => t.group.piece,
+    };
+    if len > MAX_COPY {
+        return Err(format!("refusing {len} bytes"));
+    }
+    Ok(len)
 }
 
 /// Serves one connection until it closes or misbehaves.
@@ -105,29 +119,20 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let reply = match req {
-            Request::Copy {
-                job_id,
-                level,
-                meta,
-            } => {
-                if meta.file_len > MAX_COPY || !matches!(level, Level::L2 | Level::L3) {
-                    Some(Reply::Error(format!(
-                        "refusing a level-{} copy of {} bytes",
-                        level.number(),
-                        meta.file_len
-                    )))
-                } else {
+            Request::Put { job_id, what } => match announced(&what) {
+                Ok(len) => {
                     incoming = Some(Incoming {
                         job_id,
-                        level,
-                        meta,
+                        what,
+                        len,
                         bytes: Vec::new(),
                     });
                     None
                 }
-            }
+                Err(e) => Some(Reply::Error(e)),
+            },
             Request::Data => match incoming.as_mut() {
-                Some(inc) if (inc.bytes.len() + payload.len()) as u64 <= inc.meta.file_len => {
+                Some(inc) if (inc.bytes.len() + payload.len()) as u64 <= inc.len => {
                     inc.bytes.extend_from_slice(&payload);
                     None
                 }
@@ -142,7 +147,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
                 let Some(inc) = incoming.take() else {
                     return;
                 };
-                Some(store_copy(&shared, inc).await)
+                Some(store(&shared, inc).await)
             }
             other => Some(answer(&shared, other).await),
         };
@@ -154,25 +159,24 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Writes a received copy into the node's level directory.
-async fn store_copy(shared: &Arc<Shared>, inc: Incoming) -> Reply {
-    if inc.bytes.len() as u64 != inc.meta.file_len {
-        return Reply::Error(format!(
-            "copy of rank {}'s file ended after {} of {} bytes",
-            inc.meta.rank,
-            inc.bytes.len(),
-            inc.meta.file_len
-        ));
+/// Keeps what a `Put` brought: a file copy is written at once; a parity
+/// term is added to its shard (written once complete).
+async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
+    if inc.bytes.len() as u64 != inc.len {
+        return Reply::Error(format!("got {} of {} bytes", inc.bytes.len(), inc.len));
     }
+    let shared = Arc::clone(shared);
     let local = shared.opts.local_dir.clone();
-    let done = tokio::task::spawn_blocking(move || {
-        CopyStore::open(&local, &inc.job_id, inc.level, inc.meta.rank)
-            .and_then(|s| s.put(&inc.meta, &inc.bytes))
+    let done = tokio::task::spawn_blocking(move || match inc.what {
+        Put::File { level, meta } => CopyStore::open(&local, &inc.job_id, level, meta.rank)
+            .and_then(|s| s.put(&meta, &inc.bytes))
+            .map_err(|e| e.to_string()),
+        Put::Term(term) => shared.add_term(&inc.job_id, &term, &inc.bytes),
     })
     .await;
     match done {
         Ok(Ok(())) => Reply::Ok,
-        Ok(Err(e)) => Reply::Error(e.to_string()),
+        Ok(Err(e)) => Reply::Error(e),
         Err(e) => Reply::Error(e.to_string()),
     }
 }
@@ -186,8 +190,12 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
         Request::Commit { commit } => shared.chore(super::Work::Commit(commit)),
         Request::Remove { order } => shared.chore(super::Work::Remove(order)),
         Request::Drain => shared.drain(),
-        Request::Copy { .. } | Request::Data | Request::End => {
-            Reply::Error("unexpected copy frame".into())
+        Request::Layout { job_id, layout } => match shared.add_layout(&job_id, &layout) {
+            Ok(()) => Reply::Ok,
+            Err(e) => Reply::Error(e),
+        },
+        Request::Put { .. } | Request::Data | Request::End => {
+            Reply::Error("unexpected data frame".into())
         }
     })
     .await;

@@ -31,6 +31,8 @@ pub struct Task {
     pub l4_chunk: u64,
     /// Whether level 4 is differential.
     pub differential: bool,
+    /// Each node's level-3 blob length (its ranks' records and files).
+    pub blob_lens: BTreeMap<u32, u64>,
 }
 
 impl Task {

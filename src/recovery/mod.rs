@@ -32,6 +32,7 @@
 //! id is the decision.
 
 pub mod copies;
+pub mod erasure;
 
 /// Largest `retention.keep_last` accepted; keeps every retained id inside the
 /// ballot's window (checkpoint ids are consecutive: a failed checkpoint's id

@@ -1,0 +1,279 @@
+//! Level 3: Reed-Solomon parity across a group of nodes.
+//!
+//! A group of g nodes tolerating p lost nodes stores, for each checkpoint:
+//! - on every node, its own ranks' files (linked from level 1, as level 2
+//!   does), which together form the node's *blob*: every rank's record then
+//!   data file, in rank order;
+//! - p parity shards per node;
+//! - on every node, the group's [`GroupManifest`]: each node's blob layout
+//!   and the piece size.
+//!
+//! Layout: there are g stripes. Stripe t's parity shards are held by the
+//! nodes at group positions t, t+1, …, t+p-1 (mod g); the other g-p nodes
+//! are its data nodes. Each blob is padded to (g-p)·P bytes and cut into
+//! g-p pieces of P bytes; a node's q-th piece is its data shard in the q-th
+//! stripe where it is a data node. Every stripe is a Reed-Solomon code of
+//! g-p data and p parity shards, and a lost node loses one shard of each
+//! stripe, so any p lost nodes leave every stripe decodable. Each node
+//! keeps p·P bytes of parity: p/(g-p) of the largest blob.
+//!
+//! Parity is linear: a parity shard is the sum over the stripe's data
+//! nodes of a coefficient times their piece. Each data node computes its
+//! own terms ([`Codec::contribution`]) and sends them to the holders, which
+//! add them up ([`Codec::add`]); no node needs another's data to encode.
+
+mod store;
+
+pub use store::{is_parity_file, parity_file, ErasureStore, ParityKey, MANIFEST};
+
+use reed_solomon_erasure::galois_8::{self, ReedSolomon};
+use serde::{Deserialize, Serialize};
+
+/// One entry of a node's blob: a rank's record then its data file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobEntry {
+    /// Rank.
+    pub rank: u32,
+    /// Length of its record (JSON).
+    pub record_len: u64,
+    /// Length of its data file.
+    pub data_len: u64,
+}
+
+/// What a group's parity protects, kept by every member.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupManifest {
+    /// Job id.
+    pub job_id: String,
+    /// Checkpoint id.
+    pub checkpoint_id: u64,
+    /// Its stamp.
+    pub stamp: u64,
+    /// Member nodes, ascending (their group positions).
+    pub nodes: Vec<u32>,
+    /// Parity shards per stripe.
+    pub parity: u32,
+    /// Bytes per piece (and per parity shard).
+    pub piece: u64,
+    /// Each member's blob, by position.
+    pub blobs: Vec<Vec<BlobEntry>>,
+}
+
+/// Length of a blob.
+pub fn blob_len(entries: &[BlobEntry]) -> u64 {
+    entries.iter().map(|e| e.record_len + e.data_len).sum()
+}
+
+/// Stripe geometry of a group of `g` nodes with `p` parity shards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stripes {
+    /// Group size.
+    pub g: usize,
+    /// Parity shards per stripe.
+    pub p: usize,
+}
+
+impl Stripes {
+    /// Data shards per stripe.
+    pub fn k(&self) -> usize {
+        self.g - self.p
+    }
+
+    /// Whether position `pos` holds parity in stripe `t`, and as which
+    /// parity index.
+    pub fn parity_index(&self, t: usize, pos: usize) -> Option<usize> {
+        let j = (pos + self.g - t) % self.g;
+        (j < self.p).then_some(j)
+    }
+
+    /// The position holding parity shard `j` of stripe `t`.
+    pub fn parity_holder(&self, t: usize, j: usize) -> usize {
+        (t + j) % self.g
+    }
+
+    /// The data positions of stripe `t`, in shard order.
+    pub fn data_nodes(&self, t: usize) -> Vec<usize> {
+        (0..self.g)
+            .filter(|pos| self.parity_index(t, *pos).is_none())
+            .collect()
+    }
+
+    /// The stripes where `pos` is a data node, in piece order: piece q of
+    /// the node's blob is its shard in stripe `data_stripes(pos)[q]`.
+    pub fn data_stripes(&self, pos: usize) -> Vec<usize> {
+        (0..self.g)
+            .filter(|t| self.parity_index(*t, pos).is_none())
+            .collect()
+    }
+
+    /// The shard index of data position `pos` within stripe `t`.
+    pub fn data_index(&self, t: usize, pos: usize) -> Option<usize> {
+        self.data_nodes(t).iter().position(|p| *p == pos)
+    }
+
+    /// The piece size for blobs of at most `largest` bytes (a multiple of 64).
+    pub fn piece(&self, largest: u64) -> u64 {
+        largest.div_ceil(self.k() as u64).div_ceil(64).max(1) * 64
+    }
+}
+
+/// Why coding failed.
+#[derive(Debug, thiserror::Error)]
+#[error("erasure coding: {0}")]
+pub struct CodecError(String);
+
+/// The Reed-Solomon code of one stripe shape.
+pub struct Codec {
+    rs: ReedSolomon,
+}
+
+impl Codec {
+    /// A code of `k` data and `p` parity shards.
+    pub fn new(k: usize, p: usize) -> Result<Self, CodecError> {
+        ReedSolomon::new(k, p)
+            .map(|rs| Self { rs })
+            .map_err(|e| CodecError(format!("{e:?} (k = {k}, p = {p})")))
+    }
+
+    /// The terms data shard `index` (`piece`) adds to each parity shard,
+    /// written into `out` (p buffers of the piece's length).
+    pub fn contribution(
+        &self,
+        index: usize,
+        piece: &[u8],
+        out: &mut [Vec<u8>],
+    ) -> Result<(), CodecError> {
+        for o in out.iter_mut() {
+            o.clear();
+            o.resize(piece.len(), 0);
+        }
+        self.rs
+            .encode_single_sep(index, piece, out)
+            .map_err(|e| CodecError(format!("{e:?}")))
+    }
+
+    /// Adds `term` to `acc` (GF(2^8) addition).
+    pub fn add(acc: &mut [u8], term: &[u8]) {
+        galois_8::mul_slice_xor(1, term, acc);
+    }
+
+    /// All parity shards of a stripe at once (for tests and benchmarks).
+    pub fn encode(&self, data: &[&[u8]], parity: &mut [Vec<u8>]) -> Result<(), CodecError> {
+        self.rs
+            .encode_sep(data, parity)
+            .map_err(|e| CodecError(format!("{e:?}")))
+    }
+
+    /// Fills in the missing data shards of a stripe (`shards`: k data then p
+    /// parity, `None` where lost).
+    pub fn reconstruct(&self, shards: &mut [Option<Vec<u8>>]) -> Result<(), CodecError> {
+        self.rs
+            .reconstruct_data(shards)
+            .map_err(|e| CodecError(format!("{e:?}")))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::needless_range_loop)] // positions and stripes index several tables
+mod tests {
+    use super::*;
+
+    /// Encodes blobs stripe by stripe with contributions, drops `lost`
+    /// positions, and rebuilds their blobs.
+    fn round_trip(g: usize, p: usize, lens: &[usize], lost: &[usize]) {
+        let s = Stripes { g, p };
+        let blobs: Vec<Vec<u8>> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|j| (j * 13 + i * 101 + 7) as u8).collect())
+            .collect();
+        let piece = s.piece(*lens.iter().max().unwrap() as u64) as usize;
+        let padded: Vec<Vec<u8>> = blobs
+            .iter()
+            .map(|b| {
+                let mut v = b.clone();
+                v.resize(piece * s.k(), 0);
+                v
+            })
+            .collect();
+        let codec = Codec::new(s.k(), p).unwrap();
+        // parity[t][j]
+        let mut parity = vec![vec![vec![0u8; piece]; p]; g];
+        let mut terms = vec![Vec::new(); p];
+        for pos in 0..g {
+            for (q, t) in s.data_stripes(pos).into_iter().enumerate() {
+                let idx = s.data_index(t, pos).unwrap();
+                codec
+                    .contribution(idx, &padded[pos][q * piece..(q + 1) * piece], &mut terms)
+                    .unwrap();
+                for j in 0..p {
+                    Codec::add(&mut parity[t][j], &terms[j]);
+                }
+            }
+        }
+        // Lose `lost`; rebuild every stripe's missing data shards.
+        let mut rebuilt = vec![vec![0u8; piece * s.k()]; g];
+        for t in 0..g {
+            let data = s.data_nodes(t);
+            let mut shards: Vec<Option<Vec<u8>>> = data
+                .iter()
+                .map(|&pos| {
+                    let q = s.data_stripes(pos).iter().position(|x| *x == t).unwrap();
+                    (!lost.contains(&pos)).then(|| padded[pos][q * piece..(q + 1) * piece].to_vec())
+                })
+                .collect();
+            for j in 0..p {
+                let holder = s.parity_holder(t, j);
+                shards.push((!lost.contains(&holder)).then(|| parity[t][j].clone()));
+            }
+            codec.reconstruct(&mut shards).unwrap();
+            for (i, &pos) in data.iter().enumerate() {
+                let q = s.data_stripes(pos).iter().position(|x| *x == t).unwrap();
+                rebuilt[pos][q * piece..(q + 1) * piece]
+                    .copy_from_slice(shards[i].as_ref().unwrap());
+            }
+        }
+        for &pos in lost {
+            assert_eq!(
+                &rebuilt[pos][..lens[pos]],
+                &blobs[pos][..],
+                "g={g} p={p} lost={lost:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_p_lost_nodes_of_a_group_are_rebuilt() {
+        for g in 2..=7usize {
+            for p in 1..g {
+                let lens: Vec<usize> = (0..g).map(|i| 1000 + i * 333 + (i % 2) * 50).collect();
+                // Every subset of exactly p positions.
+                for mask in 0u32..(1 << g) {
+                    if mask.count_ones() as usize == p {
+                        let lost: Vec<usize> = (0..g).filter(|i| mask & (1 << i) != 0).collect();
+                        round_trip(g, p, &lens, &lost);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_node_holds_p_parity_shards_and_g_minus_p_pieces() {
+        for g in 2..=9usize {
+            for p in 1..g {
+                let s = Stripes { g, p };
+                for pos in 0..g {
+                    let held = (0..g).filter(|t| s.parity_index(*t, pos).is_some()).count();
+                    assert_eq!(held, p);
+                    assert_eq!(s.data_stripes(pos).len(), g - p);
+                }
+                for t in 0..g {
+                    for j in 0..p {
+                        assert_eq!(s.parity_index(t, s.parity_holder(t, j)), Some(j));
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! Planning a restore from level 3: which checkpoint, which ranks get their
+//! file straight from their (surviving) node, and which groups must decode
+//! lost nodes' data, by whom.
+//!
+//! The lowest rank of each node offers what its node keeps at level 3; after
+//! one all-gather every rank runs [`plan`] on the same offers.
+
+use crate::level::erasure::{GroupManifest, ParityKey};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// What a node keeps of one checkpoint's level 3.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Kept {
+    /// The group's manifest.
+    pub manifest: GroupManifest,
+    /// Ranks whose files the node keeps soundly.
+    pub files: Vec<u32>,
+    /// Parity shards it keeps.
+    pub parity: Vec<ParityKey>,
+}
+
+/// What one rank offers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Offer {
+    /// Its own sound level-1 checkpoints: (id, stamp).
+    pub own: Vec<(u64, u64)>,
+    /// Its node (meaningful with `kept`).
+    pub node: u32,
+    /// What its node keeps (offered by the node's lowest rank only).
+    pub kept: Vec<Kept>,
+}
+
+/// A group whose lost members' data must be decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decode {
+    /// The group.
+    pub manifest: GroupManifest,
+    /// The rank that decodes.
+    pub decoder: u32,
+    /// Positions whose shards are available, with the rank that sends them.
+    pub present: Vec<(usize, u32)>,
+    /// Positions whose data is decoded.
+    pub missing: Vec<usize>,
+    /// Ranks (of missing positions) the decoder sends their file.
+    pub targets: Vec<u32>,
+}
+
+/// The agreed level-3 restore.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ErasurePlan {
+    /// Checkpoint id.
+    pub id: u64,
+    /// Its stamp.
+    pub stamp: u64,
+    /// `(rank, from)`: the file is kept whole on `from`'s node.
+    pub direct: Vec<(u32, u32)>,
+    /// Groups to decode.
+    pub decode: Vec<Decode>,
+}
+
+/// Whether the node of `offer` keeps position `pos` of `m` whole: every
+/// file of its blob and all its parity shards.
+fn whole(k: &Kept, pos: usize) -> bool {
+    let (g, p) = (k.manifest.nodes.len(), k.manifest.parity as usize);
+    let s = crate::level::erasure::Stripes { g, p };
+    let files = k
+        .manifest
+        .blobs
+        .get(pos)
+        .is_some_and(|b| b.iter().all(|e| k.files.contains(&e.rank)));
+    let parity = (0..g).all(|t| match s.parity_index(t, pos) {
+        Some(j) => k.parity.contains(&ParityKey {
+            stripe: t as u32,
+            index: j as u32,
+        }),
+        None => true,
+    });
+    files && parity
+}
+
+/// The newest checkpoint every rank can restore from level 3, or `None`.
+pub fn plan(offers: &[Offer]) -> Option<ErasurePlan> {
+    let world = offers.len() as u32;
+    let candidates: BTreeSet<(u64, u64)> = offers
+        .iter()
+        .flat_map(|o| {
+            o.kept
+                .iter()
+                .map(|k| (k.manifest.checkpoint_id, k.manifest.stamp))
+        })
+        .collect();
+    'next: for &(id, stamp) in candidates.iter().rev() {
+        // Every group of the checkpoint, and who keeps which position whole.
+        let mut groups: Vec<(GroupManifest, Vec<(usize, u32)>)> = Vec::new();
+        for (rank, o) in offers.iter().enumerate() {
+            for k in o
+                .kept
+                .iter()
+                .filter(|k| k.manifest.checkpoint_id == id && k.manifest.stamp == stamp)
+            {
+                let Some(pos) = k.manifest.nodes.iter().position(|n| *n == o.node) else {
+                    continue;
+                };
+                let i = match groups.iter().position(|(m, _)| m.nodes == k.manifest.nodes) {
+                    Some(i) => i,
+                    None => {
+                        groups.push((k.manifest.clone(), Vec::new()));
+                        groups.len() - 1
+                    }
+                };
+                if whole(k, pos) && !groups[i].1.iter().any(|(p, _)| *p == pos) {
+                    groups[i].1.push((pos, rank as u32));
+                }
+            }
+        }
+        let mut plan = ErasurePlan {
+            id,
+            stamp,
+            direct: Vec::new(),
+            decode: Vec::new(),
+        };
+        for r in 0..world {
+            if offers[r as usize].own.contains(&(id, stamp)) {
+                continue;
+            }
+            let Some((gi, pos)) = groups.iter().enumerate().find_map(|(gi, (m, _))| {
+                m.blobs
+                    .iter()
+                    .position(|b| b.iter().any(|e| e.rank == r))
+                    .map(|pos| (gi, pos))
+            }) else {
+                continue 'next;
+            };
+            let (m, present) = &groups[gi];
+            if let Some((_, from)) = present.iter().find(|(p, _)| *p == pos) {
+                plan.direct.push((r, *from));
+                continue;
+            }
+            let k = m.nodes.len() - m.parity as usize;
+            if present.len() < k {
+                continue 'next;
+            }
+            let d = match plan.decode.iter().position(|d| d.manifest.nodes == m.nodes) {
+                Some(d) => d,
+                None => {
+                    let mut present = present.clone();
+                    present.sort_unstable();
+                    plan.decode.push(Decode {
+                        manifest: m.clone(),
+                        decoder: present.iter().map(|(_, r)| *r).min().unwrap_or(0),
+                        missing: (0..m.nodes.len())
+                            .filter(|p| !present.iter().any(|(q, _)| q == p))
+                            .collect(),
+                        present,
+                        targets: Vec::new(),
+                    });
+                    plan.decode.len() - 1
+                }
+            };
+            plan.decode[d].targets.push(r);
+        }
+        return Some(plan);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::level::erasure::BlobEntry;
+
+    fn manifest(nodes: Vec<u32>, blobs: Vec<Vec<u32>>) -> GroupManifest {
+        GroupManifest {
+            job_id: "j".into(),
+            checkpoint_id: 3,
+            stamp: 7,
+            nodes,
+            parity: 1,
+            piece: 64,
+            blobs: blobs
+                .into_iter()
+                .map(|ranks| {
+                    ranks
+                        .into_iter()
+                        .map(|rank| BlobEntry {
+                            rank,
+                            record_len: 10,
+                            data_len: 20,
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
+    }
+
+    fn kept(m: &GroupManifest, pos: usize) -> Kept {
+        let s = crate::level::erasure::Stripes {
+            g: m.nodes.len(),
+            p: 1,
+        };
+        Kept {
+            manifest: m.clone(),
+            files: m.blobs[pos].iter().map(|e| e.rank).collect(),
+            parity: (0..m.nodes.len())
+                .filter_map(|t| {
+                    s.parity_index(t, pos).map(|j| ParityKey {
+                        stripe: t as u32,
+                        index: j as u32,
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_lost_node_is_decoded_by_the_lowest_surviving_rank() {
+        // Nodes 0,1,2 with ranks {0,1},{2,3},{4,5}; node 1 lost, its ranks
+        // now on spare node 9 with nothing.
+        let m = manifest(vec![0, 1, 2], vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+        let mut offers = vec![Offer::default(); 6];
+        offers[0] = Offer {
+            own: vec![(3, 7)],
+            node: 0,
+            kept: vec![kept(&m, 0)],
+        };
+        offers[1].own = vec![(3, 7)];
+        offers[2].node = 9;
+        offers[3].node = 9;
+        offers[4] = Offer {
+            own: vec![(3, 7)],
+            node: 2,
+            kept: vec![kept(&m, 2)],
+        };
+        offers[5].own = vec![(3, 7)];
+        let p = plan(&offers).unwrap();
+        assert_eq!((p.id, p.stamp), (3, 7));
+        assert!(p.direct.is_empty());
+        assert_eq!(p.decode.len(), 1);
+        let d = &p.decode[0];
+        assert_eq!(d.decoder, 0);
+        assert_eq!(d.missing, vec![1]);
+        assert_eq!(d.present, vec![(0, 0), (2, 4)]);
+        assert_eq!(d.targets, vec![2, 3]);
+    }
+
+    #[test]
+    fn two_lost_nodes_of_a_single_parity_group_are_not_recoverable() {
+        let m = manifest(vec![0, 1, 2], vec![vec![0], vec![1], vec![2]]);
+        let mut offers = vec![Offer::default(); 3];
+        offers[0] = Offer {
+            own: vec![(3, 7)],
+            node: 0,
+            kept: vec![kept(&m, 0)],
+        };
+        assert_eq!(plan(&offers), None);
+        // A rank whose own level-1 file is damaged gets it from its node.
+        offers[1] = Offer {
+            own: vec![],
+            node: 1,
+            kept: vec![kept(&m, 1)],
+        };
+        offers[2] = Offer {
+            own: vec![(3, 7)],
+            node: 2,
+            kept: vec![],
+        };
+        let p = plan(&offers).unwrap();
+        assert_eq!(p.direct, vec![(1, 1)]);
+        assert!(p.decode.is_empty());
+    }
+}
