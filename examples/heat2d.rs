@@ -3,10 +3,12 @@
 //!
 //! Started on its own, heat2d launches itself under frame's embedded runtime
 //! (one daemon per virtual node, the ranks as separate processes); under
-//! `frame run` it is just the ranks. With no arguments it runs a demo: 4 ranks
-//! on 2 nodes plus a spare, first without a failure, then with one rank
-//! killed at step 1234 and recovered online; it prints both final checksums
-//! and whether they are equal.
+//! `frame run` it is just the ranks. With no arguments it runs a demo with
+//! the four-level configuration of `config/levels.toml`: 4 ranks on 2 nodes
+//! plus a spare, first without a failure, then with one rank killed at step
+//! 1234 (recovered from level 1), then with a whole node killed at step 1234
+//! (its ranks move to the spare and recover from their partner copies at
+//! level 2); it prints the final checksums and whether they are equal.
 //!
 //! `--crash-at N` kills the whole job with SIGKILL after step N; running the
 //! same command again resumes from the newest checkpoint and prints the same
@@ -296,12 +298,16 @@ fn rank_main(
                 got[0], got[1], got[2], expected[0], expected[1], expected[2]
             );
         }
-        recovered = Some((id, step.get()));
+        let from = ckpt
+            .stats()
+            .recovered_from
+            .map_or("?".to_string(), |l| l.to_string());
+        recovered = Some((id, step.get(), from));
     }
     if comm.rank() == 0 {
-        match (ctx.state(), recovered) {
-            (state, Some((id, at))) => println!(
-                "rank 0 entered {state} (epoch {}, failed ranks {:?}, failed nodes {:?}); recovered checkpoint {id} (step {at}) and resumed",
+        match (ctx.state(), recovered.clone()) {
+            (state, Some((id, at, from))) => println!(
+                "rank 0 entered {state} (epoch {}, failed ranks {:?}, failed nodes {:?}); recovered checkpoint {id} (step {at}) from {from} and resumed",
                 ctx.epoch(),
                 ctx.failed_ranks(),
                 ctx.failed_nodes()
@@ -372,14 +378,27 @@ fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
         return launch_once(args, cfg, args.launch.clone(), rank_args);
     }
     let dir = tempfile::Builder::new().prefix("heat2d-demo-").tempdir()?;
+    // The four-level configuration, with level 4 in the demo's directory
+    // (unless a configuration was given).
+    let mut launch_template = args.launch.clone();
+    if launch_template.config.is_none() {
+        let mut levels = Config::from_toml_str(LEVELS_TOML, "config/levels.toml")?;
+        levels.storage.global_dir = dir.path().join("global");
+        let path = dir.path().join("levels.toml");
+        std::fs::write(&path, toml::to_string(&levels)?)?;
+        launch_template.config = Some(path);
+    }
+    let demo_cfg = Config::load(launch_template.config.as_deref())?;
+    let cfg = &demo_cfg;
     let mut sums = Vec::new();
     for (name, inject) in [
         ("without a failure", None),
         ("with rank 2 killed at step 1234", Some("rank:2@iter=1234")),
+        ("with node 1 killed at step 1234", Some("node:1@iter=1234")),
     ] {
         eprintln!("heat2d: run {} ({name})", sums.len() + 1);
         let file = dir.path().join(format!("checksum-{}", sums.len()));
-        let mut launch_args = args.launch.clone();
+        let mut launch_args = launch_template.clone();
         launch_args.spare_nodes = 1;
         launch_args.inject = inject
             .map(|i| i.parse().map_err(anyhow::Error::msg))
@@ -401,13 +420,16 @@ fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
     for (name, sum) in &sums {
         println!("final checksum {name:<33} {sum}");
     }
-    if sums[0].1 == sums[1].1 {
-        println!("equal: yes, the recovered run computed exactly what the fault-free run did");
+    if sums.iter().all(|(_, s)| *s == sums[0].1) {
+        println!("equal: yes, the recovered runs computed exactly what the fault-free run did");
         Ok(())
     } else {
         bail!("the checksums differ")
     }
 }
+
+/// The shipped four-level configuration the demo runs with.
+const LEVELS_TOML: &str = include_str!("../config/levels.toml");
 
 fn launch_once(
     args: &Args,

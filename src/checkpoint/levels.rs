@@ -11,7 +11,7 @@
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::comm::{agree_on_problems, Comm, ReduceOp};
-use crate::config::{Config, Interval};
+use crate::config::{Config, Interval, ManagerMode};
 use crate::error::{problems, Error, Result};
 use crate::level::Level;
 use crate::manager::inline::{self, Listen};
@@ -41,6 +41,8 @@ pub(crate) struct Levels {
     peers: BTreeMap<u32, Endpoint>,
     /// The node's manager, on the node's lowest rank.
     client: Option<Client>,
+    /// The job's secret (to reconnect to a restarted manager).
+    secret: Secret,
     /// Keeps an inline manager running while this rank uses it.
     _manager: Option<Arc<Manager>>,
     /// Checkpoints since each level's last promotion.
@@ -75,6 +77,56 @@ fn job_secret(comm: &dyn Comm) -> Result<Secret> {
     })
 }
 
+/// The runtime's manager of this node, when the program runs under
+/// `frame run` with its checkpoints in the node's directory and the
+/// configuration lets it (`manager.mode = "auto"`).
+fn runtime_manager(cfg: &Config) -> Option<Endpoint> {
+    if cfg.manager.mode != ManagerMode::Auto {
+        return None;
+    }
+    let socket = std::env::var_os(crate::manager::host::SOCKET)?;
+    let node_dir = std::env::var_os(crate::runtime::env::NODE_DIR)?;
+    (std::path::Path::new(&node_dir) == cfg.storage.local_dir)
+        .then(|| Endpoint::Unix(socket.into()))
+}
+
+/// Connects to the node's manager: the runtime's (waiting a moment for it,
+/// as its daemon may be restarting it), or an inline one started here.
+fn connect_manager(
+    cfg: &Config,
+    node: u32,
+    secret: &Secret,
+) -> std::io::Result<(Option<Arc<Manager>>, Client)> {
+    if let Some(endpoint) = runtime_manager(cfg) {
+        let deadline = Instant::now() + CONNECT_WAIT;
+        loop {
+            match Client::connect(&endpoint, secret) {
+                Ok(c) => return Ok((None, c)),
+                Err(e) if Instant::now() >= deadline => return Err(e),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+    }
+    let listen = match cfg.manager.address.parse() {
+        Ok(ip) => Listen::Tcp(ip),
+        Err(_) => Listen::Local,
+    };
+    let m = inline::ensure(
+        &cfg.job.id,
+        node,
+        &cfg.storage.local_dir,
+        &listen,
+        secret,
+        cfg.manager.queue as usize,
+        cfg.manager.when_full,
+    )?;
+    let c = Client::connect(m.endpoint(), secret)?;
+    Ok((Some(m), c))
+}
+
+/// How long a rank waits for its node's runtime manager to accept.
+const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn index(level: Level) -> usize {
     level.number() as usize - 2
 }
@@ -96,29 +148,12 @@ impl Levels {
         let mut client = None;
         let mut local: Option<String> = None;
         if leader {
-            let listen = match cfg.manager.address.as_str() {
-                "local" => Listen::Local,
-                ip => match ip.parse() {
-                    Ok(ip) => Listen::Tcp(ip),
-                    Err(_) => Listen::Local,
-                },
-            };
-            let started = inline::ensure(
-                &cfg.job.id,
-                node,
-                &cfg.storage.local_dir,
-                &listen,
-                &secret,
-                cfg.manager.queue as usize,
-                cfg.manager.when_full,
-            )
-            .and_then(|m| Client::connect(m.endpoint(), &secret).map(|c| (m, c)));
-            match started {
+            match connect_manager(cfg, node, &secret) {
                 Ok((m, c)) => {
-                    manager = Some(m);
+                    manager = m;
                     client = Some(c);
                 }
-                Err(e) => local = Some(format!("cannot start the manager of node {node}: {e}")),
+                Err(e) => local = Some(format!("cannot reach the manager of node {node}: {e}")),
             }
         }
         let trouble = agree_on_problems(comm, local.as_deref())?;
@@ -145,6 +180,7 @@ impl Levels {
             placement,
             peers,
             client,
+            secret,
             _manager: manager,
             counts: [0; 3],
             since: [now; 3],
@@ -161,6 +197,24 @@ impl Levels {
             self.cfg.l3.parity,
         )
         .ok()
+    }
+
+    /// Sends `req` to the node's manager (lowest rank of each node only;
+    /// `None` elsewhere). A broken connection (the daemon restarted its
+    /// manager) is made again once.
+    fn call(&mut self, req: &Request) -> Option<std::io::Result<Reply>> {
+        let client = self.client.as_mut()?;
+        let first = client.call(req);
+        if first.is_ok() {
+            return Some(first);
+        }
+        let endpoint = client.endpoint().clone();
+        let again = Client::connect(&endpoint, &self.secret).and_then(|mut c| {
+            let reply = c.call(req);
+            self.client = Some(c);
+            reply
+        });
+        Some(again)
     }
 
     /// Whether this rank is the lowest of its node (the one that talks to
@@ -247,9 +301,9 @@ impl Levels {
         let Some(topology) = self.topology() else {
             return Ok(());
         };
-        let Some(client) = self.client.as_mut() else {
+        if self.client.is_none() {
             return Ok(());
-        };
+        }
         let task = Task {
             job_id: self.cfg.job.id.clone(),
             id,
@@ -263,7 +317,10 @@ impl Levels {
             differential: self.cfg.l4.differential,
             blob_lens,
         };
-        match client.call(&Request::Submit(Box::new(task))) {
+        match self
+            .call(&Request::Submit(Box::new(task)))
+            .unwrap_or(Ok(Reply::Accepted))
+        {
             Ok(Reply::Accepted) => {}
             Ok(Reply::Skipped(why)) => {
                 tracing::warn!(checkpoint = id, reason = %why, "promotion skipped")
@@ -284,11 +341,11 @@ impl Levels {
         }
         let keys: Vec<(u64, Level)> = self.in_flight.iter().map(|f| (f.id, f.level)).collect();
         let mut codes = vec![0u64; keys.len()];
-        if let Some(client) = self.client.as_mut() {
-            let asked = client.call(&Request::Status {
-                job_id: self.cfg.job.id.clone(),
-                keys: keys.clone(),
-            });
+        let status = Request::Status {
+            job_id: self.cfg.job.id.clone(),
+            keys: keys.clone(),
+        };
+        if let Some(asked) = self.call(&status) {
             match asked {
                 Ok(Reply::Status(p)) if p.len() == keys.len() => {
                     for (c, p) in codes.iter_mut().zip(&p) {
@@ -332,9 +389,9 @@ impl Levels {
         let Some(topology) = self.topology() else {
             return;
         };
-        let Some(client) = self.client.as_mut() else {
+        if self.client.is_none() {
             return;
-        };
+        }
         let keep_last = match f.level {
             Level::L4 => self.cfg.l4.keep_last,
             _ => self.cfg.retention.keep_last,
@@ -351,7 +408,7 @@ impl Levels {
             marker: self.rank == 0,
             global_dir: self.cfg.storage.global_dir.clone(),
         };
-        if let Err(e) = client.call(&Request::Commit { commit: order }) {
+        if let Some(Err(e)) = self.call(&Request::Commit { commit: order }) {
             tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");
         }
     }
@@ -359,10 +416,8 @@ impl Levels {
     /// Waits for every node's queued promotions, then records the last
     /// commits. Collective.
     pub(crate) fn drain(&mut self, comm: &dyn Comm) -> Result<()> {
-        if let Some(client) = self.client.as_mut() {
-            if let Err(e) = client.call(&Request::Drain) {
-                tracing::warn!(error = %e, "the node's manager is unreachable");
-            }
+        if let Some(Err(e)) = self.call(&Request::Drain) {
+            tracing::warn!(error = %e, "the node's manager is unreachable");
         }
         self.settle(comm)
     }
@@ -379,12 +434,11 @@ impl Levels {
             marker: self.rank == 0,
             global_dir: self.cfg.storage.global_dir.clone(),
         };
-        let Some(client) = self.client.as_mut() else {
-            return Ok(());
-        };
-        let done = client
-            .call(&Request::Remove { order })
-            .and_then(|_| client.call(&Request::Drain));
-        done.map(|_| ()).map_err(|e| e.to_string())
+        let removed = self.call(&Request::Remove { order });
+        let drained = self.call(&Request::Drain);
+        match (removed, drained) {
+            (Some(Err(e)), _) | (_, Some(Err(e))) => Err(e.to_string()),
+            _ => Ok(()),
+        }
     }
 }

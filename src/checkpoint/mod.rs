@@ -68,6 +68,8 @@ pub struct Stats {
     pub last_id: Option<u64>,
     /// Time spent restoring (identify, load, agree).
     pub recovery_time: Duration,
+    /// The level the last restored checkpoint came from.
+    pub recovered_from: Option<Level>,
 }
 
 /// Where the checkpointer is in its life.

@@ -276,6 +276,10 @@ impl Checkpointer<'_> {
     /// Leaves the recovering phase after checkpoint `id` was restored (and
     /// every rank discarded what was newer): ids continue after `id`.
     pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
+        self.stats.recovered_from = Some(match self.fetched {
+            Some((level, fetched)) if fetched == id => level,
+            _ => crate::level::Level::L1,
+        });
         self.rebuild_levels(id)?;
         self.store.set_committed(id);
         self.phase = Phase::Running;

@@ -17,6 +17,7 @@
 //! the process and never spins: its threads sleep on a socket or a
 //! condition variable.
 
+pub mod host;
 pub mod inline;
 mod parity;
 mod promote;

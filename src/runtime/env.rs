@@ -50,6 +50,7 @@ pub(crate) const ALL: &[&str] = &[
     SPEC,
     ROOT,
     NODE_DIR,
+    crate::manager::host::SOCKET,
     crate::auth::SECRET_ENV,
 ];
 
@@ -71,6 +72,8 @@ pub enum Role {
     Daemon,
     /// A rank.
     Rank,
+    /// A node's checkpoint manager, started by its daemon.
+    Manager,
 }
 
 /// The role of the current process, from its environment.
@@ -78,6 +81,7 @@ pub fn role() -> Role {
     match std::env::var(ROLE).as_deref() {
         Ok("daemon") => Role::Daemon,
         Ok("rank") => Role::Rank,
+        Ok("manager") => Role::Manager,
         _ => Role::Launcher,
     }
 }

@@ -103,6 +103,7 @@ where
 {
     match role() {
         Role::Daemon => daemon::main(),
+        Role::Manager => crate::manager::host::main(),
         Role::Rank => rank::main(f),
         Role::Launcher => rank::standalone(f),
     }

@@ -13,6 +13,7 @@
 //! on the recovery's critical path. The daemon dies with the root
 //! (parent-death signal) and its processes die with it.
 
+mod manager;
 mod procs;
 
 use super::env::{self, NodeSpec, Role};
@@ -44,6 +45,11 @@ enum Event {
     /// A process that exited before its hello was seen is still unheard of.
     Unjoined(u32),
     Beat,
+    /// The node's manager process ended.
+    ManagerExit {
+        pid: u32,
+        status: std::io::Result<ExitStatus>,
+    },
 }
 
 /// How long a process that exited without a hello is given for a hello it
@@ -99,9 +105,14 @@ pub(crate) fn main() -> ExitCode {
     }
 }
 
-/// Runs the daemon if this process was started as one; returns its exit code.
+/// Runs the daemon (or the node's manager) if this process was started as
+/// one; returns its exit code.
 pub fn serve_if_daemon() -> Option<ExitCode> {
-    (env::role() == Role::Daemon).then(main)
+    match env::role() {
+        Role::Daemon => Some(main()),
+        Role::Manager => Some(crate::manager::host::main()),
+        _ => None,
+    }
 }
 
 struct Daemon {
@@ -122,6 +133,9 @@ struct Daemon {
     /// Processes that exited before their hello was seen, by pid.
     unjoined: HashMap<u32, Unjoined>,
     timeout: Duration,
+    /// The manager process, and how often it was restarted.
+    manager: Option<u32>,
+    manager_restarts: u32,
 }
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
@@ -192,16 +206,24 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         program_broken: false,
         program_joins: false,
         unjoined: HashMap::new(),
+        manager: None,
+        manager_restarts: 0,
     };
+    let manager_socket = manager::socket(&d.spec);
+    match manager::start(&d.spec, &manager_socket, true, &d.events) {
+        Ok(pid) => d.manager = Some(pid),
+        Err(e) => tracing::warn!(error = %e, "cannot start the node's manager"),
+    }
     while let Some(event) = inbox.recv().await {
         if !d.handle(event).await? {
             break;
         }
     }
-    for pid in d.procs.keys() {
+    for pid in d.procs.keys().chain(d.manager.iter()) {
         procs::kill(*pid);
     }
     let _ = std::fs::remove_file(&d.socket);
+    let _ = std::fs::remove_file(&manager_socket);
     Ok(())
 }
 
@@ -295,6 +317,18 @@ impl Daemon {
                     self.to_root
                         .send(&ToRoot::NeverJoined { rank, how })
                         .await?;
+                }
+            }
+            Event::ManagerExit { pid, status } => {
+                if self.manager == Some(pid) {
+                    self.manager = None;
+                    if !self.shutting_down && self.manager_restarts < manager::MAX_RESTARTS {
+                        tracing::warn!(node = self.spec.node, how = %describe(&status), "the node's manager ended; restarting it");
+                        self.manager_restarts += 1;
+                        let socket = manager::socket(&self.spec);
+                        self.manager =
+                            manager::start(&self.spec, &socket, false, &self.events).ok();
+                    }
                 }
             }
             Event::Beat => {

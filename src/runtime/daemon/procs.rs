@@ -205,6 +205,10 @@ impl Daemon {
             .env(env::SPEC, self.spec.to_env())
             .env(env::NODE_DIR, &self.spec.node_dir)
             .env(env::LOCAL_DIR_KEY, &self.spec.node_dir)
+            .env(
+                crate::manager::host::SOCKET,
+                super::manager::socket(&self.spec),
+            )
             .env_remove(env::ROOT)
             .stdin(std::process::Stdio::null());
         match rank {

@@ -1,0 +1,57 @@
+//! A manager as a process of its own: the form the runtime's daemons start
+//! on each node, so that a manager crash is not a node crash.
+//!
+//! The daemon starts its own executable again with the role `manager` and
+//! these variables (besides the job's secret and configuration):
+//! [`SOCKET`] where to listen, [`NODE_DIR`](crate::runtime::env::NODE_DIR)
+//! the node's local directory, and [`NODE`](crate::runtime::env::NODE). The
+//! process serves until its daemon dies.
+
+use super::{Manager, Options};
+use crate::auth::Secret;
+use crate::comm::net::Bind;
+use crate::config::Config;
+use std::process::ExitCode;
+
+/// The Unix socket of the node's manager (set for managers and ranks).
+pub const SOCKET: &str = "FRAME_RT_MANAGER";
+
+/// Entry point of a manager process.
+pub fn main() -> ExitCode {
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    match serve() {
+        Ok(never) => match never {},
+        Err(e) => {
+            eprintln!("frame manager: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve() -> Result<std::convert::Infallible, String> {
+    let var = |name: &str| std::env::var_os(name).ok_or_else(|| format!("{name} is not set"));
+    let socket = std::path::PathBuf::from(var(SOCKET)?);
+    let local_dir = std::path::PathBuf::from(var(crate::runtime::env::NODE_DIR)?);
+    let node: u32 = var(crate::runtime::env::NODE)?
+        .to_string_lossy()
+        .parse()
+        .map_err(|_| "FRAME_NODE is not a number".to_string())?;
+    let secret = Secret::from_env().ok_or("the job's secret is not set")?;
+    // The ranks' configuration gives the queue; a bad one is the ranks' to report.
+    let cfg = Config::load(None).unwrap_or_default();
+    let manager = Manager::start(Options {
+        node,
+        local_dir,
+        queue: cfg.manager.queue.max(1) as usize,
+        when_full: cfg.manager.when_full,
+        bind: Bind::Unix(socket),
+        secret,
+    })
+    .map_err(|e| e.to_string())?;
+    tracing::debug!(node, endpoint = %manager.endpoint(), "manager serving");
+    loop {
+        // Everything happens on the manager's threads; this one only keeps
+        // the process (and the manager) alive until the daemon is gone.
+        std::thread::park();
+    }
+}
