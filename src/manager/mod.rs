@@ -85,6 +85,11 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whose crash points this manager's file operations pass.
+    fn who(&self) -> u32 {
+        crate::safefs::crash::manager(self.opts.node)
+    }
+
     /// Queues a task under the configured policy (blocking while the queue
     /// is full under `wait`).
     fn submit(&self, task: Box<Task>) -> Reply {
@@ -164,7 +169,7 @@ impl Shared {
         };
         let id = ready.manifest.checkpoint_id;
         ready.manifest.job_id = job_id.to_string();
-        let who = self.opts.node;
+        let who = self.who();
         let written = ErasureStore::open(&self.opts.local_dir, job_id, who).and_then(|store| {
             for (key, bytes) in &ready.shards {
                 store.write_parity(id, *key, bytes)?;
@@ -222,12 +227,7 @@ impl Shared {
 
     fn promote(&self, task: &Task, peers: &mut promote::Peers) {
         for &level in &task.levels {
-            let who = task
-                .topology
-                .ranks_on(task.node)
-                .first()
-                .copied()
-                .unwrap_or(0);
+            let who = self.who();
             let result = promote::run(task, level, &self.opts.local_dir, who, peers);
             if level == Level::L3 {
                 let sent = result.as_ref().map(|_| ()).map_err(Clone::clone);
@@ -265,7 +265,7 @@ impl Shared {
 
     fn commit(&self, o: &CommitOrder) {
         let local = &self.opts.local_dir;
-        let who = o.ranks.first().copied().unwrap_or(0);
+        let who = self.who();
         let keep = o.keep_last as usize;
         let done = match o.level {
             Level::L2 | Level::L3 => {

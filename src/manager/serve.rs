@@ -168,7 +168,7 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
     let shared = Arc::clone(shared);
     let local = shared.opts.local_dir.clone();
     let done = tokio::task::spawn_blocking(move || match inc.what {
-        Put::File { level, meta } => CopyStore::open(&local, &inc.job_id, level, meta.rank)
+        Put::File { level, meta } => CopyStore::open(&local, &inc.job_id, level, shared.who())
             .and_then(|s| s.put(&meta, &inc.bytes))
             .map_err(|e| e.to_string()),
         Put::Term(term) => shared.add_term(&inc.job_id, &term, &inc.bytes),

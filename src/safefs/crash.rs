@@ -16,6 +16,12 @@ use std::path::Path;
 /// The `who` of operations not done on behalf of a rank.
 pub const ANYONE: u32 = u32::MAX;
 
+/// The `who` of the operations of node `node`'s manager (apart from ranks',
+/// so a test can kill a manager at each of its own points).
+pub fn manager(node: u32) -> u32 {
+    1_000_000 + node
+}
+
 /// Passes crash point `op` on `dir/name` for `who`.
 #[cfg(feature = "fault-injection")]
 pub fn point(who: u32, op: &str, dir: &Path, name: &str) {

@@ -15,7 +15,7 @@ pub(super) const MAX_RESTARTS: u32 = 100;
 /// Test hook: the crash point at which the first manager process kills
 /// itself (`<who>:<n>`, as `FRAME_CRASH_AT`; acted on only by builds with
 /// the `fault-injection` feature).
-pub(crate) const CRASH_AT: &str = "FRAME_MANAGER_CRASH_AT";
+pub(crate) const CRASH_AT: &str = "FRAME_TEST_MANAGER_CRASH_AT";
 
 /// The socket of the node's manager.
 pub(super) fn socket(spec: &NodeSpec) -> PathBuf {

@@ -323,7 +323,11 @@ impl Daemon {
                 if self.manager == Some(pid) {
                     self.manager = None;
                     if !self.shutting_down && self.manager_restarts < manager::MAX_RESTARTS {
-                        tracing::warn!(node = self.spec.node, how = %describe(&status), "the node's manager ended; restarting it");
+                        eprintln!(
+                            "frame: node {}'s manager {}; restarting it (its promotions in flight are dropped)",
+                            self.spec.node,
+                            describe(&status)
+                        );
                         self.manager_restarts += 1;
                         let socket = manager::socket(&self.spec);
                         self.manager =
