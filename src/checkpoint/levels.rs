@@ -415,11 +415,22 @@ impl Levels {
 
     /// Waits for every node's queued promotions, then records the last
     /// commits. Collective.
+    ///
+    /// Two rounds: level 3 on one node also waits for the others' terms,
+    /// which have all arrived once every node drained (the first round's
+    /// agreement tells); the second round then sees every promotion's end.
     pub(crate) fn drain(&mut self, comm: &dyn Comm) -> Result<()> {
+        for _ in 0..2 {
+            if let Some(Err(e)) = self.call(&Request::Drain) {
+                tracing::warn!(error = %e, "the node's manager is unreachable");
+            }
+            self.settle(comm)?;
+        }
+        // The commits just ordered are written before this returns.
         if let Some(Err(e)) = self.call(&Request::Drain) {
             tracing::warn!(error = %e, "the node's manager is unreachable");
         }
-        self.settle(comm)
+        Ok(())
     }
 
     /// Removes the job's higher-level files (each node's manager its own,

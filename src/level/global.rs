@@ -68,7 +68,8 @@ pub fn manifest_file(rank: u32) -> String {
     format!("rank-{rank:06}.l4.json")
 }
 
-fn parse_manifest_file(name: &str) -> Option<u32> {
+/// The rank of a manifest file's name.
+pub fn parse_manifest_file(name: &str) -> Option<u32> {
     let digits = name.strip_prefix("rank-")?.strip_suffix(".l4.json")?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())

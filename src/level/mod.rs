@@ -21,10 +21,12 @@ pub mod global;
 pub mod l1;
 pub mod names;
 mod slot;
+pub mod staging;
 
 pub use copies::CopyStore;
 pub use fsio::StorageError;
 pub use global::GlobalStore;
+pub(crate) use l1::open_rank_file as open_rank_file_in;
 pub use l1::L1Store;
 
 use serde::{Deserialize, Serialize};

@@ -32,6 +32,7 @@ use crate::auth::Secret;
 use crate::comm::net::{Bind, Endpoint};
 use crate::config::WhenFull;
 use crate::level::erasure::ErasureStore;
+use crate::level::staging::Staging;
 use crate::level::{CopyStore, GlobalStore, Level};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -68,6 +69,8 @@ struct State {
     queue: VecDeque<Work>,
     tasks_queued: usize,
     busy: bool,
+    /// The task being promoted: (job, checkpoint).
+    running: Option<(String, u64)>,
     stop: bool,
     progress: BTreeMap<(String, u64, Level), Progress>,
     parity: parity::Parity,
@@ -91,9 +94,50 @@ impl Shared {
     }
 
     /// Queues a task under the configured policy (blocking while the queue
-    /// is full under `wait`).
+    /// is full under `wait`), after linking its level-1 files into the
+    /// staging area (so that level-1 retention cannot take them away).
     fn submit(&self, task: Box<Task>) -> Reply {
         let mut st = self.lock();
+        let full = st.tasks_queued >= self.opts.queue;
+        if full && self.opts.when_full == WhenFull::Skip {
+            return Reply::Skipped(format!(
+                "{} promotions are already waiting on node {}",
+                st.tasks_queued, self.opts.node
+            ));
+        }
+        // Staged files of this job that no queued or running task will use
+        // (left by a manager that was killed) go first.
+        let wanted: Vec<u64> = st
+            .queue
+            .iter()
+            .filter_map(|w| match w {
+                Work::Task(t) if t.job_id == task.job_id => Some(t.id),
+                _ => None,
+            })
+            .chain(
+                st.running
+                    .iter()
+                    .filter(|(j, _)| *j == task.job_id)
+                    .map(|(_, id)| *id),
+            )
+            .collect();
+        let staged = Staging::open(&self.opts.local_dir, &task.job_id, self.who()).and_then(|s| {
+            for id in s
+                .ids()
+                .into_iter()
+                .filter(|id| !wanted.contains(id) && *id != task.id)
+            {
+                s.unstage(id)?;
+            }
+            Ok(s)
+        });
+        let ranks = task.topology.ranks_on(task.node);
+        let staged = staged
+            .map_err(|e| e.to_string())
+            .and_then(|s| s.stage(task.id, task.stamp, &ranks, task.world()));
+        if let Err(e) = staged {
+            return Reply::Error(format!("cannot stage checkpoint {}: {e}", task.id));
+        }
         while st.tasks_queued >= self.opts.queue && !st.stop {
             if self.opts.when_full == WhenFull::Skip {
                 return Reply::Skipped(format!(
@@ -184,10 +228,11 @@ impl Shared {
         self.changed.notify_all();
     }
 
-    /// Waits until no task is queued or running.
+    /// Waits until nothing is queued or running (promotions, commits,
+    /// removals).
     fn drain(&self) -> Reply {
         let mut st = self.lock();
-        while (st.tasks_queued > 0 || st.busy) && !st.stop {
+        while (!st.queue.is_empty() || st.busy) && !st.stop {
             st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
         Reply::Ok
@@ -205,6 +250,9 @@ impl Shared {
                     }
                     if let Some(w) = st.queue.pop_front() {
                         st.busy = true;
+                        if let Work::Task(t) = &w {
+                            st.running = Some((t.job_id.clone(), t.id));
+                        }
                         break w;
                     }
                     st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -218,6 +266,7 @@ impl Shared {
             }
             let mut st = self.lock();
             st.busy = false;
+            st.running = None;
             if was_task {
                 st.tasks_queued -= 1;
             }
@@ -226,6 +275,15 @@ impl Shared {
     }
 
     fn promote(&self, task: &Task, peers: &mut promote::Peers) {
+        self.promote_levels(task, peers);
+        let unstaged = Staging::open(&self.opts.local_dir, &task.job_id, self.who())
+            .and_then(|s| s.unstage(task.id).map(|()| s.remove_if_empty()));
+        if let Err(e) = unstaged {
+            tracing::warn!(checkpoint = task.id, error = %e, "could not remove staged files");
+        }
+    }
+
+    fn promote_levels(&self, task: &Task, peers: &mut promote::Peers) {
         for &level in &task.levels {
             let who = self.who();
             let result = promote::run(task, level, &self.opts.local_dir, who, peers);
@@ -289,7 +347,13 @@ impl Shared {
 
     fn remove(&self, o: &RemoveOrder) {
         let local = &self.opts.local_dir;
-        let mut result = Ok(());
+        let mut result = Staging::open(local, &o.job_id, self.who()).and_then(|s| {
+            for id in s.ids() {
+                s.unstage(id)?;
+            }
+            s.remove_if_empty();
+            Ok(())
+        });
         for level in [Level::L2, Level::L3] {
             if let Ok(Some(s)) = CopyStore::open_existing(local, &o.job_id, level) {
                 result = result.and(s.remove_all());

@@ -51,6 +51,11 @@ impl Parity {
 
     fn acc(&mut self, job: &str, group: &GroupInfo, node: u32) -> Result<&mut Acc, String> {
         let key = (job.to_string(), group.id);
+        // A checkpoint promoted again under a new placement (rebuilt after a
+        // failure) starts over: the new group replaces the old one.
+        if self.accs.get(&key).is_some_and(|a| a.group != *group) {
+            self.accs.remove(&key);
+        }
         if !self.accs.contains_key(&key) {
             let me = group
                 .nodes
@@ -95,14 +100,9 @@ impl Parity {
                 },
             );
         }
-        let acc = self.accs.get_mut(&key).ok_or("lost accumulator")?;
-        if acc.group != *group {
-            return Err(format!(
-                "checkpoint {} was announced with another group or stamp",
-                group.id
-            ));
-        }
-        Ok(acc)
+        self.accs
+            .get_mut(&key)
+            .ok_or_else(|| "lost accumulator".to_string())
     }
 
     /// Adds a member's terms of a shard held here.

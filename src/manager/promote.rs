@@ -7,7 +7,7 @@ use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::level::erasure::{Codec, ErasureStore, ParityKey, Stripes};
-use crate::level::l1::L1Reader;
+use crate::level::staging::Staging;
 use crate::level::{CopyStore, GlobalStore, Level};
 use std::collections::HashMap;
 use std::path::Path;
@@ -77,7 +77,7 @@ pub(crate) fn run(
     peers: &mut Peers,
 ) -> Result<Transform, String> {
     let started = Instant::now();
-    let reader = L1Reader::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
+    let reader = Staging::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let mut t = match level {
         Level::L2 => partner(task, &reader, local_dir, who, peers)?,
         Level::L4 => global(task, &reader, who)?,
@@ -92,7 +92,7 @@ pub(crate) fn run(
 /// and bytes (which must be of the task's attempt).
 fn own_file(
     task: &Task,
-    reader: &L1Reader,
+    reader: &Staging,
     rank: u32,
 ) -> Result<(crate::safefs::Dir, crate::format::Metadata, Vec<u8>), String> {
     let (ckpt, meta) = reader
@@ -112,7 +112,7 @@ fn own_file(
 /// the partner node's manager.
 fn partner(
     task: &Task,
-    reader: &L1Reader,
+    reader: &Staging,
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
@@ -148,7 +148,7 @@ fn partner(
 }
 
 /// Level 4: write every rank's file of the node to the global directory.
-fn global(task: &Task, reader: &L1Reader, who: u32) -> Result<Transform, String> {
+fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> {
     let store =
         GlobalStore::open(&task.global_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let chunk = usize::try_from(task.l4_chunk).unwrap_or(usize::MAX);
@@ -170,7 +170,7 @@ fn global(task: &Task, reader: &L1Reader, who: u32) -> Result<Transform, String>
 /// every member's terms.
 fn erasure(
     task: &Task,
-    reader: &L1Reader,
+    reader: &Staging,
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,

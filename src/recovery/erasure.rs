@@ -124,23 +124,37 @@ pub fn plan(offers: &[Offer]) -> Option<ErasurePlan> {
             if offers[r as usize].own.contains(&(id, stamp)) {
                 continue;
             }
-            let Some((gi, pos)) = groups.iter().enumerate().find_map(|(gi, (m, _))| {
-                m.blobs
+            // Every group holding r's file (a checkpoint promoted again
+            // after a failure may have an older group beside the new one):
+            // the first that has it whole, else the first that can decode it.
+            let holding: Vec<(usize, usize)> = groups
+                .iter()
+                .enumerate()
+                .filter_map(|(gi, (m, _))| {
+                    m.blobs
+                        .iter()
+                        .position(|b| b.iter().any(|e| e.rank == r))
+                        .map(|pos| (gi, pos))
+                })
+                .collect();
+            if let Some(from) = holding.iter().find_map(|&(gi, pos)| {
+                groups[gi]
+                    .1
                     .iter()
-                    .position(|b| b.iter().any(|e| e.rank == r))
-                    .map(|pos| (gi, pos))
-            }) else {
+                    .find(|(p, _)| *p == pos)
+                    .map(|(_, from)| *from)
+            }) {
+                plan.direct.push((r, from));
+                continue;
+            }
+            let decodable = holding.iter().find(|&&(gi, _)| {
+                let (m, present) = &groups[gi];
+                present.len() >= m.nodes.len() - m.parity as usize
+            });
+            let Some(&(gi, _)) = decodable else {
                 continue 'next;
             };
             let (m, present) = &groups[gi];
-            if let Some((_, from)) = present.iter().find(|(p, _)| *p == pos) {
-                plan.direct.push((r, *from));
-                continue;
-            }
-            let k = m.nodes.len() - m.parity as usize;
-            if present.len() < k {
-                continue 'next;
-            }
             let d = match plan.decode.iter().position(|d| d.manifest.nodes == m.nodes) {
                 Some(d) => d,
                 None => {

@@ -23,7 +23,53 @@ pub fn run(dir: &Path, ranks: bool, json: bool) -> anyhow::Result<ExitCode> {
     for level in &levels {
         print_level(level, ranks);
     }
+    print_committed(&levels);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Per job, the levels at which each checkpoint is committed: level 1 when
+/// every rank's record is there, levels 2 to 4 when a commit marker is.
+fn print_committed(levels: &[LevelDir]) {
+    // job -> id -> levels
+    let mut table: BTreeMap<String, BTreeMap<u64, Vec<u8>>> = BTreeMap::new();
+    let mut l1: BTreeMap<(String, u64), (u32, std::collections::BTreeSet<u32>)> = BTreeMap::new();
+    for dir in levels {
+        let (Some(job), Some(level)) = (dir.job.clone(), dir.level) else {
+            continue;
+        };
+        for c in &dir.checkpoints {
+            if level == 1 {
+                let e = l1.entry((job.clone(), c.id)).or_default();
+                for r in &c.ranks {
+                    if let Some(m) = &r.record {
+                        e.0 = e.0.max(m.world_size);
+                        e.1.insert(r.rank);
+                    }
+                }
+            } else if c.committed {
+                table
+                    .entry(job.clone())
+                    .or_default()
+                    .entry(c.id)
+                    .or_default()
+                    .push(level);
+            }
+        }
+    }
+    for ((job, id), (world, ranks)) in l1 {
+        if world > 0 && ranks.len() == world as usize {
+            table.entry(job).or_default().entry(id).or_default().push(1);
+        }
+    }
+    for (job, ids) in table {
+        println!("job {job}: committed levels per checkpoint");
+        for (id, mut lv) in ids {
+            lv.sort_unstable();
+            lv.dedup();
+            let names: Vec<String> = lv.iter().map(|l| format!("L{l}")).collect();
+            println!("  checkpoint {id}: {}", names.join(" "));
+        }
+    }
 }
 
 fn print_level(level: &LevelDir, ranks: bool) {
@@ -38,11 +84,11 @@ fn print_level(level: &LevelDir, ranks: bool) {
     println!("{}", level.path.display());
     println!("  job {job}, level {lvl}, latest committed checkpoint: {latest}");
     for ckpt in &level.checkpoints {
-        print_checkpoint(ckpt, level.latest, ranks);
+        print_checkpoint(ckpt, level.latest, level.level, ranks);
     }
 }
 
-fn print_checkpoint(ckpt: &CheckpointDir, latest: Option<u64>, ranks: bool) {
+fn print_checkpoint(ckpt: &CheckpointDir, latest: Option<u64>, level: Option<u8>, ranks: bool) {
     let records: Vec<_> = ckpt
         .ranks
         .iter()
@@ -61,10 +107,16 @@ fn print_checkpoint(ckpt: &CheckpointDir, latest: Option<u64>, ranks: bool) {
     let compression = records
         .first()
         .map_or("?".to_string(), |m| m.compression.to_string());
-    let state = if latest.is_some_and(|l| ckpt.id > l) {
-        "  (not committed)"
+    let state = match level {
+        Some(1) | None if latest.is_some_and(|l| ckpt.id > l) => "  (not committed)".to_string(),
+        Some(1) | None => String::new(),
+        Some(_) if ckpt.committed => "  (committed)".to_string(),
+        Some(_) => "  (not committed)".to_string(),
+    };
+    let state = if ckpt.parity.is_empty() {
+        state
     } else {
-        ""
+        format!("{state}, {} parity shard(s) kept here", ckpt.parity.len())
     };
     println!(
         "  checkpoint {}: {} of {world} rank record(s), created {when}, data {}, stored {}, compression {compression} (ratio {ratio:.2}){state}",

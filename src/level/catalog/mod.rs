@@ -8,6 +8,7 @@
 //! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`] puts them back together.
 
 mod clean;
+mod levels;
 mod verify;
 
 pub use clean::{clean, of_job, Removal};
@@ -50,8 +51,16 @@ pub struct CheckpointDir {
     pub path: PathBuf,
     /// Why the directory itself cannot be trusted (a symbolic link).
     pub error: Option<String>,
-    /// Files per rank, in rank order.
+    /// Files per rank, in rank order (at level 4, the record comes from
+    /// the rank's manifest, and `data` is the manifest).
     pub ranks: Vec<RankFiles>,
+    /// Whether a sound commit marker of this checkpoint is there (levels 2
+    /// to 4).
+    pub committed: bool,
+    /// Parity shard files (level 3).
+    pub parity: Vec<PathBuf>,
+    /// The group manifest (level 3).
+    pub group: Option<PathBuf>,
 }
 
 /// What a level directory's `LATEST` pointer says.
@@ -155,6 +164,9 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
         path: path.to_path_buf(),
         error: None,
         ranks: Vec::new(),
+        committed: false,
+        parity: Vec::new(),
+        group: None,
     };
     if is_link(path) {
         dir.error = Some("is a symbolic link (frame never follows links it did not create)".into());
@@ -174,6 +186,53 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
     let mut ranks: BTreeMap<u32, RankFiles> = BTreeMap::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        if name == super::commit::COMMITTED {
+            dir.committed = distrust(&entry.path(), owner).is_none()
+                && crate::safefs::read_nofollow(&entry.path(), 4096)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<super::commit::Commit>(&b).ok())
+                    .is_some_and(|c| c.checkpoint_id == id);
+            continue;
+        }
+        if super::erasure::is_parity_file(&name) {
+            dir.parity.push(entry.path());
+            continue;
+        }
+        if name == super::erasure::MANIFEST {
+            dir.group = Some(entry.path());
+            continue;
+        }
+        if let Some(rank) = super::global::parse_manifest_file(&name) {
+            let file_path = entry.path();
+            let record = distrust(&file_path, owner).map_or_else(
+                || {
+                    crate::safefs::read_nofollow(&file_path, MAX_RECORD)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| {
+                            serde_json::from_slice::<super::global::Manifest>(&b)
+                                .map_err(|e| format!("unreadable manifest: {e}"))
+                        })
+                        .map(|m| m.record)
+                },
+                Err,
+            );
+            let (record, record_error) = match record {
+                Ok(m) => (Some(m), None),
+                Err(e) => (None, Some(e)),
+            };
+            ranks.insert(
+                rank,
+                RankFiles {
+                    rank,
+                    data: Some(file_path.clone()),
+                    data_error: None,
+                    record_path: Some(file_path),
+                    record,
+                    record_error,
+                },
+            );
+            continue;
+        }
         let Some(kind) = names::parse_rank_file(&name) else {
             continue;
         };
@@ -213,6 +272,7 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
         }
     }
     dir.ranks = ranks.into_values().collect();
+    dir.parity.sort();
     dir
 }
 

@@ -59,7 +59,7 @@ impl Report {
             .count()
     }
 
-    fn add(&mut self, severity: Severity, path: &Path, message: impl Into<String>) {
+    pub(super) fn add(&mut self, severity: Severity, path: &Path, message: impl Into<String>) {
         self.findings.push(Finding {
             severity,
             path: path.to_path_buf(),
@@ -117,6 +117,11 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
     let mut copies: BTreeMap<u64, Copies> = BTreeMap::new();
     let mut world: BTreeSet<u32> = BTreeSet::new();
     let mut highest_rank = None;
+    // Levels 2 to 4: the newest checkpoint with a commit marker.
+    let mut marked: Option<u64> = None;
+    if level == 3 {
+        super::levels::check_parity(report, job, dirs);
+    }
     for dir in dirs {
         if let Pointer::Bad(why) = &dir.pointer {
             report.add(
@@ -142,9 +147,25 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
                 report.add(Severity::Damage, &ckpt.path, e.clone());
                 continue;
             }
+            if ckpt.committed {
+                marked = marked.max(Some(ckpt.id));
+            }
             for rank in &ckpt.ranks {
                 highest_rank = highest_rank.max(Some(rank.rank));
-                let damaged = check_rank(report, job, level, ckpt.id, rank, &mut world);
+                if let Some(r) = rank.record.as_ref() {
+                    world.insert(r.world_size);
+                }
+                let damaged = match (level, &rank.data) {
+                    (4, Some(manifest)) => {
+                        match super::levels::check_manifest(
+                            report, job, ckpt.id, rank.rank, manifest,
+                        ) {
+                            Some(stamp) => RankState::Sound(stamp),
+                            None => RankState::Damaged,
+                        }
+                    }
+                    _ => check_rank(report, job, level, ckpt.id, rank, &mut world),
+                };
                 let entry = copies.entry(ckpt.id).or_default();
                 match damaged {
                     RankState::Sound(stamp) => {
@@ -189,7 +210,11 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
             _ => None,
         })
         .collect();
-    let committed = pointers.iter().map(|(_, id)| *id).max();
+    let committed = if level == 1 {
+        pointers.iter().map(|(_, id)| *id).max()
+    } else {
+        marked
+    };
     for (id, c) in &copies {
         if complete(c) {
             continue;
@@ -219,7 +244,12 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
                     Severity::Damage,
                     &at,
                     format!(
-                        "checkpoint {id} was committed (a LATEST pointer names {}) but rank(s) {} have no sound copy",
+                        "checkpoint {id} was committed ({} {}) but rank(s) {} have no sound copy",
+                        if level == 1 {
+                            "a LATEST pointer names"
+                        } else {
+                            "level commit marker up to"
+                        },
                         committed.unwrap_or_default(),
                         ranks_text(&lacking)
                     ),
@@ -236,7 +266,7 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
             );
         }
     }
-    if !partial {
+    if !partial && level == 1 {
         check_pointers(report, dirs, &pointers, &copies, newest);
     }
     newest

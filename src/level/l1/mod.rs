@@ -23,7 +23,6 @@
 mod read;
 
 pub(crate) use read::open_rank_file;
-pub use read::L1Reader;
 
 use super::fsio::StorageError;
 use super::names::{self, L1_DIR, POINTER, SPARE};

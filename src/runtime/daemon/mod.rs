@@ -323,11 +323,13 @@ impl Daemon {
                 if self.manager == Some(pid) {
                     self.manager = None;
                     if !self.shutting_down && self.manager_restarts < manager::MAX_RESTARTS {
-                        eprintln!(
-                            "frame: node {}'s manager {}; restarting it (its promotions in flight are dropped)",
+                        // One write, so lines of other processes cannot cut it.
+                        let line = format!(
+                            "frame: node {}'s manager {}; restarting it (its promotions in flight are dropped)\n",
                             self.spec.node,
                             describe(&status)
                         );
+                        let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
                         self.manager_restarts += 1;
                         let socket = manager::socket(&self.spec);
                         self.manager =
