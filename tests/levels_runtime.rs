@@ -66,8 +66,30 @@ fn two_node_failures_in_sequence_are_each_recovered_from_partner_copies() {
     let reference = fault_free(dir.path(), &shape);
     let mut args = shape.to_vec();
     args.extend(["--inject", "node:1@iter=95", "--inject", "node:2@iter=175"]);
-    let (ok, out) = heat2d(dir.path(), &args, &[]);
+    let metrics = dir.path().join("metrics.jsonl");
+    let (ok, out) = heat2d(
+        dir.path(),
+        &args,
+        &[("FRAME_METRICS_FILE", metrics.display().to_string())],
+    );
     assert!(ok, "{out}");
+    // One line per checkpoint, and lines per node and level promoted.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&metrics)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let checkpoints = lines.iter().filter(|l| l["event"] == "checkpoint").count();
+    assert!(checkpoints >= 24, "{checkpoints} checkpoint lines");
+    for level in 2..=4 {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l["event"] == "promotion" && l["level"] == level && l["ok"] == true),
+            "no promotion to level {level} in the metrics"
+        );
+    }
+    std::fs::remove_file(&metrics).unwrap();
     let recoveries: Vec<&str> = out
         .lines()
         .filter(|l| l.contains("recovered checkpoint"))

@@ -228,7 +228,7 @@ impl Levels {
     /// (or to `forced`). Collective.
     ///
     /// `blob_len` is the length of this rank's record and file (level 3
-    /// sizes its pieces from every node's total).
+    /// sizes its pieces from every node's total). Returns the levels asked.
     pub(crate) fn after_commit(
         &mut self,
         comm: &dyn Comm,
@@ -236,10 +236,11 @@ impl Levels {
         stamp: u64,
         blob_len: u64,
         forced: Option<Level>,
-    ) -> Result<()> {
+    ) -> Result<Vec<Level>> {
         self.settle(comm)?;
         let due = self.due(comm, forced)?;
-        self.promote(comm, id, stamp, blob_len, &due)
+        self.promote(comm, id, stamp, blob_len, &due)?;
+        Ok(due)
     }
 
     /// Which levels are due now (and restarts their counts).
@@ -316,6 +317,7 @@ impl Levels {
             l4_chunk: self.cfg.l4.chunk_size.as_u64(),
             differential: self.cfg.l4.differential,
             blob_lens,
+            metrics: self.cfg.metrics_file().map(|p| p.to_path_buf()),
         };
         match self
             .call(&Request::Submit(Box::new(task)))

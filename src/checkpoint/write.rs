@@ -98,12 +98,14 @@ impl Checkpointer<'_> {
         }
 
         self.next_id = id + 1;
+        let mut promoted = Vec::new();
         if let Some(levels) = self.levels.as_mut() {
             let blob_len = meta.to_json().len() as u64 + meta.file_len;
-            levels.after_commit(self.comm, id, stamp, blob_len, forced)?;
+            promoted = levels.after_commit(self.comm, id, stamp, blob_len, forced)?;
         }
         self.schedule.checkpointed(self.comm)?;
         let took = started.elapsed();
+        self.record_metrics(id, took, &meta, &promoted)?;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_time += took;
         self.stats.last_checkpoint_time = took;
@@ -154,5 +156,63 @@ impl Checkpointer<'_> {
         self.store
             .write(id, stamp, &sources, opts)
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The metrics line of one checkpoint (written by rank 0).
+#[derive(serde::Serialize)]
+struct CheckpointRecord<'a> {
+    event: &'static str,
+    job: &'a str,
+    checkpoint: u64,
+    /// Time the slowest rank spent in the checkpoint, microseconds.
+    blocked_us_max: u64,
+    /// Mean over the ranks.
+    blocked_us_mean: f64,
+    /// Region bytes over all ranks.
+    raw_bytes: u64,
+    /// Bytes stored at level 1 over all ranks.
+    stored_bytes: u64,
+    /// Levels the checkpoint was sent on to.
+    promoted: Vec<u8>,
+}
+
+impl Checkpointer<'_> {
+    /// With a metrics file configured: one line per checkpoint from rank 0,
+    /// with the blocked time of the slowest rank and the mean (one
+    /// all-reduce). Collective.
+    fn record_metrics(
+        &mut self,
+        id: u64,
+        took: std::time::Duration,
+        meta: &Metadata,
+        promoted: &[Level],
+    ) -> Result<()> {
+        let Some(path) = self.cfg.metrics_file().map(|p| p.to_path_buf()) else {
+            return Ok(());
+        };
+        let us = took.as_micros() as u64;
+        let mut max = [us];
+        self.comm
+            .all_reduce_u64(&mut max, crate::comm::ReduceOp::Max)?;
+        let mut sums = [us, meta.raw_bytes, meta.stored_bytes];
+        self.comm
+            .all_reduce_u64(&mut sums, crate::comm::ReduceOp::Sum)?;
+        if self.comm.rank() == 0 {
+            let line = CheckpointRecord {
+                event: "checkpoint",
+                job: &self.cfg.job.id,
+                checkpoint: id,
+                blocked_us_max: max[0],
+                blocked_us_mean: sums[0] as f64 / self.comm.size() as f64,
+                raw_bytes: sums[1],
+                stored_bytes: sums[2],
+                promoted: promoted.iter().map(|l| l.number()).collect(),
+            };
+            if let Err(e) = crate::safefs::append_json_line(&path, &line) {
+                tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
+            }
+        }
+        Ok(())
     }
 }

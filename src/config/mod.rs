@@ -54,6 +54,8 @@ pub struct Config {
     pub l4: GlobalConfig,
     /// `[manager]`: the background promoter of each node.
     pub manager: ManagerConfig,
+    /// `[metrics]`: where figures of each checkpoint go.
+    pub metrics: MetricsConfig,
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,
@@ -186,6 +188,17 @@ pub struct ManagerConfig {
     pub address: String,
 }
 
+/// `[metrics]`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// A JSON-lines file that gets one line per checkpoint (the time the
+    /// program was blocked) and one per node and level promoted (the time
+    /// the manager spent); empty for none. `{uid}` stands for the user id.
+    #[serde(deserialize_with = "types::user_path")]
+    pub file: PathBuf,
+}
+
 impl Default for PartnerConfig {
     fn default() -> Self {
         Self {
@@ -273,6 +286,7 @@ impl PartialEq for Config {
             && self.l3 == other.l3
             && self.l4 == other.l4
             && self.manager == other.manager
+            && self.metrics == other.metrics
     }
 }
 
@@ -336,6 +350,11 @@ impl Config {
             Level::L3 => self.l3.interval,
             Level::L4 => self.l4.interval,
         }
+    }
+
+    /// The metrics file, if one is configured.
+    pub fn metrics_file(&self) -> Option<&std::path::Path> {
+        (!self.metrics.file.as_os_str().is_empty()).then_some(self.metrics.file.as_path())
     }
 
     /// Chunk size in bytes (validated to fit the file format).

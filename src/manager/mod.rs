@@ -291,6 +291,27 @@ impl Shared {
                 let sent = result.as_ref().map(|_| ()).map_err(Clone::clone);
                 self.lock().parity.sent(&task.job_id, task.id, sent);
             }
+            if let Some(path) = &task.metrics {
+                let (t, error) = match &result {
+                    Ok(t) => (*t, None),
+                    Err(e) => (Transform::default(), Some(e.clone())),
+                };
+                let line = task::PromotionRecord {
+                    event: "promotion".into(),
+                    job: task.job_id.clone(),
+                    checkpoint: task.id,
+                    level: level.number(),
+                    node: task.node,
+                    ok: error.is_none(),
+                    micros: t.micros,
+                    bytes_in: t.bytes_in,
+                    bytes_out: t.bytes_out,
+                    error,
+                };
+                if let Err(e) = crate::safefs::append_json_line(path, &line) {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
+                }
+            }
             let progress = match result {
                 Ok(t) => {
                     tracing::info!(

@@ -33,6 +33,33 @@ pub struct Task {
     pub differential: bool,
     /// Each node's level-3 blob length (its ranks' records and files).
     pub blob_lens: BTreeMap<u32, u64>,
+    /// A JSON-lines file for one line per level promoted, if any.
+    pub metrics: Option<PathBuf>,
+}
+
+/// The metrics line of one promotion of one node to one level.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PromotionRecord {
+    /// Always `"promotion"`.
+    pub event: String,
+    /// Job id.
+    pub job: String,
+    /// Checkpoint id.
+    pub checkpoint: u64,
+    /// Level number.
+    pub level: u8,
+    /// Node.
+    pub node: u32,
+    /// Whether the node's part succeeded.
+    pub ok: bool,
+    /// Microseconds the manager spent.
+    pub micros: u64,
+    /// Bytes read from level 1.
+    pub bytes_in: u64,
+    /// Bytes written or sent.
+    pub bytes_out: u64,
+    /// Why it failed.
+    pub error: Option<String>,
 }
 
 impl Task {

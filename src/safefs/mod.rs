@@ -14,7 +14,7 @@
 pub mod crash;
 mod path;
 
-pub use path::{check_base, open_nofollow, read_nofollow};
+pub use path::{append_json_line, check_base, open_append, open_nofollow, read_nofollow};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;

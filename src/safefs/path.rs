@@ -61,3 +61,24 @@ pub fn check_base(path: &Path) -> FsResult<()> {
     }
     Ok(())
 }
+
+/// Opens `path` for appending (JSON-lines metrics): created mode 0600 if
+/// missing, never through a symbolic link. Each `write` of a line lands
+/// whole, even with several processes appending.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+}
+
+/// Appends `value` to the JSON-lines file at `path` as one line, in one write.
+pub fn append_json_line<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
+    line.push(b'\n');
+    open_append(path)?.write_all(&line)
+}

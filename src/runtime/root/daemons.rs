@@ -168,12 +168,6 @@ pub(super) fn signal_group(pid: u32, sig: rustix::process::Signal) {
 /// Opens the metrics file for appending: created mode 0600, never through a
 /// symbolic link.
 pub(super) fn metrics_file(path: &Path) -> Result<std::fs::File, RunError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(path)
+    crate::safefs::open_append(path)
         .map_err(|e| RunError::Startup(format!("metrics file {}: {e}", path.display())))
 }

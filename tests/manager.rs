@@ -1,0 +1,169 @@
+//! A manager driven directly through its socket: the policy of a full
+//! queue (skip, or make the submitter wait), and refusal of peers that do
+//! not know the job's secret.
+
+mod common;
+
+use common::scratch;
+use frame::auth::Secret;
+use frame::comm::net::{Bind, Endpoint};
+use frame::comm::{Comm, LocalComm};
+use frame::config::WhenFull;
+use frame::level::Level;
+use frame::manager::{Client, Manager, Options, Progress, Reply, Request, Task};
+use frame::topology::Topology;
+use std::collections::BTreeMap;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
+
+const JOB: &str = "queue";
+
+/// Writes checkpoint 1 of a 2-rank job (ranks on nodes 0 and 1) into `dir`
+/// and returns its stamp.
+fn level1_checkpoint(dir: &Path) -> u64 {
+    let mut cfg = common::config(dir, JOB);
+    cfg.retention.keep_on_finalize = true;
+    let dir2 = dir.to_path_buf();
+    common::ranks(2, 1, move |comm: LocalComm| {
+        let mut ckpt = frame::Checkpointer::init(&cfg, &comm).unwrap();
+        let data = ckpt.protect(0, vec![comm.rank() as u64; 1000]);
+        drop(data);
+        ckpt.checkpoint().unwrap();
+    });
+    let record = dir2
+        .join(JOB)
+        .join("l1/ckpt-00000000000000000001/rank-000000.meta.json");
+    let meta =
+        frame::format::Metadata::from_json(&std::fs::read(&record).unwrap(), &record).unwrap();
+    meta.stamp
+}
+
+/// A partner that accepts connections and never answers: a promotion to
+/// level 2 then waits in the handshake until the connection is dropped.
+struct Stuck {
+    endpoint: Endpoint,
+    release: mpsc::Sender<()>,
+}
+
+fn stuck_partner(dir: &Path) -> Stuck {
+    let path = dir.join("stuck.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let (release, wait) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((conn, _)) = listener.accept() else {
+            return;
+        };
+        let _ = wait.recv_timeout(Duration::from_secs(60));
+        drop(conn);
+    });
+    Stuck {
+        endpoint: Endpoint::Unix(path),
+        release,
+    }
+}
+
+fn task(id: u64, stamp: u64, partner: &Endpoint) -> Box<Task> {
+    Box::new(Task {
+        job_id: JOB.into(),
+        id,
+        stamp,
+        levels: vec![Level::L2],
+        node: 0,
+        topology: Topology::new(vec![0, 1], 4, 1).unwrap(),
+        peers: BTreeMap::from([(1, partner.clone())]),
+        global_dir: "unused".into(),
+        l4_chunk: 1 << 20,
+        differential: true,
+        blob_lens: BTreeMap::new(),
+        metrics: None,
+    })
+}
+
+fn start(dir: &Path, when_full: WhenFull, secret: &Secret) -> Manager {
+    Manager::start(Options {
+        node: 0,
+        local_dir: dir.to_path_buf(),
+        queue: 1,
+        when_full,
+        bind: Bind::Unix(dir.join("manager.sock")),
+        secret: secret.clone(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_full_queue_skips_under_the_skip_policy() {
+    let dir = scratch();
+    let stamp = level1_checkpoint(dir.path());
+    let secret = Secret::generate().unwrap();
+    let manager = start(dir.path(), WhenFull::Skip, &secret);
+    let stuck = stuck_partner(dir.path());
+    let mut client = Client::connect(manager.endpoint(), &secret).unwrap();
+    let first = client
+        .call(&Request::Submit(task(1, stamp, &stuck.endpoint)))
+        .unwrap();
+    assert!(matches!(first, Reply::Accepted), "{first:?}");
+    // The queue (one promotion) is full while the first one hangs.
+    let second = client
+        .call(&Request::Submit(task(1, stamp, &stuck.endpoint)))
+        .unwrap();
+    assert!(matches!(second, Reply::Skipped(_)), "{second:?}");
+    let _ = stuck.release.send(());
+    assert!(matches!(client.call(&Request::Drain).unwrap(), Reply::Ok));
+    // The hung promotion failed (its partner went away), and said why.
+    let status = client
+        .call(&Request::Status {
+            job_id: JOB.into(),
+            keys: vec![(1, Level::L2)],
+        })
+        .unwrap();
+    let Reply::Status(p) = status else {
+        panic!("{status:?}")
+    };
+    assert!(matches!(&p[0], Progress::Failed(_)), "{p:?}");
+}
+
+#[test]
+fn a_full_queue_makes_the_submitter_wait_under_the_wait_policy() {
+    let dir = scratch();
+    let stamp = level1_checkpoint(dir.path());
+    let secret = Secret::generate().unwrap();
+    let manager = start(dir.path(), WhenFull::Wait, &secret);
+    let stuck = stuck_partner(dir.path());
+    let mut client = Client::connect(manager.endpoint(), &secret).unwrap();
+    let first = client
+        .call(&Request::Submit(task(1, stamp, &stuck.endpoint)))
+        .unwrap();
+    assert!(matches!(first, Reply::Accepted), "{first:?}");
+    let (tx, rx) = mpsc::channel();
+    let endpoint = manager.endpoint().clone();
+    let secret2 = secret.clone();
+    let partner = stuck.endpoint.clone();
+    std::thread::spawn(move || {
+        let mut c = Client::connect(&endpoint, &secret2).unwrap();
+        let _ = tx.send(c.call(&Request::Submit(task(1, stamp, &partner))).unwrap());
+    });
+    // While the first promotion hangs, the second submission gets no answer.
+    assert!(rx.recv_timeout(Duration::from_millis(500)).is_err());
+    let _ = stuck.release.send(());
+    let second = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the waiting submission was answered");
+    assert!(matches!(second, Reply::Accepted), "{second:?}");
+    assert!(matches!(client.call(&Request::Drain).unwrap(), Reply::Ok));
+}
+
+#[test]
+fn a_peer_without_the_secret_is_refused() {
+    let dir = scratch();
+    let secret = Secret::generate().unwrap();
+    let manager = start(dir.path(), WhenFull::Wait, &secret);
+    let other = Secret::generate().unwrap();
+    let refused = Client::connect(manager.endpoint(), &other);
+    assert!(refused.is_err());
+    // The manager still serves the job.
+    let mut ok = Client::connect(manager.endpoint(), &secret).unwrap();
+    assert!(matches!(ok.call(&Request::Drain).unwrap(), Reply::Ok));
+}
