@@ -3,8 +3,9 @@
 //! Under `<local_dir>/<job_id>/l<N>/` (N = 2 or 3):
 //!
 //! ```text
-//! ckpt-<id>/rank-<r>.fck          a rank's data file (the node's own ranks:
-//!                                 a hard link to the level-1 file)
+//! ckpt-<id>/rank-<r>.fck          a rank's data file (the node's own ranks'
+//!                                 too: a copy, so that level 1 can reuse
+//!                                 its files once they are retired)
 //! ckpt-<id>/rank-<r>.meta.json    its record, rewritten for level N
 //! ckpt-<id>/COMMITTED             the level committed this checkpoint on
 //!                                 every node (written once the ranks agree)
@@ -113,20 +114,6 @@ impl CopyStore {
         let mut m = meta.clone();
         m.level = self.level.number();
         m
-    }
-
-    /// Keeps the node's own copy of `rank`'s level-1 file of checkpoint
-    /// `id` (found in `l1_ckpt`, with record `meta`) by linking it here.
-    pub fn link_own(&self, l1_ckpt: &Dir, id: u64, meta: &Metadata) -> Result<(), StorageError> {
-        let ckpt = self.root.sub(&names::ckpt_dir(id), true)?;
-        let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));
-        ckpt.remove_file(&record)?;
-        ckpt.remove_file(&data)?;
-        l1_ckpt.link(&data, &ckpt, &data)?;
-        ckpt.sync()?;
-        let tag = format!("l{}", self.level.number());
-        ckpt.write_atomic(&record, &self.record_for(meta).to_json(), &tag)?;
-        Ok(())
     }
 
     /// Stores a copy of a rank's file (`bytes`, described by `meta`) as

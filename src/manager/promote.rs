@@ -108,7 +108,7 @@ fn own_file(
     Ok((ckpt, meta, bytes))
 }
 
-/// Level 2: keep the node's own files (linked) and send a copy of each to
+/// Level 2: keep a copy of the node's own files and send one of each to
 /// the partner node's manager.
 fn partner(
     task: &Task,
@@ -133,9 +133,8 @@ fn partner(
         CopyStore::open(local_dir, &task.job_id, Level::L2, who).map_err(|e| e.to_string())?;
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
-        let (ckpt, meta, bytes) = own_file(task, reader, rank)?;
-        own.link_own(&ckpt, task.id, &meta)
-            .map_err(|e| e.to_string())?;
+        let (_, meta, bytes) = own_file(task, reader, rank)?;
+        own.put(&meta, &bytes).map_err(|e| e.to_string())?;
         let what = Put::File {
             level: Level::L2,
             meta: Box::new(meta),
@@ -164,7 +163,7 @@ fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> 
     Ok(t)
 }
 
-/// Level 3: keep the node's own files (linked), then send the node's terms
+/// Level 3: keep a copy of the node's own files, then send the node's terms
 /// of every parity shard to its holder and the node's blob layout to every
 /// member (itself included). The holders write the parity once they have
 /// every member's terms.
@@ -203,10 +202,10 @@ fn erasure(
     let store = ErasureStore::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let ranks = task.topology.ranks_on(task.node);
     for &rank in &ranks {
-        let (ckpt, meta, _) = own_file(task, reader, rank)?;
+        let (_, meta, bytes) = own_file(task, reader, rank)?;
         store
             .copies()
-            .link_own(&ckpt, task.id, &meta)
+            .put(&meta, &bytes)
             .map_err(|e| e.to_string())?;
     }
     let (mut blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
