@@ -11,7 +11,7 @@
 //! - [`config`]: TOML configuration with environment overrides.
 //! - [`region`]: protected memory regions.
 //! - [`format`](mod@format): the checkpoint file format and metadata records.
-//! - [`level`]: where checkpoint copies live and how they commit (L1 today).
+//! - [`level`]: where checkpoint copies live and how they commit (L1 to L4).
 //! - [`recovery`]: the pure planner that picks the checkpoint to restore.
 //! - [`topology`]: partners and erasure groups, from where the ranks are.
 //! - [`manager`]: the background promoter of each node (levels 2 to 4).

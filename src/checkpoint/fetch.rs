@@ -86,29 +86,35 @@ impl Checkpointer<'_> {
             }
         }
         let offers: Vec<Offer> = self.exchange(&offer)?;
-        let Some(plan) = copies::plan(&offers) else {
-            return Ok(None);
-        };
-        let me = self.comm.rank() as u32;
-        // Eager sends first, then receives: no rank waits on another's send.
-        for &(rank, from) in &plan.fetch {
-            if from == me {
-                let read = store
-                    .as_ref()
-                    .ok_or_else(|| "this node keeps no copies".to_string())
-                    .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
-                self.send_file(rank as usize, read)?;
+        // A transfer that fails (a copy damaged beyond its header) rules its
+        // checkpoint out; an older one may still be complete.
+        let mut excluded = Vec::new();
+        while let Some(plan) = copies::plan(&offers, &excluded) {
+            let me = self.comm.rank() as u32;
+            // Eager sends first, then receives: no rank waits on another's send.
+            for &(rank, from) in &plan.fetch {
+                if from == me {
+                    let read = store
+                        .as_ref()
+                        .ok_or_else(|| "this node keeps no copies".to_string())
+                        .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
+                    self.send_file(rank as usize, read)?;
+                }
             }
+            let mut local = None;
+            if let Some(&(_, from)) = plan.fetch.iter().find(|(r, _)| *r == me) {
+                local = self.receive_and_install(from as usize)?.err();
+            }
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if trouble.is_empty() {
+                return Ok(Some(plan.id));
+            }
+            for (rank, reason) in &trouble {
+                tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not fetch a level-{} copy", level.number());
+            }
+            excluded.push(plan.id);
         }
-        let mut local = None;
-        if let Some(&(_, from)) = plan.fetch.iter().find(|(r, _)| *r == me) {
-            local = self.receive_and_install(from as usize)?.err();
-        }
-        let trouble = agree_on_problems(self.comm, local.as_deref())?;
-        for (rank, reason) in &trouble {
-            tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not fetch a level-{} copy", level.number());
-        }
-        Ok(trouble.is_empty().then_some(plan.id))
+        Ok(None)
     }
 
     pub(super) fn send_file(
@@ -187,27 +193,34 @@ impl Checkpointer<'_> {
                 .collect();
             inv.incomplete = bad;
         }
-        let mut ballot = Ballot::new(&inv, &[], 0);
-        self.comm
-            .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
-        let Decision::Restore(id) = ballot.decide() else {
-            return Ok(None);
-        };
-        let local = match &store {
-            Some(s) => s
-                .read(id, me, world)
-                .map_err(|e| e.to_string())
-                .and_then(|(meta, bytes)| {
-                    self.store.install(&meta, &bytes).map_err(|e| e.to_string())
-                })
-                .err(),
-            None => Some("no level-4 directory".to_string()),
-        };
-        let trouble = agree_on_problems(self.comm, local.as_deref())?;
-        for (rank, reason) in &trouble {
-            tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
+        let mut excluded = Vec::new();
+        loop {
+            let mut ballot = Ballot::new(&inv, &excluded, 0);
+            self.comm
+                .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+            let Decision::Restore(id) = ballot.decide() else {
+                return Ok(None);
+            };
+            let local = match &store {
+                Some(s) => s
+                    .read(id, me, world)
+                    .map_err(|e| e.to_string())
+                    .and_then(|(meta, bytes)| {
+                        self.store.install(&meta, &bytes).map_err(|e| e.to_string())
+                    })
+                    .err(),
+                None => Some("no level-4 directory".to_string()),
+            };
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if trouble.is_empty() {
+                return Ok(Some(id));
+            }
+            for (rank, reason) in &trouble {
+                tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
+            }
+            // Chunks damaged beyond their size: try the checkpoint before.
+            excluded.push(id);
         }
-        Ok(trouble.is_empty().then_some(id))
     }
 
     /// Every rank's `mine`, in rank order (an unreadable one counts as the

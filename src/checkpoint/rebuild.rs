@@ -51,16 +51,32 @@ impl Checkpointer<'_> {
             }
         }
         let offers: Vec<Offer> = self.exchange(&offer)?;
-        let Some(plan) = erasure::plan(&offers) else {
-            return Ok(None);
-        };
+        // A rebuild that fails (damaged parity, say) rules its checkpoint
+        // out; an older one may still be whole.
+        let mut excluded = Vec::new();
+        while let Some(plan) = erasure::plan(&offers, &excluded) {
+            if self.rebuild_once(&plan, store.as_ref())? {
+                return Ok(Some(plan.id));
+            }
+            excluded.push(plan.id);
+        }
+        Ok(None)
+    }
+
+    /// Carries out one level-3 plan; whether every rank got its file.
+    /// Collective.
+    fn rebuild_once(
+        &mut self,
+        plan: &crate::recovery::erasure::ErasurePlan,
+        store: Option<&ErasureStore>,
+    ) -> Result<bool> {
+        let world = self.comm.size() as u32;
         let me = self.comm.rank() as u32;
         let mut local: Option<String> = None;
         // Whole files first (eager sends), then the decodes, then receives.
         for &(rank, from) in &plan.direct {
             if from == me {
                 let read = store
-                    .as_ref()
                     .ok_or_else(|| "this node keeps no level-3 files".to_string())
                     .and_then(|s| {
                         s.copies()
@@ -71,7 +87,7 @@ impl Checkpointer<'_> {
             }
         }
         for d in &plan.decode {
-            if let Some(e) = self.decode_group(d, store.as_ref())? {
+            if let Some(e) = self.decode_group(d, store)? {
                 local.get_or_insert(e);
             }
         }
@@ -95,7 +111,7 @@ impl Checkpointer<'_> {
         for (rank, reason) in &trouble {
             tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not rebuild from level 3");
         }
-        Ok(trouble.is_empty().then_some(plan.id))
+        Ok(trouble.is_empty())
     }
 
     /// This rank's part in decoding group `d`: sending its node's shards

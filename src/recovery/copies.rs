@@ -42,9 +42,9 @@ pub struct CopyPlan {
     pub fetch: Vec<(u32, u32)>,
 }
 
-/// The newest checkpoint every rank can restore from `offers` (indexed by
-/// rank), or `None`.
-pub fn plan(offers: &[Offer]) -> Option<CopyPlan> {
+/// The newest checkpoint not in `excluded` (ids whose transfer failed)
+/// that every rank can restore from `offers` (indexed by rank), or `None`.
+pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()
         .flat_map(|o| {
@@ -55,6 +55,9 @@ pub fn plan(offers: &[Offer]) -> Option<CopyPlan> {
         })
         .collect();
     'next: for &(id, stamp) in candidates.iter().rev() {
+        if excluded.contains(&id) {
+            continue;
+        }
         let mut fetch = Vec::new();
         for (rank, offer) in offers.iter().enumerate() {
             if offer.own.contains(&(id, stamp)) {
@@ -99,7 +102,7 @@ mod tests {
                 copies: vec![],
             },
         ];
-        let p = plan(&offers).unwrap();
+        let p = plan(&offers, &[]).unwrap();
         assert_eq!((p.id, p.stamp), (5, 10));
         assert_eq!(p.fetch, vec![(0, 2), (1, 2)]);
     }
@@ -117,9 +120,11 @@ mod tests {
                 copies: vec![copy(7, 1, 2), copy(6, 0, 5)],
             },
         ];
-        let p = plan(&offers).unwrap();
+        let p = plan(&offers, &[]).unwrap();
         assert_eq!((p.id, p.stamp), (6, 5));
         assert_eq!(p.fetch, vec![(0, 1)]);
-        assert_eq!(plan(&[Offer::default(), Offer::default()]), None);
+        assert_eq!(plan(&[Offer::default(), Offer::default()], &[]), None);
+        // Once 6 failed to arrive, nothing older is complete.
+        assert_eq!(plan(&offers, &[6]), None);
     }
 }

@@ -79,8 +79,9 @@ fn whole(k: &Kept, pos: usize) -> bool {
     files && parity
 }
 
-/// The newest checkpoint every rank can restore from level 3, or `None`.
-pub fn plan(offers: &[Offer]) -> Option<ErasurePlan> {
+/// The newest checkpoint not in `excluded` (ids whose rebuild failed) that
+/// every rank can restore from level 3, or `None`.
+pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<ErasurePlan> {
     let world = offers.len() as u32;
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()
@@ -91,6 +92,9 @@ pub fn plan(offers: &[Offer]) -> Option<ErasurePlan> {
         })
         .collect();
     'next: for &(id, stamp) in candidates.iter().rev() {
+        if excluded.contains(&id) {
+            continue;
+        }
         // Every group of the checkpoint, and who keeps which position whole.
         let mut groups: Vec<(GroupManifest, Vec<(usize, u32)>)> = Vec::new();
         for (rank, o) in offers.iter().enumerate() {
@@ -247,7 +251,7 @@ mod tests {
             kept: vec![kept(&m, 2)],
         };
         offers[5].own = vec![(3, 7)];
-        let p = plan(&offers).unwrap();
+        let p = plan(&offers, &[]).unwrap();
         assert_eq!((p.id, p.stamp), (3, 7));
         assert!(p.direct.is_empty());
         assert_eq!(p.decode.len(), 1);
@@ -267,7 +271,7 @@ mod tests {
             node: 0,
             kept: vec![kept(&m, 0)],
         };
-        assert_eq!(plan(&offers), None);
+        assert_eq!(plan(&offers, &[]), None);
         // A rank whose own level-1 file is damaged gets it from its node.
         offers[1] = Offer {
             own: vec![],
@@ -279,7 +283,7 @@ mod tests {
             node: 2,
             kept: vec![],
         };
-        let p = plan(&offers).unwrap();
+        let p = plan(&offers, &[]).unwrap();
         assert_eq!(p.direct, vec![(1, 1)]);
         assert!(p.decode.is_empty());
     }

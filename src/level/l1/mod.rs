@@ -321,8 +321,9 @@ impl L1Store {
 
     /// Puts back this rank's file of checkpoint `meta.checkpoint_id`, fetched
     /// from a higher level (`bytes`, described by the level-1 record
-    /// `meta`), as a level-1 checkpoint: durable, then visible. Recovery
-    /// then loads it like any other.
+    /// `meta`), as a level-1 checkpoint: durable, then visible, then every
+    /// chunk checked (a damaged copy is removed again and reported).
+    /// Recovery then loads it like any other.
     pub fn install(&mut self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
         let id = meta.checkpoint_id;
         let mut meta = meta.clone();
@@ -334,7 +335,23 @@ impl L1Store {
         }
         // An earlier copy of this rank (damaged, or of another run) goes.
         self.live.remove(&id);
-        self.settle(id, slot, &meta)
+        self.settle(id, slot, &meta)?;
+        // Every chunk is checked now, so that a copy damaged at its level
+        // (or decoded from damaged parity) makes recovery try the next
+        // level instead of failing to load.
+        let problem = match self.open_checkpoint(id) {
+            Ok((file, _)) => file.verify().into_iter().next().map(StorageError::from),
+            Err(e) => Some(e),
+        };
+        match problem {
+            None => Ok(()),
+            Some(e) => {
+                if let Err(r) = self.abort(id) {
+                    tracing::warn!(checkpoint = id, error = %r, "could not remove a damaged copy");
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Moves a filled slot into checkpoint `id`'s directory and writes its record.
