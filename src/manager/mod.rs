@@ -74,7 +74,6 @@ struct State {
     stop: bool,
     progress: BTreeMap<(String, u64, Level), Progress>,
     parity: parity::Parity,
-    transforms: Vec<(String, u64, Level, Transform)>,
 }
 
 struct Shared {
@@ -323,11 +322,6 @@ impl Shared {
                         bytes_out = t.bytes_out,
                         "promoted"
                     );
-                    let mut st = self.lock();
-                    st.transforms.push((task.job_id.clone(), task.id, level, t));
-                    if st.transforms.len() > MAX_PROGRESS {
-                        st.transforms.remove(0);
-                    }
                     Progress::Done
                 }
                 Err(e) => {
@@ -442,17 +436,6 @@ impl Manager {
     /// Whether it holds `secret`.
     pub fn has_secret(&self, secret: &Secret) -> bool {
         self.shared.opts.secret == *secret
-    }
-
-    /// The transformations done so far for `job_id`: (checkpoint, level, figures).
-    pub fn transforms(&self, job_id: &str) -> Vec<(u64, Level, Transform)> {
-        self.shared
-            .lock()
-            .transforms
-            .iter()
-            .filter(|(j, ..)| j == job_id)
-            .map(|(_, id, level, t)| (*id, *level, *t))
-            .collect()
     }
 }
 
