@@ -43,6 +43,8 @@ pub(crate) struct Levels {
     client: Option<Client>,
     /// The job's secret (to reconnect to a restarted manager).
     secret: Secret,
+    /// The manager could not be reached again within [`CONNECT_WAIT`].
+    manager_away: bool,
     /// Keeps an inline manager running while this rank uses it.
     _manager: Option<Arc<Manager>>,
     /// Checkpoints since each level's last promotion.
@@ -98,14 +100,7 @@ fn connect_manager(
     secret: &Secret,
 ) -> std::io::Result<(Option<Arc<Manager>>, Client)> {
     if let Some(endpoint) = runtime_manager(cfg) {
-        let deadline = Instant::now() + CONNECT_WAIT;
-        loop {
-            match Client::connect(&endpoint, secret) {
-                Ok(c) => return Ok((None, c)),
-                Err(e) if Instant::now() >= deadline => return Err(e),
-                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            }
-        }
+        return Ok((None, connect_waiting(&endpoint, secret, CONNECT_WAIT)?));
     }
     let listen = match cfg.manager.address.parse() {
         Ok(ip) => Listen::Tcp(ip),
@@ -126,6 +121,27 @@ fn connect_manager(
 
 /// How long a rank waits for its node's runtime manager to accept.
 const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connects to `endpoint`, trying again until `wait` has passed: a daemon
+/// restarting its manager rebinds the socket within milliseconds.
+fn connect_waiting(
+    endpoint: &Endpoint,
+    secret: &Secret,
+    wait: std::time::Duration,
+) -> std::io::Result<Client> {
+    let deadline = Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(5);
+    loop {
+        match Client::connect(endpoint, secret) {
+            Ok(c) => return Ok(c),
+            Err(e) if Instant::now() >= deadline => return Err(e),
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(100));
+            }
+        }
+    }
+}
 
 fn index(level: Level) -> usize {
     level.number() as usize - 2
@@ -181,6 +197,7 @@ impl Levels {
             peers,
             client,
             secret,
+            manager_away: false,
             _manager: manager,
             counts: [0; 3],
             since: [now; 3],
@@ -201,19 +218,28 @@ impl Levels {
 
     /// Sends `req` to the node's manager (lowest rank of each node only;
     /// `None` elsewhere). A broken connection (the daemon restarted its
-    /// manager) is made again once.
+    /// manager) is made again, waiting up to [`CONNECT_WAIT`] for the new
+    /// manager; a manager that stayed away that long is tried only once
+    /// per call afterwards, so a node without one does not slow its ranks.
     fn call(&mut self, req: &Request) -> Option<std::io::Result<Reply>> {
         let client = self.client.as_mut()?;
         let first = client.call(req);
         if first.is_ok() {
+            self.manager_away = false;
             return Some(first);
         }
         let endpoint = client.endpoint().clone();
-        let again = Client::connect(&endpoint, &self.secret).and_then(|mut c| {
+        let wait = if self.manager_away {
+            std::time::Duration::ZERO
+        } else {
+            CONNECT_WAIT
+        };
+        let again = connect_waiting(&endpoint, &self.secret, wait).and_then(|mut c| {
             let reply = c.call(req);
             self.client = Some(c);
             reply
         });
+        self.manager_away = again.is_err();
         Some(again)
     }
 
