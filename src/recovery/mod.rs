@@ -31,6 +31,7 @@
 //! stamp exactly when all copies come from the same attempt. The newest such
 //! id is the decision.
 
+pub mod aware;
 pub mod copies;
 pub mod erasure;
 
