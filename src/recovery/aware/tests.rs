@@ -7,6 +7,7 @@
 use super::*;
 use crate::level::erasure::{Codec, Stripes};
 
+#[allow(clippy::needless_range_loop)] // stripes index several tables
 /// Whether level 3 of `layout` really rebuilds every lost node's blob.
 fn erasure_survives(layout: &Topology, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
     for group in layout.groups() {
