@@ -73,12 +73,35 @@ impl Group {
     }
 }
 
+/// What a topology is made from, as recorded with each commit of a
+/// checkpoint so that recovery knows where its copies and shards live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Layout {
+    /// Rank → node when the checkpoint was written.
+    pub placement: Vec<u32>,
+    /// Configured group size.
+    pub group_size: u32,
+    /// Configured parity per group.
+    pub parity: u32,
+}
+
+impl Layout {
+    /// The topology this layout describes (an error for settings out of
+    /// range, as a damaged or foreign record may hold).
+    pub fn topology(&self) -> Result<Topology, TopologyError> {
+        Topology::new(self.placement.clone(), self.group_size, self.parity)
+    }
+}
+
 /// The placement of a checkpoint and the protection relations it implies.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
     placement: Vec<u32>,
     nodes: Vec<u32>,
     groups: Vec<Group>,
+    group_size: u32,
+    parity: u32,
 }
 
 impl Topology {
@@ -103,7 +126,18 @@ impl Topology {
             placement,
             nodes,
             groups,
+            group_size,
+            parity,
         })
+    }
+
+    /// What this topology is made from.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            placement: self.placement.clone(),
+            group_size: self.group_size,
+            parity: self.parity,
+        }
     }
 
     /// Rank → node.

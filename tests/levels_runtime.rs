@@ -162,7 +162,10 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
         // level's protocol is in the sweep.
         env.push(("FRAME_L3_INTERVAL", "1".into()));
         env.push(("FRAME_L4_INTERVAL", "1".into()));
-        let grid = ["--nx", "64", "--ny", "60", "--steps", "40", "--every", "10"];
+        // Five checkpoints before node 1 dies: one whose promotion the kill
+        // broke still leaves later ones to commit (a commit is learned at
+        // the next checkpoint).
+        let grid = ["--nx", "64", "--ny", "60", "--steps", "60", "--every", "10"];
         heat2d_with(&grid, dir.path(), &args, &env)
     };
     let (ok, out) = run_with(&[], &[]);
@@ -185,7 +188,7 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
     let mut kills = 0;
     for n in 1..=points {
         let env = [("FRAME_TEST_MANAGER_CRASH_AT", format!("{who}:{n}"))];
-        let (ok, out) = run_with(&["--inject", "node:1@iter=35"], &env);
+        let (ok, out) = run_with(&["--inject", "node:1@iter=55"], &env);
         assert!(ok, "manager killed at point {n}:\n{out}");
         assert!(out.contains("failed nodes [1]"), "point {n}:\n{out}");
         // Whether the kill happened: promotion runs behind the program, so

@@ -3,7 +3,9 @@
 //!
 //! For each level in turn, every rank checks what it can get at that level,
 //! one collective round decides whether every rank can, and the first level
-//! where all can wins. Its files are installed into level 1 (which rebuilds
+//! where all can wins. Each level is tried once, at the newest checkpoint
+//! it committed that all ranks can get; damage found while fetching moves
+//! on to the next level. Its files are installed into level 1 (which rebuilds
 //! the lost level-1 copies), and recovery then proceeds from level 1 as
 //! usual, checking every chunk while loading.
 //!
@@ -62,20 +64,37 @@ impl Checkpointer<'_> {
 
     /// Level 2 (or any level kept as node-local copies).
     fn fetch_copies(&mut self, l1: &Inventory, level: Level) -> Result<Option<u64>> {
+        let (offer, store) = self.copies_offer(l1, level);
+        let offers: Vec<Offer> = self.exchange(&offer)?;
+        self.stats.recovery_rounds += 1;
+        // One attempt per level, at its newest checkpoint: damage sends
+        // the baseline on to the next level.
+        match copies::plan(&offers, &[]) {
+            Some(plan) if self.transfer_copies(&plan, store.as_ref(), level)? => Ok(Some(plan.id)),
+            _ => Ok(None),
+        }
+    }
+
+    /// What this rank can give towards a level-2 restore: its own level-1
+    /// checkpoints and, on a node's lowest rank, the copies the node keeps.
+    pub(super) fn copies_offer(&self, l1: &Inventory, level: Level) -> (Offer, Option<CopyStore>) {
         let world = self.comm.size() as u32;
-        let leader = self.is_node_leader();
         let mut offer = Offer {
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
             copies: Vec::new(),
         };
         let mut store = None;
-        if leader {
+        if self.is_node_leader() {
             if let Ok(Some(s)) =
                 CopyStore::open_existing(&self.cfg.storage.local_dir, &self.cfg.job.id, level)
             {
+                // Only what the level committed: a promotion still under
+                // way may be partial anywhere.
+                let committed = s.committed();
                 let (held, _) = s.scan(world);
                 offer.copies = held
                     .into_iter()
+                    .filter(|h| committed.contains(&h.id))
                     .map(|h| Copy {
                         id: h.id,
                         rank: h.rank,
@@ -85,36 +104,50 @@ impl Checkpointer<'_> {
                 store = Some(s);
             }
         }
-        let offers: Vec<Offer> = self.exchange(&offer)?;
-        // A transfer that fails (a copy damaged beyond its header) rules its
-        // checkpoint out; an older one may still be complete.
-        let mut excluded = Vec::new();
-        while let Some(plan) = copies::plan(&offers, &excluded) {
-            let me = self.comm.rank() as u32;
-            // Eager sends first, then receives: no rank waits on another's send.
-            for &(rank, from) in &plan.fetch {
-                if from == me {
-                    let read = store
-                        .as_ref()
-                        .ok_or_else(|| "this node keeps no copies".to_string())
-                        .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
-                    self.send_file(rank as usize, read)?;
-                }
+        (offer, store)
+    }
+
+    /// Carries out one copy plan: holders send, the ranks missing their
+    /// file receive and install it; whether every rank succeeded (one
+    /// agreement). Collective.
+    pub(super) fn transfer_copies(
+        &mut self,
+        plan: &copies::CopyPlan,
+        store: Option<&CopyStore>,
+        level: Level,
+    ) -> Result<bool> {
+        let started = std::time::Instant::now();
+        let done = self.transfer_copies_timed(plan, store, level);
+        self.stats.fetch_time += started.elapsed();
+        done
+    }
+
+    fn transfer_copies_timed(
+        &mut self,
+        plan: &copies::CopyPlan,
+        store: Option<&CopyStore>,
+        level: Level,
+    ) -> Result<bool> {
+        let world = self.comm.size() as u32;
+        let me = self.comm.rank() as u32;
+        // Eager sends first, then receives: no rank waits on another's send.
+        for &(rank, from) in &plan.fetch {
+            if from == me {
+                let read = store
+                    .ok_or_else(|| "this node keeps no copies".to_string())
+                    .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
+                self.send_file(rank as usize, read)?;
             }
-            let mut local = None;
-            if let Some(&(_, from)) = plan.fetch.iter().find(|(r, _)| *r == me) {
-                local = self.receive_and_install(from as usize)?.err();
-            }
-            let trouble = agree_on_problems(self.comm, local.as_deref())?;
-            if trouble.is_empty() {
-                return Ok(Some(plan.id));
-            }
-            for (rank, reason) in &trouble {
-                tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not fetch a level-{} copy", level.number());
-            }
-            excluded.push(plan.id);
         }
-        Ok(None)
+        let mut local = None;
+        if let Some(&(_, from)) = plan.fetch.iter().find(|(r, _)| *r == me) {
+            local = self.receive_and_install(from as usize)?.err();
+        }
+        let trouble = agree_on_problems(self.comm, local.as_deref())?;
+        for (rank, reason) in &trouble {
+            tracing::warn!(checkpoint = plan.id, rank, reason = %reason, "could not fetch a level-{} copy", level.number());
+        }
+        Ok(trouble.is_empty())
     }
 
     pub(super) fn send_file(
@@ -178,14 +211,14 @@ impl Checkpointer<'_> {
     fn fetch_global(&mut self) -> Result<Option<u64>> {
         let world = self.comm.size() as u32;
         let me = self.comm.rank() as u32;
-        let store = GlobalStore::open_existing(&self.cfg.storage.global_dir, &self.cfg.job.id)
-            .ok()
-            .flatten();
+        let store = self.global_store();
         let mut inv = Inventory::default();
         if let Some(s) = &store {
+            let committed = s.committed();
             let (held, bad) = s.scan_rank(me, world);
             inv.valid = held
                 .into_iter()
+                .filter(|h| committed.contains(&h.id))
                 .map(|h| Held {
                     id: h.id,
                     stamp: h.stamp,
@@ -193,34 +226,51 @@ impl Checkpointer<'_> {
                 .collect();
             inv.incomplete = bad;
         }
-        let mut excluded = Vec::new();
-        loop {
-            let mut ballot = Ballot::new(&inv, &excluded, 0);
-            self.comm
-                .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
-            let Decision::Restore(id) = ballot.decide() else {
-                return Ok(None);
-            };
-            let local = match &store {
-                Some(s) => s
-                    .read(id, me, world)
-                    .map_err(|e| e.to_string())
-                    .and_then(|(meta, bytes)| {
-                        self.store.install(&meta, &bytes).map_err(|e| e.to_string())
-                    })
-                    .err(),
-                None => Some("no level-4 directory".to_string()),
-            };
-            let trouble = agree_on_problems(self.comm, local.as_deref())?;
-            if trouble.is_empty() {
-                return Ok(Some(id));
-            }
-            for (rank, reason) in &trouble {
-                tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
-            }
-            // Chunks damaged beyond their size: try the checkpoint before.
-            excluded.push(id);
+        let mut ballot = Ballot::new(&inv, &[], 0);
+        self.comm
+            .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
+        self.stats.recovery_rounds += 1;
+        match ballot.decide() {
+            Decision::Restore(id) if self.install_global(store.as_ref(), id)? => Ok(Some(id)),
+            _ => Ok(None),
         }
+    }
+
+    /// This job's level-4 store, if the global directory holds one.
+    pub(super) fn global_store(&self) -> Option<GlobalStore> {
+        GlobalStore::open_existing(&self.cfg.storage.global_dir, &self.cfg.job.id)
+            .ok()
+            .flatten()
+    }
+
+    /// Every rank reads its file of checkpoint `id` from level 4 (chunk
+    /// hashes checked) and installs it into level 1; whether all succeeded
+    /// (one agreement). Collective.
+    pub(super) fn install_global(&mut self, store: Option<&GlobalStore>, id: u64) -> Result<bool> {
+        let started = std::time::Instant::now();
+        let done = self.install_global_timed(store, id);
+        self.stats.fetch_time += started.elapsed();
+        done
+    }
+
+    fn install_global_timed(&mut self, store: Option<&GlobalStore>, id: u64) -> Result<bool> {
+        let world = self.comm.size() as u32;
+        let me = self.comm.rank() as u32;
+        let local = match store {
+            Some(s) => s
+                .read(id, me, world)
+                .map_err(|e| e.to_string())
+                .and_then(|(meta, bytes)| {
+                    self.store.install(&meta, &bytes).map_err(|e| e.to_string())
+                })
+                .err(),
+            None => Some("no level-4 directory".to_string()),
+        };
+        let trouble = agree_on_problems(self.comm, local.as_deref())?;
+        for (rank, reason) in &trouble {
+            tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
+        }
+        Ok(trouble.is_empty())
     }
 
     /// Every rank's `mine`, in rank order (an unreadable one counts as the

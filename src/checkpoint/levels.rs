@@ -435,6 +435,7 @@ impl Levels {
             world: self.placement.len() as u32,
             marker: self.rank == 0,
             global_dir: self.cfg.storage.global_dir.clone(),
+            layout: Some(topology.layout()),
         };
         if let Some(Err(e)) = self.call(&Request::Commit { commit: order }) {
             tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");

@@ -33,6 +33,7 @@
 //! ckpt.finalize().unwrap();
 //! ```
 
+mod aware;
 mod fetch;
 mod levels;
 mod rebuild;
@@ -41,7 +42,7 @@ mod schedule;
 mod write;
 
 use crate::comm::{agree_on_problems, Comm};
-use crate::config::{Compression, Config};
+use crate::config::{Compression, Config, Strategy};
 use crate::error::{problems, Error, Result};
 use crate::format::CheckpointFile;
 use crate::level::{L1Store, Level, Owner};
@@ -49,7 +50,7 @@ use crate::recovery::{Ballot, Decision, Inventory};
 use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
 use schedule::Schedule;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Counters of what the checkpointer did, for metrics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -70,6 +71,14 @@ pub struct Stats {
     pub recovery_time: Duration,
     /// The level the last restored checkpoint came from.
     pub recovered_from: Option<Level>,
+    /// Collective rounds spent finding out which level and checkpoint to
+    /// restore (transfers and the checks after loading not counted).
+    pub recovery_rounds: u32,
+    /// Time spent finding that out.
+    pub identify_time: Duration,
+    /// Time spent bringing the checkpoint back into level 1 from a higher
+    /// level (transfers, decoding, installing).
+    pub fetch_time: Duration,
 }
 
 /// Where the checkpointer is in its life.
@@ -113,6 +122,8 @@ pub struct Checkpointer<'c> {
     levels: Option<levels::Levels>,
     /// The level the checkpoint being recovered was fetched from, if not 1.
     fetched: Option<(Level, u64)>,
+    /// Level copies that failed to load (failure-aware strategy).
+    aware_excluded: Vec<(Level, u64)>,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -204,15 +215,29 @@ impl<'c> Checkpointer<'c> {
             stats: Stats::default(),
             levels,
             fetched: None,
+            aware_excluded: Vec::new(),
         };
-        if me.levels.is_some() && !me.restorable_at_l1(&inventory)? {
-            if let Some(found) = me.fetch_from_levels(&inventory)? {
-                tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
-                me.fetched = Some(found);
-                inventory = me.store.inventory();
+        if me.levels.is_none() {
+            me.plan(inventory, Vec::new())?;
+            return Ok(me);
+        }
+        let started = Instant::now();
+        match cfg.recovery.strategy {
+            Strategy::Frame => me.start_aware(inventory, Vec::new())?,
+            Strategy::Iterative => {
+                me.stats.recovery_rounds += 1;
+                if !me.restorable_at_l1(&inventory)? {
+                    if let Some(found) = me.fetch_from_levels(&inventory)? {
+                        tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
+                        me.fetched = Some(found);
+                        inventory = me.store.inventory();
+                    }
+                }
+                me.stats.recovery_rounds += 1;
+                me.plan(inventory, Vec::new())?;
             }
         }
-        me.plan(inventory, Vec::new())?;
+        me.stats.identify_time = started.elapsed().saturating_sub(me.stats.fetch_time);
         Ok(me)
     }
 
@@ -223,6 +248,40 @@ impl<'c> Checkpointer<'c> {
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
         Ok(matches!(ballot.decide(), Decision::Restore(_)))
+    }
+
+    /// Plans recovery with the failure-aware strategy (one exchange) and
+    /// enters the matching phase; `excluded` are level copies that failed
+    /// to load. Collective.
+    fn start_aware(&mut self, inventory: Inventory, excluded: Vec<(Level, u64)>) -> Result<()> {
+        let failed: Vec<u64> = excluded.iter().map(|(_, id)| *id).collect();
+        match self.recover_aware(&inventory, excluded)? {
+            aware::Found::Level1 { id, session } => {
+                self.enter_recovery(id, session, inventory);
+                Ok(())
+            }
+            aware::Found::Fetched { level, id, session } => {
+                tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
+                self.fetched = Some((level, id));
+                let inventory = self.store.inventory();
+                self.enter_recovery(id, session, inventory);
+                Ok(())
+            }
+            aware::Found::Nothing => self.plan(inventory, failed),
+        }
+    }
+
+    /// Enters the recovering phase for checkpoint `id`, agreed by all ranks.
+    fn enter_recovery(&mut self, id: u64, session: u64, inventory: Inventory) {
+        tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
+        self.session = session;
+        self.attempts = 0;
+        self.phase = Phase::Recovering(Box::new(Pending {
+            id,
+            file: self.store.open_checkpoint(id).ok().map(|(f, _)| f),
+            inventory,
+            excluded: Vec::new(),
+        }));
     }
 
     /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and

@@ -19,6 +19,20 @@ const TAG_SHARD: u64 = (1 << 32) + 0x1002;
 impl Checkpointer<'_> {
     /// Level 3. Collective.
     pub(super) fn fetch_erasure(&mut self, l1: &Inventory) -> Result<Option<u64>> {
+        let (offer, store) = self.erasure_offer(l1);
+        let offers: Vec<Offer> = self.exchange(&offer)?;
+        self.stats.recovery_rounds += 1;
+        // One attempt, as every level of the baseline.
+        match erasure::plan(&offers, &[]) {
+            Some(plan) if self.rebuild_once(&plan, store.as_ref())? => Ok(Some(plan.id)),
+            _ => Ok(None),
+        }
+    }
+
+    /// What this rank can give towards a level-3 restore: its own level-1
+    /// checkpoints and, on a node's lowest rank, the group manifests, files
+    /// and parity shards the node keeps.
+    pub(super) fn erasure_offer(&self, l1: &Inventory) -> (Offer, Option<ErasureStore>) {
         let world = self.comm.size() as u32;
         let mut offer = Offer {
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
@@ -34,7 +48,8 @@ impl Checkpointer<'_> {
         };
         if let Some(s) = &store {
             let (held, _) = s.copies().scan(world);
-            for id in s.ids() {
+            let committed = s.copies().committed();
+            for id in s.ids().into_iter().filter(|id| committed.contains(id)) {
                 let Some(manifest) = s.manifest(id) else {
                     continue;
                 };
@@ -50,22 +65,23 @@ impl Checkpointer<'_> {
                 });
             }
         }
-        let offers: Vec<Offer> = self.exchange(&offer)?;
-        // A rebuild that fails (damaged parity, say) rules its checkpoint
-        // out; an older one may still be whole.
-        let mut excluded = Vec::new();
-        while let Some(plan) = erasure::plan(&offers, &excluded) {
-            if self.rebuild_once(&plan, store.as_ref())? {
-                return Ok(Some(plan.id));
-            }
-            excluded.push(plan.id);
-        }
-        Ok(None)
+        (offer, store)
     }
 
     /// Carries out one level-3 plan; whether every rank got its file.
     /// Collective.
-    fn rebuild_once(
+    pub(super) fn rebuild_once(
+        &mut self,
+        plan: &crate::recovery::erasure::ErasurePlan,
+        store: Option<&ErasureStore>,
+    ) -> Result<bool> {
+        let started = std::time::Instant::now();
+        let done = self.rebuild_once_timed(plan, store);
+        self.stats.fetch_time += started.elapsed();
+        done
+    }
+
+    fn rebuild_once_timed(
         &mut self,
         plan: &crate::recovery::erasure::ErasurePlan,
         store: Option<&ErasureStore>,

@@ -2,8 +2,10 @@
 
 use super::{Checkpointer, Pending, Phase};
 use crate::comm::{agree_on_problems, ReduceOp};
+use crate::config::Strategy;
 use crate::error::{problems, Error, Result};
 use crate::format::CheckpointFile;
+use crate::level::Level;
 use crate::region::{ErasedRegion, RegionId, RegionInfo};
 use std::sync::Arc;
 use std::time::Instant;
@@ -186,7 +188,27 @@ impl Checkpointer<'_> {
                 ..
             } = *pending;
             excluded.push(id);
-            if let Err(e) = self.plan(inventory, excluded) {
+            let replanned = if self.levels.is_some()
+                && self.cfg.recovery.strategy == Strategy::Frame
+            {
+                // Every rank moves on to the next level's copy of `id` (or
+                // an older checkpoint), this rank without its damaged file.
+                let level = match self.fetched.take() {
+                    Some((level, fetched)) if fetched == id => level,
+                    _ => Level::L1,
+                };
+                self.aware_excluded.push((level, id));
+                if local.is_some() {
+                    if let Err(e) = self.store.abort(id) {
+                        tracing::warn!(checkpoint = id, error = %e, "could not remove a damaged file");
+                    }
+                }
+                let inventory = self.store.inventory();
+                self.start_aware(inventory, self.aware_excluded.clone())
+            } else {
+                self.plan(inventory, excluded)
+            };
+            if let Err(e) = replanned {
                 return Err(match e {
                     Error::NotRecoverable { problems: mut more } => {
                         let mut all = trouble;

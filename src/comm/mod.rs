@@ -99,6 +99,16 @@ pub enum CommError {
 /// Convenience alias for results of communication calls.
 pub type CommResult<T> = Result<T, CommError>;
 
+/// The failures that led to a communicator's epoch: the ranks whose
+/// processes died, and the nodes that died with their storage.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Failures {
+    /// Failed ranks.
+    pub ranks: Vec<u32>,
+    /// Failed nodes.
+    pub nodes: Vec<u32>,
+}
+
 /// What frame needs from a parallel runtime.
 ///
 /// Contract for implementors:
@@ -117,6 +127,13 @@ pub trait Comm: Send {
     fn size(&self) -> usize;
     /// The node this rank runs on.
     fn node(&self) -> NodeId;
+
+    /// The failures recovered from just before this communicator's epoch,
+    /// as the runtime knows them (none outside the runtime). The checkpoint
+    /// library plans its recovery from them.
+    fn failures(&self) -> Failures {
+        Failures::default()
+    }
 
     /// Transport primitive: sends bytes with a 64-bit tag. User tags occupy the
     /// low 32 bits; frame's collectives use tags at or above 2^32.

@@ -54,6 +54,8 @@ pub struct Config {
     pub l4: GlobalConfig,
     /// `[manager]`: the background promoter of each node.
     pub manager: ManagerConfig,
+    /// `[recovery]`: how the checkpoint to restore is found.
+    pub recovery: RecoveryConfig,
     /// `[metrics]`: where figures of each checkpoint go.
     pub metrics: MetricsConfig,
     /// Where each key's value came from (keys absent here have their default).
@@ -188,6 +190,30 @@ pub struct ManagerConfig {
     pub address: String,
 }
 
+/// How recovery finds the checkpoint to restore when level 1 alone
+/// cannot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Failure-aware: from the failed nodes, the layouts and the commits,
+    /// every rank computes the lowest level that restores the newest
+    /// checkpoint, after a single exchange; the files are checked while
+    /// loading, and damage moves every rank to the next level together.
+    #[default]
+    Frame,
+    /// The baseline: level after level, every rank checks its files for
+    /// that level and all ranks agree, until one level works.
+    Iterative,
+}
+
+/// `[recovery]`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecoveryConfig {
+    /// The strategy.
+    pub strategy: Strategy,
+}
+
 /// `[metrics]`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -286,6 +312,7 @@ impl PartialEq for Config {
             && self.l3 == other.l3
             && self.l4 == other.l4
             && self.manager == other.manager
+            && self.recovery == other.recovery
             && self.metrics == other.metrics
     }
 }

@@ -4,6 +4,7 @@
 use super::fsio::StorageError;
 use super::names;
 use crate::safefs::{Dir, Kind};
+use crate::topology::Layout;
 use serde::{Deserialize, Serialize};
 
 /// The marker of a checkpoint committed at a level.
@@ -21,7 +22,14 @@ pub struct Commit {
     pub level: u8,
     /// The checkpoint's stamp.
     pub stamp: u64,
+    /// Where the checkpoint's ranks were, and the group settings, when it
+    /// was promoted (absent in markers that predate it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
 }
+
+/// Largest marker read (a layout of a million ranks fits).
+const MAX_MARKER: u64 = 16 << 20;
 
 /// Writes the marker of checkpoint `commit.checkpoint_id` under `root`
 /// (nothing if its directory is gone).
@@ -34,12 +42,41 @@ pub(crate) fn mark(root: &Dir, commit: &Commit) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// Writes the marker of checkpoint `id` committed at `level` under `root`.
+pub(crate) fn mark_level(
+    root: &Dir,
+    job_id: &str,
+    level: super::Level,
+    (id, stamp): (u64, u64),
+    layout: Option<Layout>,
+) -> Result<(), StorageError> {
+    mark(
+        root,
+        &Commit {
+            job_id: job_id.to_string(),
+            checkpoint_id: id,
+            level: level.number(),
+            stamp,
+            layout,
+        },
+    )
+}
+
+/// The sound markers of `level` under `root`, by ascending checkpoint id.
+pub(crate) fn commits(root: &Dir, job_id: &str, level: super::Level) -> Vec<Commit> {
+    ids(root)
+        .into_iter()
+        .filter_map(|id| read(root, job_id, id))
+        .filter(|c| c.level == level.number())
+        .collect()
+}
+
 /// The marker of checkpoint `id` under `root`, if present and sound.
 pub fn read(root: &Dir, job_id: &str, id: u64) -> Option<Commit> {
     root.try_sub(&names::ckpt_dir(id))
         .ok()
         .flatten()
-        .and_then(|d| d.read_capped(COMMITTED, 4096).ok())
+        .and_then(|d| d.read_capped(COMMITTED, MAX_MARKER).ok())
         .and_then(|b| serde_json::from_slice::<Commit>(&b).ok())
         .filter(|c| c.checkpoint_id == id && c.job_id == job_id)
 }

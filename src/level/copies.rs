@@ -23,6 +23,7 @@ use super::names;
 use super::Level;
 use crate::format::{CheckpointFile, Metadata};
 use crate::safefs::{Dir, Kind};
+use crate::topology::Layout;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -193,21 +194,23 @@ impl CopyStore {
     }
 
     /// Records that checkpoint `id` is committed at this level.
-    pub fn mark_committed(&self, id: u64, stamp: u64) -> Result<(), StorageError> {
-        commit::mark(
-            &self.root,
-            &Commit {
-                job_id: self.job_id.clone(),
-                checkpoint_id: id,
-                level: self.level.number(),
-                stamp,
-            },
-        )
+    pub fn mark_committed(
+        &self,
+        id: u64,
+        stamp: u64,
+        layout: Option<Layout>,
+    ) -> Result<(), StorageError> {
+        commit::mark_level(&self.root, &self.job_id, self.level, (id, stamp), layout)
     }
 
     /// Ids of the checkpoints marked committed here, ascending.
     pub fn committed(&self) -> Vec<u64> {
         commit::committed(&self.root, &self.job_id)
+    }
+
+    /// The sound commit markers here, by ascending checkpoint id.
+    pub fn commits(&self) -> Vec<Commit> {
+        commit::commits(&self.root, &self.job_id, self.level)
     }
 
     /// Ids of every checkpoint directory here, ascending.

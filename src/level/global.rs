@@ -26,6 +26,7 @@ use super::names;
 use super::Level;
 use crate::format::{FormatError, FormatErrorKind, Metadata, Place, MAX_RECORD};
 use crate::safefs::{Dir, Kind};
+use crate::topology::Layout;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -290,21 +291,23 @@ impl GlobalStore {
     }
 
     /// Records that checkpoint `id` is committed at level 4.
-    pub fn mark_committed(&self, id: u64, stamp: u64) -> Result<(), StorageError> {
-        commit::mark(
-            &self.root,
-            &Commit {
-                job_id: self.job_id.clone(),
-                checkpoint_id: id,
-                level: Level::L4.number(),
-                stamp,
-            },
-        )
+    pub fn mark_committed(
+        &self,
+        id: u64,
+        stamp: u64,
+        layout: Option<Layout>,
+    ) -> Result<(), StorageError> {
+        commit::mark_level(&self.root, &self.job_id, Level::L4, (id, stamp), layout)
     }
 
     /// Ids of checkpoints marked committed, ascending.
     pub fn committed(&self) -> Vec<u64> {
         commit::committed(&self.root, &self.job_id)
+    }
+
+    /// The sound commit markers here, by ascending checkpoint id.
+    pub fn commits(&self) -> Vec<Commit> {
+        commit::commits(&self.root, &self.job_id, Level::L4)
     }
 
     /// Ids of every checkpoint directory, ascending.

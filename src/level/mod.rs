@@ -50,6 +50,13 @@ impl Level {
     pub fn number(self) -> u8 {
         self as u8
     }
+
+    /// The level numbered `n` (1 to 4).
+    pub fn from_number(n: u8) -> Option<Self> {
+        [Self::L1, Self::L2, Self::L3, Self::L4]
+            .into_iter()
+            .find(|l| l.number() == n)
+    }
 }
 
 impl fmt::Display for Level {

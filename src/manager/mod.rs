@@ -343,13 +343,13 @@ impl Shared {
         let done = match o.level {
             Level::L2 | Level::L3 => {
                 CopyStore::open(local, &o.job_id, o.level, who).and_then(|s| {
-                    s.mark_committed(o.id, o.stamp)?;
+                    s.mark_committed(o.id, o.stamp, o.layout.clone())?;
                     s.retain(keep)
                 })
             }
             Level::L4 => GlobalStore::open(&o.global_dir, &o.job_id, who).and_then(|s| {
                 if o.marker {
-                    s.mark_committed(o.id, o.stamp)?;
+                    s.mark_committed(o.id, o.stamp, o.layout.clone())?;
                 }
                 s.retain(&o.ranks, keep, o.world, o.marker)
             }),

@@ -145,6 +145,8 @@ pub struct CommitOrder {
     pub marker: bool,
     /// The global directory.
     pub global_dir: std::path::PathBuf,
+    /// The checkpoint's layout, recorded in the commit marker.
+    pub layout: Option<crate::topology::Layout>,
 }
 
 /// Removal of a job's higher-level files at the end of a run.

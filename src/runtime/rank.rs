@@ -101,7 +101,11 @@ where
             Arc::clone(&agent.hub),
             Arc::new(go.table),
             Arc::clone(&env.security),
-        );
+        )
+        .with_failures(crate::comm::Failures {
+            ranks: go.failed_ranks.clone(),
+            nodes: go.failed_nodes.clone(),
+        });
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
         let mut ctx = Context {

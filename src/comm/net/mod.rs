@@ -27,7 +27,7 @@ mod wire;
 pub(crate) use listen::bind_private;
 pub use listen::{listen, Bind};
 
-use super::{check_rank, Bytes, Comm, CommError, CommResult, NodeId, Rank};
+use super::{check_rank, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank};
 use crate::auth::{self, Channel, Secret};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -276,6 +276,7 @@ pub struct NetComm {
     table: Arc<Vec<Endpoint>>,
     security: Arc<Security>,
     links: Vec<Mutex<Option<Link>>>,
+    failures: Failures,
 }
 
 impl NetComm {
@@ -298,7 +299,15 @@ impl NetComm {
             table,
             security,
             links,
+            failures: Failures::default(),
         }
+    }
+
+    /// The same communicator, telling the library which failures led to
+    /// its epoch.
+    pub fn with_failures(mut self, failures: Failures) -> Self {
+        self.failures = failures;
+        self
     }
 
     /// The epoch this communicator belongs to.
@@ -325,6 +334,10 @@ impl Comm for NetComm {
 
     fn node(&self) -> NodeId {
         self.node
+    }
+
+    fn failures(&self) -> Failures {
+        self.failures.clone()
     }
 
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {

@@ -1,0 +1,313 @@
+//! Failure-aware recovery on the ranks' side (the `frame` strategy).
+//!
+//! One exchange, and only one, before anything is loaded: every rank sends
+//! a [`Report`] of what it holds (its sound level-1 checkpoints, and on a
+//! node's lowest rank the commit markers, copies and erasure manifests the
+//! node keeps; no data is read). From the same reports every rank derives
+//! the same failure topology and the same commits, and the pure planner
+//! [`crate::recovery::aware`] names the level and checkpoint. The files
+//! are then fetched from that level and checked while being installed; if
+//! some rank finds damage, all ranks exclude that level's copy and plan
+//! again from the reports they already have.
+//!
+//! The failure topology is the union of what the runtime reported (the
+//! failed nodes of the REINIT, through [`Comm::failures`](crate::comm::Comm::failures)),
+//! the nodes of a recorded layout that hold no rank now (an earlier
+//! failure, or a job redeployed on other nodes), and the nodes whose
+//! storage came back empty (a redeployed node that lost its files).
+
+use super::Checkpointer;
+use crate::error::Result;
+use crate::level::commit::Commit;
+use crate::level::erasure::ErasureStore;
+use crate::level::{CopyStore, Level};
+use crate::recovery::aware::{plan, Choice, Committed, Failure};
+use crate::recovery::{copies, erasure, Inventory};
+use crate::topology::Topology;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What one rank tells the others before recovery is planned.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(super) struct Report {
+    /// The rank's node now.
+    node: u32,
+    /// A random number; rank 0's numbers the next attempts.
+    session: u64,
+    /// Sound level-1 checkpoints: (id, stamp).
+    l1: Vec<(u64, u64)>,
+    /// The node's storage holds nothing of the job (lowest rank only).
+    empty: bool,
+    /// Commit markers read (levels 2 and 3 of the node by its lowest rank,
+    /// level 4 by rank 0).
+    commits: Vec<Commit>,
+    /// Level-2 copies the node keeps (lowest rank only).
+    copies: copies::Offer,
+    /// Level-3 files, parity and manifests the node keeps (lowest rank only).
+    erasure: erasure::Offer,
+}
+
+/// The outcome of failure-aware planning.
+pub(super) enum Found {
+    /// Every rank restores `id` from level 1 (nothing fetched).
+    Level1 {
+        /// Checkpoint id.
+        id: u64,
+        /// The session for the next attempts' stamps.
+        session: u64,
+    },
+    /// The checkpoint was fetched from `level` into level 1 on every rank.
+    Fetched {
+        /// The level.
+        level: Level,
+        /// Checkpoint id.
+        id: u64,
+        /// The session for the next attempts' stamps.
+        session: u64,
+    },
+    /// Nothing committed survives: the ballot decides between a fresh
+    /// start and an error.
+    Nothing,
+}
+
+impl Checkpointer<'_> {
+    /// Plans recovery from the failure topology with one exchange, then
+    /// fetches from the level chosen, falling back level by level (all
+    /// ranks together) only when a fetch finds damage. Collective.
+    pub(super) fn recover_aware(
+        &mut self,
+        l1: &Inventory,
+        mut excluded: Vec<(Level, u64)>,
+    ) -> Result<Found> {
+        let (copy_offer, copy_store) = self.copies_offer(l1, Level::L2);
+        let (erasure_offer, erasure_store) = self.erasure_offer(l1);
+        let report = Report {
+            node: self.comm.node(),
+            session: super::random_u64(),
+            l1: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
+            empty: self.is_node_leader()
+                && self.node_holds_nothing(l1, &copy_store, &erasure_store),
+            commits: self.commits_here(&copy_store, &erasure_store),
+            copies: copy_offer,
+            erasure: erasure_offer,
+        };
+        let reports: Vec<Report> = self.exchange(&report)?;
+        self.stats.recovery_rounds += 1;
+        let session = reports.first().map_or(0, |r| r.session);
+        let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
+        let failure = failure_topology(&reports, &self.comm.failures().nodes);
+        let committed = committed(
+            &reports,
+            &placement,
+            self.cfg.l3.group_size,
+            self.cfg.l3.parity,
+        );
+        let found = loop {
+            let Some(choice) = plan(&failure, &committed, &excluded) else {
+                break Found::Nothing;
+            };
+            tracing::info!(checkpoint = choice.id, level = %choice.level, failed_nodes = ?failure.nodes, "recovery planned");
+            if choice.level == Level::L1 {
+                break Found::Level1 {
+                    id: choice.id,
+                    session,
+                };
+            }
+            if self.fetch_choice(
+                &choice,
+                &reports,
+                copy_store.as_ref(),
+                erasure_store.as_ref(),
+            )? {
+                break Found::Fetched {
+                    level: choice.level,
+                    id: choice.id,
+                    session,
+                };
+            }
+            tracing::warn!(checkpoint = choice.id, level = %choice.level, "damage found while fetching; every rank moves on to the next level");
+            excluded.push((choice.level, choice.id));
+        };
+        Ok(found)
+    }
+
+    /// Brings checkpoint `choice.id` from `choice.level` into level 1 on
+    /// every rank; whether all succeeded. Collective.
+    fn fetch_choice(
+        &mut self,
+        choice: &Choice,
+        reports: &[Report],
+        copy_store: Option<&CopyStore>,
+        erasure_store: Option<&ErasureStore>,
+    ) -> Result<bool> {
+        let only = |own: &[(u64, u64)]| -> Vec<(u64, u64)> {
+            own.iter()
+                .copied()
+                .filter(|o| *o == (choice.id, choice.stamp))
+                .collect()
+        };
+        match choice.level {
+            Level::L1 => Ok(true),
+            Level::L2 => {
+                let offers: Vec<copies::Offer> = reports
+                    .iter()
+                    .map(|r| copies::Offer {
+                        own: only(&r.copies.own),
+                        copies: r
+                            .copies
+                            .copies
+                            .iter()
+                            .filter(|c| c.id == choice.id && c.stamp == choice.stamp)
+                            .cloned()
+                            .collect(),
+                    })
+                    .collect();
+                match copies::plan(&offers, &[]) {
+                    Some(p) => self.transfer_copies(&p, copy_store, Level::L2),
+                    None => Ok(false),
+                }
+            }
+            Level::L3 => {
+                let offers: Vec<erasure::Offer> = reports
+                    .iter()
+                    .map(|r| erasure::Offer {
+                        own: only(&r.erasure.own),
+                        node: r.erasure.node,
+                        kept: r
+                            .erasure
+                            .kept
+                            .iter()
+                            .filter(|k| {
+                                k.manifest.checkpoint_id == choice.id
+                                    && k.manifest.stamp == choice.stamp
+                            })
+                            .cloned()
+                            .collect(),
+                    })
+                    .collect();
+                match erasure::plan(&offers, &[]) {
+                    Some(p) => self.rebuild_once(&p, erasure_store),
+                    None => Ok(false),
+                }
+            }
+            Level::L4 => {
+                let store = self.global_store();
+                self.install_global(store.as_ref(), choice.id)
+            }
+        }
+    }
+
+    /// Whether this node's storage holds nothing of the job at any level.
+    fn node_holds_nothing(
+        &self,
+        l1: &Inventory,
+        copies: &Option<CopyStore>,
+        erasure: &Option<ErasureStore>,
+    ) -> bool {
+        l1.valid.is_empty()
+            && l1.damaged.is_empty()
+            && copies.as_ref().is_none_or(|s| s.ids().is_empty())
+            && erasure.as_ref().is_none_or(|s| s.ids().is_empty())
+    }
+
+    /// The commit markers this rank reports: its node's levels 2 and 3 on
+    /// a node's lowest rank, level 4 on rank 0.
+    fn commits_here(
+        &self,
+        copies: &Option<CopyStore>,
+        erasure: &Option<ErasureStore>,
+    ) -> Vec<Commit> {
+        let mut out = Vec::new();
+        if let Some(s) = copies {
+            out.extend(s.commits());
+        }
+        if let Some(s) = erasure {
+            out.extend(s.copies().commits());
+        }
+        if self.comm.rank() == 0 && !self.cfg.l4.interval.is_zero() {
+            if let Some(s) = self.global_store() {
+                out.extend(s.commits());
+            }
+        }
+        out
+    }
+}
+
+/// The failed nodes: the runtime's, the recorded layouts' nodes that hold
+/// no rank now, and the nodes whose storage is empty.
+fn failure_topology(reports: &[Report], from_runtime: &[u32]) -> Failure {
+    let now: BTreeSet<u32> = reports.iter().map(|r| r.node).collect();
+    let mut nodes: BTreeSet<u32> = from_runtime.iter().copied().collect();
+    for c in reports.iter().flat_map(|r| &r.commits) {
+        if let Some(layout) = &c.layout {
+            nodes.extend(layout.placement.iter().filter(|n| !now.contains(n)));
+        }
+    }
+    // A node's lowest rank speaks for its storage.
+    let mut seen = BTreeSet::new();
+    for r in reports {
+        if seen.insert(r.node) && r.empty {
+            nodes.insert(r.node);
+        }
+    }
+    Failure {
+        nodes,
+        ranks: BTreeSet::new(),
+    }
+}
+
+/// What each level committed, from every rank's report: level 1 has what
+/// every rank holds with one stamp; the others have their markers, with
+/// the layout each recorded.
+fn committed(
+    reports: &[Report],
+    placement: &[u32],
+    group_size: u32,
+    parity: u32,
+) -> Vec<Committed> {
+    let mut out = Vec::new();
+    let current = Topology::new(placement.to_vec(), group_size, parity).ok();
+    // Level 1: ids every rank holds with the same stamp.
+    let mut count: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for r in reports {
+        for held in r.l1.iter().collect::<BTreeSet<_>>() {
+            *count.entry(*held).or_default() += 1;
+        }
+    }
+    if let Some(layout) = &current {
+        for ((id, stamp), n) in count {
+            if n == reports.len() {
+                out.push(Committed {
+                    level: Level::L1,
+                    id,
+                    stamp,
+                    layout: layout.clone(),
+                });
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for c in reports.iter().flat_map(|r| &r.commits) {
+        let Some(level) = Level::from_number(c.level) else {
+            continue;
+        };
+        if level == Level::L1 || !seen.insert((level, c.checkpoint_id, c.stamp)) {
+            continue;
+        }
+        let layout = match (&c.layout, level) {
+            (Some(l), _) => l.topology().ok(),
+            // Level 4 does not depend on where the ranks were.
+            (None, Level::L4) => current.clone(),
+            (None, _) => None,
+        };
+        if let Some(layout) = layout.filter(|l| l.placement().len() == reports.len()) {
+            out.push(Committed {
+                level,
+                id: c.checkpoint_id,
+                stamp: c.stamp,
+                layout,
+            });
+        }
+    }
+    out
+}

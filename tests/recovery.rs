@@ -1,0 +1,213 @@
+//! Failure-aware recovery against the iterative baseline, in one process:
+//! six rank threads on six virtual nodes (groups {0,1,2} and {3,4,5}, one
+//! parity each; partners 0→1→…→5→0), every level promoted, then the loss
+//! of nodes that each level protects against (and one damaged copy). Both
+//! strategies must restore the same checkpoint from the same level, bit
+//! for bit; `frame` in one round, the baseline in one round per level it
+//! tried.
+
+mod common;
+
+use common::{ranks, scratch};
+use frame::comm::Comm;
+use frame::config::{Interval, Strategy};
+use frame::level::Level;
+use frame::{Checkpointer, Config};
+use std::path::{Path, PathBuf};
+
+const SIZE: usize = 6;
+const STEPS: u64 = 6;
+
+fn node_dir(base: &Path, node: u32) -> PathBuf {
+    base.join(format!("node-{node}"))
+}
+
+fn level_config(base: &Path, job: &str, strategy: Strategy) -> Config {
+    let mut cfg = common::config(&base.join("unused"), job);
+    cfg.storage.global_dir = base.join("global");
+    cfg.l2.interval = Interval::Calls(1);
+    cfg.l3.interval = Interval::Calls(1);
+    cfg.l3.group_size = 3;
+    cfg.l3.parity = 1;
+    cfg.l4.interval = Interval::Calls(2);
+    cfg.l4.chunk_size = bytesize::ByteSize::kib(64);
+    cfg.recovery.strategy = strategy;
+    cfg
+}
+
+/// The state of `rank` after `step` steps.
+fn field(rank: usize, step: u64) -> Vec<f64> {
+    (0..20_000)
+        .map(|i| ((i + 7 * rank) as f64 * 0.001 + step as f64).sin())
+        .collect()
+}
+
+/// Runs every step with a snapshot, waits for the managers, and stops
+/// without finalizing (a crash).
+fn run_and_crash(base: &Path, cfg: &Config) {
+    let base = base.to_path_buf();
+    let shared = cfg.clone();
+    ranks(SIZE, 1, move |comm| {
+        let mut cfg = shared.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let step = ckpt.protect(0, 0u64);
+        let data = ckpt.protect(1, Vec::<f64>::new());
+        while step.get() < STEPS {
+            step.set(step.get() + 1);
+            *data.write() = field(comm.rank(), step.get());
+            ckpt.snapshot().unwrap();
+        }
+        ckpt.wait_for_promotions().unwrap();
+    });
+    frame::manager::inline::stop(&cfg.job.id);
+}
+
+/// What a recovery did, as rank 0 saw it (every rank checks its data).
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    id: u64,
+    level: Option<Level>,
+    rounds: u32,
+}
+
+fn recover(base: &Path, cfg: &Config) -> Outcome {
+    let base = base.to_path_buf();
+    let shared = cfg.clone();
+    let out = ranks(SIZE, 1, move |comm| {
+        let mut cfg = shared.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let step = ckpt.protect(0, 0u64);
+        let data = ckpt.protect(1, Vec::<f64>::new());
+        assert!(ckpt.recovering(), "rank {} found nothing", comm.rank());
+        let id = ckpt.recover().unwrap();
+        assert_eq!(step.get(), id, "rank {}", comm.rank());
+        assert_eq!(
+            *data.read(),
+            field(comm.rank(), step.get()),
+            "rank {}",
+            comm.rank()
+        );
+        let stats = ckpt.stats();
+        Outcome {
+            id,
+            level: stats.recovered_from,
+            rounds: stats.recovery_rounds,
+        }
+    });
+    frame::manager::inline::stop(&cfg.job.id);
+    let first = &out[0];
+    for o in &out {
+        assert_eq!((o.id, o.level), (first.id, first.level));
+    }
+    Outcome {
+        id: first.id,
+        level: first.level,
+        rounds: first.rounds,
+    }
+}
+
+/// Makes a checkpoint tree, applies `damage`, and recovers with `strategy`.
+fn case(strategy: Strategy, damage: &dyn Fn(&Path)) -> Outcome {
+    let dir = scratch();
+    let job = match strategy {
+        Strategy::Frame => "aware",
+        Strategy::Iterative => "iterative",
+    };
+    let cfg = level_config(dir.path(), job, strategy);
+    run_and_crash(dir.path(), &cfg);
+    damage(dir.path());
+    recover(dir.path(), &cfg)
+}
+
+fn lose(base: &Path, nodes: &[u32]) {
+    for n in nodes {
+        std::fs::remove_dir_all(node_dir(base, *n)).unwrap();
+    }
+}
+
+/// Flips a byte in the middle of every level-2 data file of `rank` kept
+/// on `node`.
+fn damage_copy(base: &Path, node: u32, rank: u32) {
+    let job = std::fs::read_dir(node_dir(base, node))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().join("l2").is_dir())
+        .unwrap()
+        .path();
+    let mut hit = 0;
+    for ckpt in std::fs::read_dir(job.join("l2")).unwrap().flatten() {
+        let file = ckpt.path().join(format!("rank-{rank:06}.fck"));
+        if let Ok(mut bytes) = std::fs::read(&file) {
+            let mid = bytes.len() / 2;
+            bytes[mid] ^= 0x5a;
+            std::fs::write(&file, bytes).unwrap();
+            hit += 1;
+        }
+    }
+    assert!(hit > 0, "no level-2 copy of rank {rank} on node {node}");
+}
+
+/// Both strategies on one failure: same checkpoint, same level, data bit
+/// for bit (checked in `recover`); `frame` in a single round.
+fn both(name: &str, expected: Level, damage: &dyn Fn(&Path)) {
+    let aware = case(Strategy::Frame, damage);
+    let iterative = case(Strategy::Iterative, damage);
+    println!("{name}: frame {aware:?}, iterative {iterative:?}");
+    assert_eq!(aware.level, Some(expected), "{name}: frame {aware:?}");
+    assert_eq!(
+        (aware.id, aware.level),
+        (iterative.id, iterative.level),
+        "{name}"
+    );
+    assert_eq!(
+        aware.rounds, 1,
+        "{name}: frame took {} rounds",
+        aware.rounds
+    );
+    // The baseline's rounds: level 1, each level above it up to the one
+    // that worked, and its final level-1 agreement.
+    let tried = expected as u32;
+    assert!(
+        iterative.rounds > tried,
+        "{name}: iterative took {} rounds",
+        iterative.rounds
+    );
+}
+
+#[test]
+fn a_lost_rank_process_restores_from_level_1() {
+    let _serial = common::serial();
+    both("L1", Level::L1, &|_| {});
+}
+
+#[test]
+fn a_lost_node_restores_from_its_partner() {
+    let _serial = common::serial();
+    both("L2", Level::L2, &|b| lose(b, &[1]));
+}
+
+#[test]
+fn a_lost_node_and_its_partner_restore_from_parity() {
+    let _serial = common::serial();
+    // Node 2's copy lived on node 3; each group lost one node.
+    both("L3", Level::L3, &|b| lose(b, &[2, 3]));
+}
+
+#[test]
+fn more_lost_nodes_in_a_group_than_parity_restore_from_the_global_directory() {
+    let _serial = common::serial();
+    both("L4", Level::L4, &|b| lose(b, &[0, 1]));
+}
+
+#[test]
+fn a_damaged_partner_copy_moves_every_rank_to_the_next_level() {
+    let _serial = common::serial();
+    // Node 1 is lost and node 2's copy of its rank is damaged: found while
+    // fetching, after which level 3 restores the same checkpoint.
+    both("L2 damaged", Level::L3, &|b| {
+        lose(b, &[1]);
+        damage_copy(b, 2, 1);
+    });
+}
