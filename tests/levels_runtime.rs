@@ -89,6 +89,21 @@ fn two_node_failures_in_sequence_are_each_recovered_from_partner_copies() {
             "no promotion to level {level} in the metrics"
         );
     }
+    // One line per recovery: the failure-aware strategy found level 2 in a
+    // single round, for the node the runtime reported.
+    let recovered: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["event"] == "recovery").collect();
+    assert_eq!(recovered.len(), 2, "{lines:?}");
+    for (line, node) in recovered.iter().zip([1, 2]) {
+        assert_eq!(line["strategy"], "frame", "{line}");
+        assert_eq!(line["level"], 2, "{line}");
+        assert_eq!(line["rounds"], 1, "{line}");
+        assert_eq!(line["failed_nodes"], serde_json::json!([node]), "{line}");
+        assert!(
+            line["application_recovery_ms"].as_f64().unwrap() > 0.0,
+            "{line}"
+        );
+    }
     std::fs::remove_file(&metrics).unwrap();
     let recoveries: Vec<&str> = out
         .lines()

@@ -36,6 +36,7 @@
 mod aware;
 mod fetch;
 mod levels;
+mod metrics;
 mod rebuild;
 mod restore;
 mod schedule;

@@ -163,6 +163,8 @@ impl Checkpointer<'_> {
             if worst[0] == 0 {
                 self.finish_recovery(id)?;
                 self.stats.recovery_time += started.elapsed();
+                let level = self.stats.recovered_from.unwrap_or(Level::L1);
+                self.record_recovery(id, level, started.elapsed())?;
                 return Ok(id);
             }
             let trouble = problems(agree_on_problems(

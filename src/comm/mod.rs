@@ -103,6 +103,8 @@ pub type CommResult<T> = Result<T, CommError>;
 /// processes died, and the nodes that died with their storage.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Failures {
+    /// The runtime's epoch (0 outside the runtime).
+    pub epoch: u64,
     /// Failed ranks.
     pub ranks: Vec<u32>,
     /// Failed nodes.

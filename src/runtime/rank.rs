@@ -103,6 +103,7 @@ where
             Arc::clone(&env.security),
         )
         .with_failures(crate::comm::Failures {
+            epoch,
             ranks: go.failed_ranks.clone(),
             nodes: go.failed_nodes.clone(),
         });
