@@ -127,17 +127,17 @@ fn lose(base: &Path, nodes: &[u32]) {
     }
 }
 
-/// Flips a byte in the middle of every level-2 data file of `rank` kept
-/// on `node`.
-fn damage_copy(base: &Path, node: u32, rank: u32) {
+/// Flips a byte in the middle of every `level` data file (`"l1"` or
+/// `"l2"`) of `rank` kept on `node`.
+fn damage(base: &Path, node: u32, rank: u32, level: &str) {
     let job = std::fs::read_dir(node_dir(base, node))
         .unwrap()
         .flatten()
-        .find(|e| e.path().join("l2").is_dir())
+        .find(|e| e.path().join(level).is_dir())
         .unwrap()
         .path();
     let mut hit = 0;
-    for ckpt in std::fs::read_dir(job.join("l2")).unwrap().flatten() {
+    for ckpt in std::fs::read_dir(job.join(level)).unwrap().flatten() {
         let file = ckpt.path().join(format!("rank-{rank:06}.fck"));
         if let Ok(mut bytes) = std::fs::read(&file) {
             let mid = bytes.len() / 2;
@@ -146,12 +146,18 @@ fn damage_copy(base: &Path, node: u32, rank: u32) {
             hit += 1;
         }
     }
-    assert!(hit > 0, "no level-2 copy of rank {rank} on node {node}");
+    assert!(hit > 0, "no {level} file of rank {rank} on node {node}");
 }
 
 /// Both strategies on one failure: same checkpoint, same level, data bit
 /// for bit (checked in `recover`); `frame` in a single round.
 fn both(name: &str, expected: Level, damage: &dyn Fn(&Path)) {
+    both_in(name, expected, 1, damage)
+}
+
+/// As [`both`], with `frame` taking `rounds` exchanges (damage found while
+/// loading level 1 costs a second one, after the damaged file is dropped).
+fn both_in(name: &str, expected: Level, rounds: u32, damage: &dyn Fn(&Path)) {
     let aware = case(Strategy::Frame, damage);
     let iterative = case(Strategy::Iterative, damage);
     println!("{name}: frame {aware:?}, iterative {iterative:?}");
@@ -162,7 +168,7 @@ fn both(name: &str, expected: Level, damage: &dyn Fn(&Path)) {
         "{name}"
     );
     assert_eq!(
-        aware.rounds, 1,
+        aware.rounds, rounds,
         "{name}: frame took {} rounds",
         aware.rounds
     );
@@ -208,6 +214,14 @@ fn a_damaged_partner_copy_moves_every_rank_to_the_next_level() {
     // fetching, after which level 3 restores the same checkpoint.
     both("L2 damaged", Level::L3, &|b| {
         lose(b, &[1]);
-        damage_copy(b, 2, 1);
+        damage(b, 2, 1, "l2");
     });
+}
+
+#[test]
+fn a_damaged_level_1_file_is_fetched_from_the_partner() {
+    let _serial = common::serial();
+    // Every node lives, but rank 4's own files are silently damaged: its
+    // partner's copy of the same checkpoint replaces them.
+    both_in("L1 damaged", Level::L2, 2, &|b| damage(b, 4, 4, "l1"));
 }

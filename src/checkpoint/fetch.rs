@@ -64,7 +64,15 @@ impl Checkpointer<'_> {
 
     /// Level 2 (or any level kept as node-local copies).
     fn fetch_copies(&mut self, l1: &Inventory, level: Level) -> Result<Option<u64>> {
-        let (offer, store) = self.copies_offer(l1, level);
+        let (mut offer, store) = self.copies_offer(l1, level);
+        // The baseline checks the level's newest checkpoint before its
+        // round: every copy this node keeps of it is read and CRC-checked.
+        if let (Some(s), Some(newest)) = (&store, offer.copies.iter().map(|c| c.id).max()) {
+            let world = self.comm.size() as u32;
+            offer
+                .copies
+                .retain(|c| c.id == newest && s.read(c.id, c.rank, world).is_ok());
+        }
         let offers: Vec<Offer> = self.exchange(&offer)?;
         self.stats.recovery_rounds += 1;
         // One attempt per level, at its newest checkpoint: damage sends
@@ -225,6 +233,12 @@ impl Checkpointer<'_> {
                 })
                 .collect();
             inv.incomplete = bad;
+            // The baseline checks this rank's newest level-4 file (every
+            // chunk's hash) before its round.
+            if let Some(newest) = inv.newest(&[]) {
+                let sound = s.read(newest, me, world).is_ok();
+                inv.valid.retain(|h| h.id == newest && sound);
+            }
         }
         let mut ballot = Ballot::new(&inv, &[], 0);
         self.comm
@@ -271,6 +285,23 @@ impl Checkpointer<'_> {
             tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
         }
         Ok(trouble.is_empty())
+    }
+
+    /// The baseline's check of level 1 before its round: every chunk of
+    /// this rank's newest level-1 file; a damaged one counts as missing.
+    pub(super) fn checked_l1(&self, inventory: &Inventory) -> Inventory {
+        let mut checked = inventory.clone();
+        if let Some(newest) = checked.newest(&[]) {
+            let sound = self
+                .store
+                .open_checkpoint(newest)
+                .map(|(f, _)| f.verify().is_empty())
+                .unwrap_or(false);
+            if !sound {
+                checked.valid.retain(|h| h.id != newest);
+            }
+        }
+        checked
     }
 
     /// Every rank's `mine`, in rank order (an unreadable one counts as the

@@ -227,8 +227,9 @@ impl<'c> Checkpointer<'c> {
             Strategy::Frame => me.start_aware(inventory, Vec::new())?,
             Strategy::Iterative => {
                 me.stats.recovery_rounds += 1;
-                if !me.restorable_at_l1(&inventory)? {
-                    if let Some(found) = me.fetch_from_levels(&inventory)? {
+                let checked = me.checked_l1(&inventory);
+                if !me.restorable_at_l1(&checked)? {
+                    if let Some(found) = me.fetch_from_levels(&checked)? {
                         tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
                         me.fetched = Some(found);
                         inventory = me.store.inventory();
@@ -242,13 +243,15 @@ impl<'c> Checkpointer<'c> {
         Ok(me)
     }
 
-    /// Whether every rank can restore a checkpoint from level 1 (the first
-    /// round of the iterative baseline). Collective.
+    /// Whether every rank can restore the newest checkpoint any rank holds
+    /// from level 1 (the first round of the iterative baseline). Collective.
     fn restorable_at_l1(&self, inventory: &Inventory) -> Result<bool> {
         let mut ballot = Ballot::new(inventory, &[], 0);
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
-        Ok(matches!(ballot.decide(), Decision::Restore(_)))
+        // Level 1 is tried at its newest checkpoint only, as every level.
+        let newest = ballot.newest_anywhere();
+        Ok(matches!(ballot.decide(), Decision::Restore(id) if id == newest))
     }
 
     /// Plans recovery with the failure-aware strategy (one exchange) and
