@@ -35,6 +35,7 @@ pub mod level;
 pub mod manager;
 pub mod recovery;
 pub mod region;
+pub mod report;
 pub mod runtime;
 pub mod safefs;
 #[cfg(test)]

@@ -63,6 +63,31 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Turn metrics files (`metrics.file` of the ranks and managers, and
+    /// `frame run --metrics`) into the five recovery metrics per failure:
+    /// a table, and with --svg a plot of recovery time per failure level,
+    /// per strategy and recovery mode.
+    Report {
+        /// Metrics files (JSON lines).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write the plot to this SVG file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+    },
+}
+
+/// `frame report`.
+fn report(files: &[PathBuf], svg: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
+    let report = frame::report::Report::read(files)?;
+    print!("{}", report.table());
+    if let Some(path) = svg {
+        let doc = frame::report::svg(&report)?;
+        std::fs::write(path, doc)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("plot written to {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
@@ -80,6 +105,7 @@ fn main() -> ExitCode {
         Command::Inspect { dir, ranks, json } => inspect::run(&dir, ranks, json),
         Command::Verify { dir } => verify::run(&dir),
         Command::Clean { dir, job, yes } => clean::run(&dir, job.as_deref(), yes),
+        Command::Report { files, svg } => report(&files, svg.as_deref()),
     };
     match result {
         Ok(code) => code,

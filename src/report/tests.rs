@@ -1,0 +1,75 @@
+//! Reports from metrics lines as the three writers produce them.
+
+use super::*;
+
+const LINES: &str = r#"{"event":"checkpoint","job":"j","checkpoint":1,"blocked_us_max":2000,"blocked_us_mean":1500.0,"raw_bytes":1,"stored_bytes":1,"promoted":[2]}
+{"event":"promotion","job":"j","checkpoint":1,"level":2,"node":0,"ok":true,"micros":5000,"bytes_in":1,"bytes_out":1,"error":null}
+{"failure":1,"mode":"online","kind":"node","epoch":2,"failed_ranks":[1],"failed_nodes":[1],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":7.5}
+{"event":"recovery","job":"j","epoch":2,"failed_nodes":[1],"failed_ranks":[1],"strategy":"frame","level":2,"checkpoint":1,"rounds":1,"identify_ms":0.5,"fetch_ms":3.0,"load_ms":1.0,"application_recovery_ms":4.5}
+not json
+"#;
+
+#[test]
+fn a_runtime_record_and_a_recovery_line_make_one_failure() {
+    let mut r = Report::default();
+    r.add(Path::new("a.jsonl"), LINES);
+    assert_eq!(r.failures.len(), 1);
+    let f = &r.failures[0];
+    assert_eq!((f.level, f.rounds, f.mode.as_str()), (2, 1, "online"));
+    assert_eq!(f.runtime_ms, Some(7.5));
+    assert!((f.full_ms() - 12.0).abs() < 1e-9);
+    assert_eq!(r.checkpoint_ms, vec![2.0]);
+    assert_eq!(r.transform_ms[0], vec![5.0]);
+    assert_eq!(r.skipped, 1);
+    let table = r.table();
+    assert!(table.contains("L2") && table.contains("12.00"), "{table}");
+}
+
+#[test]
+fn a_recovery_without_its_runtime_record_counts_its_application_time() {
+    let mut r = Report::default();
+    let line = LINES
+        .lines()
+        .nth(3)
+        .unwrap()
+        .replace("\"epoch\":2", "\"epoch\":9");
+    r.add(Path::new("b.jsonl"), &line);
+    assert_eq!(r.failures[0].mode, "none");
+    assert!((r.failures[0].full_ms() - 4.5).abs() < 1e-9);
+}
+
+#[test]
+fn the_plot_holds_a_bar_per_series_and_level() {
+    let mut r = Report::default();
+    for (strategy, level, app) in [
+        ("frame", 2, 4.5),
+        ("iterative", 2, 9.0),
+        ("iterative", 4, 30.0),
+    ] {
+        let line = LINES
+            .lines()
+            .nth(3)
+            .unwrap()
+            .replace(
+                "\"strategy\":\"frame\"",
+                &format!("\"strategy\":\"{strategy}\""),
+            )
+            .replace("\"level\":2", &format!("\"level\":{level}"))
+            .replace(
+                "\"application_recovery_ms\":4.5",
+                &format!("\"application_recovery_ms\":{app}"),
+            );
+        r.add(Path::new("c.jsonl"), &line);
+    }
+    let s = plot::series(&r);
+    assert_eq!(s["frame, none"], [None, Some(4.5), None, None]);
+    assert_eq!(s["iterative, none"], [None, Some(9.0), None, Some(30.0)]);
+    let doc = svg(&r).unwrap();
+    assert!(doc.starts_with("<svg"), "{doc}");
+    for text in ["frame, none", "iterative, none", "L2 failure", "L4 failure"] {
+        assert!(doc.contains(text), "no {text:?} in the plot");
+    }
+    // One filled rectangle per bar (three) plus the legend's two swatches.
+    let bars = doc.matches("<rect").count();
+    assert!(bars >= 5, "{bars} rectangles");
+}
