@@ -68,29 +68,36 @@ impl Checkpointer<'_> {
     }
 }
 
-/// The metrics line of one recovery (written by rank 0).
-#[derive(serde::Serialize)]
-struct RecoveryLine<'a> {
-    event: &'static str,
-    job: &'a str,
+/// The metrics line of one recovery (written by rank 0, read by
+/// `frame report`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecoveryRecord {
+    /// Always `"recovery"`.
+    pub event: String,
+    /// Job id.
+    pub job: String,
     /// The runtime's epoch the program recovered in (0 without the runtime).
-    epoch: u64,
-    /// Nodes and ranks the runtime reported failed.
-    failed_nodes: Vec<u32>,
-    failed_ranks: Vec<u32>,
+    pub epoch: u64,
+    /// Nodes the runtime reported failed.
+    pub failed_nodes: Vec<u32>,
+    /// Ranks the runtime reported failed.
+    pub failed_ranks: Vec<u32>,
     /// `frame` or `iterative`.
-    strategy: &'static str,
+    pub strategy: String,
     /// The level the checkpoint came from.
-    level: u8,
-    checkpoint: u64,
+    pub level: u8,
+    /// Checkpoint restored.
+    pub checkpoint: u64,
     /// Collective rounds spent identifying the level and checkpoint.
-    rounds: u32,
-    /// Slowest rank, milliseconds: identifying, fetching, loading, and
-    /// their sum (application recovery).
-    identify_ms: f64,
-    fetch_ms: f64,
-    load_ms: f64,
-    application_recovery_ms: f64,
+    pub rounds: u32,
+    /// Slowest rank's time identifying, milliseconds.
+    pub identify_ms: f64,
+    /// Fetching or rebuilding from the level.
+    pub fetch_ms: f64,
+    /// Loading into the regions.
+    pub load_ms: f64,
+    /// Slowest rank's identify + fetch + load.
+    pub application_recovery_ms: f64,
 }
 
 impl Checkpointer<'_> {
@@ -113,16 +120,17 @@ impl Checkpointer<'_> {
         if self.comm.rank() == 0 {
             let failures = self.comm.failures();
             let ms = |v: u64| v as f64 / 1000.0;
-            let line = RecoveryLine {
-                event: "recovery",
-                job: &self.cfg.job.id,
+            let line = RecoveryRecord {
+                event: "recovery".into(),
+                job: self.cfg.job.id.clone(),
                 epoch: failures.epoch,
                 failed_nodes: failures.nodes,
                 failed_ranks: failures.ranks,
                 strategy: match self.cfg.recovery.strategy {
                     crate::config::Strategy::Frame => "frame",
                     crate::config::Strategy::Iterative => "iterative",
-                },
+                }
+                .into(),
                 level: level.number(),
                 checkpoint: id,
                 rounds: self.stats.recovery_rounds,

@@ -37,6 +37,7 @@ mod aware;
 mod fetch;
 mod levels;
 mod metrics;
+pub use metrics::RecoveryRecord;
 mod rebuild;
 mod restore;
 mod schedule;

@@ -15,6 +15,7 @@ mod plot;
 
 pub use plot::svg;
 
+use crate::checkpoint::RecoveryRecord;
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -88,19 +89,6 @@ pub struct Report {
 }
 
 #[derive(Deserialize)]
-struct RecoveryLine {
-    epoch: u64,
-    strategy: String,
-    level: u8,
-    checkpoint: u64,
-    rounds: u32,
-    identify_ms: f64,
-    fetch_ms: f64,
-    load_ms: f64,
-    application_recovery_ms: f64,
-}
-
-#[derive(Deserialize)]
 struct RuntimeLine {
     epoch: u64,
     mode: String,
@@ -124,7 +112,7 @@ impl Report {
     /// Adds the lines of one file.
     pub fn add(&mut self, path: &Path, text: &str) {
         let mut runtime: Vec<RuntimeLine> = Vec::new();
-        let mut recovered: Vec<RecoveryLine> = Vec::new();
+        let mut recovered: Vec<RecoveryRecord> = Vec::new();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
                 self.skipped += 1;
