@@ -17,6 +17,7 @@
 //! storage came back empty (a redeployed node that lost its files).
 
 use super::Checkpointer;
+use crate::comm::Failures;
 use crate::error::Result;
 use crate::level::commit::Commit;
 use crate::level::erasure::ErasureStore;
@@ -95,7 +96,7 @@ impl Checkpointer<'_> {
         self.stats.recovery_rounds += 1;
         let session = reports.first().map_or(0, |r| r.session);
         let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
-        let failure = failure_topology(&reports, &self.comm.failures().nodes);
+        let failure = failure_topology(&reports, &self.comm.failures());
         let committed = committed(
             &reports,
             &placement,
@@ -235,9 +236,9 @@ impl Checkpointer<'_> {
 
 /// The failed nodes: the runtime's, the recorded layouts' nodes that hold
 /// no rank now, and the nodes whose storage is empty.
-fn failure_topology(reports: &[Report], from_runtime: &[u32]) -> Failure {
+fn failure_topology(reports: &[Report], from_runtime: &Failures) -> Failure {
     let now: BTreeSet<u32> = reports.iter().map(|r| r.node).collect();
-    let mut nodes: BTreeSet<u32> = from_runtime.iter().copied().collect();
+    let mut nodes: BTreeSet<u32> = from_runtime.nodes.iter().copied().collect();
     for c in reports.iter().flat_map(|r| &r.commits) {
         if let Some(layout) = &c.layout {
             nodes.extend(layout.placement.iter().filter(|n| !now.contains(n)));
@@ -252,7 +253,7 @@ fn failure_topology(reports: &[Report], from_runtime: &[u32]) -> Failure {
     }
     Failure {
         nodes,
-        ranks: BTreeSet::new(),
+        ranks: from_runtime.ranks.iter().copied().collect(),
     }
 }
 

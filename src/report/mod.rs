@@ -36,40 +36,26 @@ pub enum ReportError {
     Plot(String),
 }
 
-/// One recovered failure, with its metrics.
+/// One recovered failure: the library's recovery record, and the
+/// runtime's part when its record was found.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Failure {
+pub struct Recovered {
     /// The file the lines came from.
     pub file: PathBuf,
-    /// The runtime's epoch the job recovered into (0 without the runtime).
-    pub epoch: u64,
-    /// `frame` or `iterative`.
-    pub strategy: String,
     /// `online`, `redeploy`, or `none` (no runtime record).
     pub mode: String,
-    /// The level the checkpoint came from.
-    pub level: u8,
-    /// Checkpoint restored.
-    pub checkpoint: u64,
-    /// Agreement rounds spent identifying it.
-    pub rounds: u32,
-    /// Identify, fetch and load (slowest rank), milliseconds.
-    pub identify_ms: f64,
-    /// Fetch or rebuild from the level.
-    pub fetch_ms: f64,
-    /// Load into the program's regions.
-    pub load_ms: f64,
-    /// Identify + fetch + load.
-    pub application_ms: f64,
     /// Failure detected to world barrier released (the runtime's record).
     pub runtime_ms: Option<f64>,
+    /// What rank 0 recorded: level, strategy, rounds, identify, fetch and
+    /// load, application recovery.
+    pub record: RecoveryRecord,
 }
 
-impl Failure {
+impl Recovered {
     /// Runtime plus application recovery (application alone without a
     /// runtime record).
     pub fn full_ms(&self) -> f64 {
-        self.runtime_ms.unwrap_or(0.0) + self.application_ms
+        self.runtime_ms.unwrap_or(0.0) + self.record.application_recovery_ms
     }
 }
 
@@ -77,7 +63,7 @@ impl Failure {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     /// Recovered failures, in file and line order.
-    pub failures: Vec<Failure>,
+    pub failures: Vec<Recovered>,
     /// Checkpoint overhead: the slowest rank's blocked time per checkpoint,
     /// milliseconds.
     pub checkpoint_ms: Vec<f64>,
@@ -144,19 +130,11 @@ impl Report {
         }
         for r in recovered {
             let run = runtime.iter().find(|x| x.epoch == r.epoch && r.epoch > 0);
-            self.failures.push(Failure {
+            self.failures.push(Recovered {
                 file: path.to_path_buf(),
-                epoch: r.epoch,
-                strategy: r.strategy,
                 mode: run.map_or("none".into(), |x| x.mode.clone()),
-                level: r.level,
-                checkpoint: r.checkpoint,
-                rounds: r.rounds,
-                identify_ms: r.identify_ms,
-                fetch_ms: r.fetch_ms,
-                load_ms: r.load_ms,
-                application_ms: r.application_recovery_ms,
                 runtime_ms: run.map(|x| x.runtime_recovery_ms),
+                record: r,
             });
         }
     }
@@ -182,19 +160,20 @@ impl Report {
             "full"
         );
         for f in &self.failures {
+            let r = &f.record;
             let _ = writeln!(
                 out,
                 "{:>5} {:>9} {:>8} {:>5} {:>6} {:>6} {:>9.2} {:>9.2} {:>9.2} {:>12.2} {:>10} {:>9.2}",
-                format!("L{}", f.level),
-                f.strategy,
+                format!("L{}", r.level),
+                r.strategy,
                 f.mode,
-                f.checkpoint,
-                f.rounds,
-                f.epoch,
-                f.identify_ms,
-                f.fetch_ms,
-                f.load_ms,
-                f.application_ms,
+                r.checkpoint,
+                r.rounds,
+                r.epoch,
+                r.identify_ms,
+                r.fetch_ms,
+                r.load_ms,
+                r.application_recovery_ms,
                 f.runtime_ms.map_or("-".into(), |r| format!("{r:.2}")),
                 f.full_ms()
             );

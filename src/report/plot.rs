@@ -20,11 +20,12 @@ const COLOURS: [RGBColor; 6] = [
 pub(super) fn series(report: &Report) -> BTreeMap<String, [Option<f64>; 4]> {
     let mut times: BTreeMap<String, [Vec<f64>; 4]> = BTreeMap::new();
     for f in &report.failures {
-        if !(1..=4).contains(&f.level) {
+        let level = f.record.level;
+        if !(1..=4).contains(&level) {
             continue;
         }
-        let name = format!("{}, {}", f.strategy, f.mode);
-        times.entry(name).or_default()[f.level as usize - 1].push(f.full_ms());
+        let name = format!("{}, {}", f.record.strategy, f.mode);
+        times.entry(name).or_default()[level as usize - 1].push(f.full_ms());
     }
     times
         .into_iter()

@@ -15,7 +15,10 @@ fn a_runtime_record_and_a_recovery_line_make_one_failure() {
     r.add(Path::new("a.jsonl"), LINES);
     assert_eq!(r.failures.len(), 1);
     let f = &r.failures[0];
-    assert_eq!((f.level, f.rounds, f.mode.as_str()), (2, 1, "online"));
+    assert_eq!(
+        (f.record.level, f.record.rounds, f.mode.as_str()),
+        (2, 1, "online")
+    );
     assert_eq!(f.runtime_ms, Some(7.5));
     assert!((f.full_ms() - 12.0).abs() < 1e-9);
     assert_eq!(r.checkpoint_ms, vec![2.0]);
