@@ -129,8 +129,12 @@ fn two_node_failures_in_sequence_are_each_recovered_from_partner_copies() {
     );
 }
 
+/// The README demo: a fault-free reference, then a failure recovered from
+/// each level in turn (rank, node, node and partner, two nodes of one
+/// group); each recovery used its level in one round, and every run ends
+/// with the reference's checksum.
 #[test]
-fn the_readme_demo_recovers_a_node_failure_to_the_fault_free_checksum() {
+fn the_readme_demo_recovers_a_failure_from_each_level_to_the_fault_free_checksum() {
     let _g = serial();
     let mut cmd = Command::new(example("heat2d"));
     cmd.env_remove("FRAME_CONFIG");
@@ -138,16 +142,40 @@ fn the_readme_demo_recovers_a_node_failure_to_the_fault_free_checksum() {
     assert!(status.success(), "{out}{err}");
     let sums: Vec<&str> = out
         .lines()
-        .filter(|l| l.starts_with("final checksum with") || l.starts_with("final checksum without"))
+        .filter(|l| l.starts_with("final checksum "))
         .map(|l| l.rsplit(' ').next().unwrap_or(""))
         .collect();
-    assert_eq!(sums.len(), 3, "{out}");
+    assert_eq!(sums.len(), 5, "{out}");
     assert!(
         sums.iter().all(|s| *s == sums[0] && s.starts_with("0x")),
         "{out}"
     );
+    // The table: the level and rounds of each failure's recovery.
+    for (title, level) in [
+        ("rank 2 killed", "L1"),
+        ("node 1 killed", "L2"),
+        ("node 2 and its partner 3 killed", "L3"),
+        ("nodes 0 and 1 of one group killed", "L4"),
+    ] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(title) && !l.starts_with("final"))
+            .unwrap_or_else(|| panic!("no row for {title}: {out}"));
+        let cols: Vec<&str> = row[title.len()..].split_whitespace().collect();
+        assert_eq!(cols.first(), Some(&level), "{row}");
+        assert_eq!(cols.get(1), Some(&"1"), "one round: {row}");
+        // Runtime, application and full recovery are measured.
+        assert!(
+            cols.len() >= 9
+                && cols[cols.len() - 3..]
+                    .iter()
+                    .all(|c| c.parse::<f64>().is_ok()),
+            "{row}"
+        );
+    }
+    assert!(err.contains("frame: progress: iteration"), "{err}");
     assert!(
-        out.contains("failed nodes [1]") && out.contains("from L2"),
+        out.contains("failed nodes [2, 3]") && out.contains("from L3"),
         "{out}"
     );
     assert!(out.contains("equal: yes"), "{out}");

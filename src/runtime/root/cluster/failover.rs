@@ -86,6 +86,24 @@ impl Cluster<'_> {
         }
     }
 
+    /// A node injection fired by a rank at an iteration names one event:
+    /// the rank took its own node down; the root takes the other nodes it
+    /// names at once, rather than leaving each to its own ranks' timing.
+    pub(super) fn fire_other_nodes(&mut self, idx: u32) {
+        let Some(inj) = self.launch.injections.get(idx as usize) else {
+            return;
+        };
+        if let Target::Nodes(nodes) = &inj.target {
+            for &n in nodes {
+                if let Some(node) = self.nodes.get(n as usize).filter(|x| x.alive) {
+                    if let Some(pid) = node.pid {
+                        daemons::signal_group(pid, inj.action.signal());
+                    }
+                }
+            }
+        }
+    }
+
     /// Handles one failure: new placement, new epoch, REINIT (or relaunch).
     pub(super) async fn fail(&mut self, failure: Failure) -> Result<(), RunError> {
         self.failures += 1;

@@ -436,6 +436,7 @@ impl Cluster<'_> {
             ToRoot::Aborted { rank, reason } => return Err(RunError::Aborted { rank, reason }),
             ToRoot::Fired { injection } => {
                 self.fired.insert(injection);
+                self.fire_other_nodes(injection);
             }
         }
         Ok(false)

@@ -3,12 +3,10 @@
 //!
 //! Started on its own, heat2d launches itself under frame's embedded runtime
 //! (one daemon per virtual node, the ranks as separate processes); under
-//! `frame run` it is just the ranks. With no arguments it runs a demo with
-//! the four-level configuration of `config/levels.toml`: 4 ranks on 2 nodes
-//! plus a spare, first without a failure, then with one rank killed at step
-//! 1234 (recovered from level 1), then with a whole node killed at step 1234
-//! (its ranks move to the spare and recover from their partner copies at
-//! level 2); it prints the final checksums and whether they are equal.
+//! `frame run` it is just the ranks. With no arguments it runs the demo of
+//! `demo.rs`: six nodes plus two spares with the four levels of
+//! `config/levels.toml`, a fault-free reference, then a failure recovered
+//! from each level in turn, the recovery metrics, and the checksums.
 //!
 //! `--crash-at N` kills the whole job with SIGKILL after step N; running the
 //! same command again resumes from the newest checkpoint and prints the same
@@ -25,6 +23,8 @@ use frame::Checkpointer;
 use std::process::ExitCode;
 use std::time::Instant;
 use zerocopy::IntoBytes;
+
+mod demo;
 
 /// 2D heat diffusion with frame checkpoints.
 #[derive(Parser, Clone, Debug)]
@@ -371,65 +371,17 @@ fn rank_main(
 }
 
 /// Launches this program as a job under the embedded runtime. With no
-/// arguments: the demo, a fault-free run then a run with a failure.
+/// arguments: the demo (see `demo.rs`).
 fn launch(args: &Args, cfg: &Config) -> anyhow::Result<()> {
     let rank_args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if !rank_args.is_empty() {
         return launch_once(args, cfg, args.launch.clone(), rank_args);
     }
-    let dir = tempfile::Builder::new().prefix("heat2d-demo-").tempdir()?;
-    // The four-level configuration, with level 4 in the demo's directory
-    // (unless a configuration was given).
-    let mut launch_template = args.launch.clone();
-    if launch_template.config.is_none() {
-        let mut levels = Config::from_toml_str(LEVELS_TOML, "config/levels.toml")?;
-        levels.storage.global_dir = dir.path().join("global");
-        let path = dir.path().join("levels.toml");
-        std::fs::write(&path, toml::to_string(&levels)?)?;
-        launch_template.config = Some(path);
-    }
-    let demo_cfg = Config::load(launch_template.config.as_deref())?;
-    let cfg = &demo_cfg;
-    let mut sums = Vec::new();
-    for (name, inject) in [
-        ("without a failure", None),
-        ("with rank 2 killed at step 1234", Some("rank:2@iter=1234")),
-        ("with node 1 killed at step 1234", Some("node:1@iter=1234")),
-    ] {
-        eprintln!("heat2d: run {} ({name})", sums.len() + 1);
-        let file = dir.path().join(format!("checksum-{}", sums.len()));
-        let mut launch_args = launch_template.clone();
-        launch_args.spare_nodes = 1;
-        launch_args.inject = inject
-            .map(|i| i.parse().map_err(anyhow::Error::msg))
-            .transpose()?
-            .into_iter()
-            .collect();
-        let rank_args = vec![
-            "--steps".into(),
-            args.steps.to_string().into(),
-            "--checksum-file".into(),
-            file.clone().into_os_string(),
-        ];
-        launch_once(args, cfg, launch_args, rank_args)?;
-        let sum = std::fs::read_to_string(&file)
-            .with_context(|| format!("run {name} wrote no checksum"))?;
-        sums.push((name, sum));
-    }
-    println!();
-    for (name, sum) in &sums {
-        println!("final checksum {name:<33} {sum}");
-    }
-    if sums.iter().all(|(_, s)| *s == sums[0].1) {
-        println!("equal: yes, the recovered runs computed exactly what the fault-free run did");
-        Ok(())
-    } else {
-        bail!("the checksums differ")
-    }
+    demo::run(args, &args.launch, LEVELS_TOML)
 }
 
 /// The shipped four-level configuration the demo runs with.
-const LEVELS_TOML: &str = include_str!("../config/levels.toml");
+const LEVELS_TOML: &str = include_str!("../../config/levels.toml");
 
 fn launch_once(
     args: &Args,
