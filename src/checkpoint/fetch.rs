@@ -233,12 +233,14 @@ impl Checkpointer<'_> {
                 })
                 .collect();
             inv.incomplete = bad;
-            // The baseline checks this rank's newest level-4 file (every
-            // chunk's hash) before its round.
-            if let Some(newest) = inv.newest(&[]) {
-                let sound = s.read(newest, me, world).is_ok();
-                inv.valid.retain(|h| h.id == newest && sound);
-            }
+            // The baseline checks this rank's level-4 files newest first
+            // (every chunk's hash) before its round, down to a sound one:
+            // the last level has nothing to fall back on but older
+            // checkpoints. Older ones are checked while installing.
+            let mut ids: Vec<u64> = inv.valid.iter().map(|h| h.id).collect();
+            ids.sort_unstable_by(|a, b| b.cmp(a));
+            let sound = ids.into_iter().find(|&id| s.read(id, me, world).is_ok());
+            inv.valid.retain(|h| Some(h.id) <= sound);
         }
         let mut ballot = Ballot::new(&inv, &[], 0);
         self.comm

@@ -297,8 +297,16 @@ impl<'c> Checkpointer<'c> {
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
         self.session = ballot.session();
         self.attempts = 0;
+        // With levels, a rank holding nothing while others hold a
+        // checkpoint that provably completed (a later one was begun: ids
+        // are reused until a checkpoint completes) lost it with its node,
+        // and no level could rebuild it: starting over would silently
+        // throw the job's progress away.
+        let lost = self.levels.is_some()
+            && ballot.newest_everywhere() == 0
+            && ballot.newest_anywhere() >= 2;
         match ballot.decide() {
-            Decision::Fresh { next_id } if excluded.is_empty() => {
+            Decision::Fresh { next_id } if excluded.is_empty() && !lost => {
                 self.phase = Phase::Running;
                 self.next_id = next_id;
                 Ok(())
@@ -320,6 +328,11 @@ impl<'c> Checkpointer<'c> {
                     Some(inventory.explain(None))
                 } else if excluded.contains(&wanted) {
                     Some(format!("checkpoint {wanted} failed to load"))
+                } else if lost && inventory.valid.is_empty() {
+                    Some(format!(
+                        "{}: its node's storage was lost, and no level (L2 partner copies, L3 parity, L4 global directory) holds a committed copy of a checkpoint for it",
+                        inventory.explain(Some(wanted))
+                    ))
                 } else {
                     (!holds).then(|| inventory.explain(Some(wanted)))
                 };

@@ -10,6 +10,7 @@
 //! | `rank:3@iter=50` | rank 3 kills itself when it calls `fault_point(50)` |
 //! | `node:1@iter=50` | the first rank on node 1 to call `fault_point(50)` kills its node |
 //! | `rank:2@reinit=1` | rank 2 dies during the 1st recovery, before the world barrier |
+//! | `node:3@reinit=1` | node 3 dies during the 1st recovery (its first rank takes it down) |
 //! | `rank:3@2s:stop` | SIGSTOP instead of SIGKILL: rank 3 hangs (any spec can end in `:stop`) |
 //!
 //! Time-based injections wait until no recovery is in progress, so a second
@@ -109,9 +110,6 @@ impl FromStr for Injection {
             if n == 0 {
                 return Err(bad("recoveries are numbered from 1"));
             }
-            if !matches!(target, Target::Ranks(_)) {
-                return Err(bad("reinit= applies to ranks"));
-            }
             Trigger::Reinit(n)
         } else {
             Trigger::After(humantime::parse_duration(when).map_err(|e| bad(&e.to_string()))?)
@@ -171,6 +169,7 @@ mod tests {
             "rank:0@iter=50",
             "node:1@iter=7",
             "rank:2@reinit=1",
+            "node:3@reinit=1",
             "rank:3@2s:stop",
             "node:1@iter=9:stop",
         ] {
@@ -193,7 +192,6 @@ mod tests {
             ("cpu:1@2s", "`rank` or `node`"),
             ("rank:x@2s", "numbers"),
             ("rank:1@soon", "bad injection `rank:1@soon`"),
-            ("node:1@reinit=1", "applies to ranks"),
             ("rank:1@reinit=0", "numbered from 1"),
         ] {
             let e = spec.parse::<Injection>().unwrap_err();
