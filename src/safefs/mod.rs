@@ -24,6 +24,9 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// How long [`Dir::lock`] keeps trying a lock that is held (see there).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A file-system operation failed, or a place is not safe to use.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -477,16 +480,32 @@ impl Dir {
             },
             Err(e) => return Err(e),
         };
-        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Lock {
-                _file: file,
-                path: self.join(name),
-            }),
-            Err(rustix::io::Errno::WOULDBLOCK) => Err(FsError::Locked {
-                path: self.join(name),
-                what: what.to_string(),
-            }),
-            Err(e) => Err(FsError::io("lock", self.join(name), e)),
+        // A lock this process just released can stay held for a moment by
+        // a child forked in between that has not yet exec'd (the lock
+        // belongs to the open file, which the child shares until exec closes
+        // it): a busy lock is tried again for up to LOCK_PATIENCE.
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => {
+                    return Ok(Lock {
+                        _file: file,
+                        path: self.join(name),
+                    })
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(20));
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => {
+                    return Err(FsError::Locked {
+                        path: self.join(name),
+                        what: what.to_string(),
+                    })
+                }
+                Err(e) => return Err(FsError::io("lock", self.join(name), e)),
+            }
         }
     }
 
