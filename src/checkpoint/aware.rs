@@ -81,7 +81,7 @@ impl Checkpointer<'_> {
         mut excluded: Vec<(Level, u64)>,
     ) -> Result<Found> {
         let (copy_offer, copy_store) = self.copies_offer(l1, Level::L2);
-        let (erasure_offer, erasure_store) = self.erasure_offer(l1);
+        let (erasure_offer, erasure_store) = self.erasure_offer(l1, super::rebuild::Check::None);
         let report = Report {
             node: self.comm.node(),
             session: super::random_u64(),

@@ -19,7 +19,7 @@ const TAG_SHARD: u64 = (1 << 32) + 0x1002;
 impl Checkpointer<'_> {
     /// Level 3. Collective.
     pub(super) fn fetch_erasure(&mut self, l1: &Inventory) -> Result<Option<u64>> {
-        let (offer, store) = self.erasure_offer(l1);
+        let (offer, store) = self.erasure_offer(l1, Check::Newest);
         let offers: Vec<Offer> = self.exchange(&offer)?;
         self.stats.recovery_rounds += 1;
         // One attempt, as every level of the baseline.
@@ -31,8 +31,16 @@ impl Checkpointer<'_> {
 
     /// What this rank can give towards a level-3 restore: its own level-1
     /// checkpoints and, on a node's lowest rank, the group manifests, files
-    /// and parity shards the node keeps.
-    pub(super) fn erasure_offer(&self, l1: &Inventory) -> (Offer, Option<ErasureStore>) {
+    /// and parity shards the node keeps. With [`Check::None`] no data is
+    /// read (a shard counts when its file has the manifest's length); with
+    /// [`Check::Newest`] only the newest committed checkpoint is offered,
+    /// and only the files and shards that read back whole (files with
+    /// every CRC checked).
+    pub(super) fn erasure_offer(
+        &self,
+        l1: &Inventory,
+        check: Check,
+    ) -> (Offer, Option<ErasureStore>) {
         let world = self.comm.size() as u32;
         let mut offer = Offer {
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
@@ -49,15 +57,26 @@ impl Checkpointer<'_> {
         if let Some(s) = &store {
             let (held, _) = s.copies().scan(world);
             let committed = s.copies().committed();
-            for id in s.ids().into_iter().filter(|id| committed.contains(id)) {
+            let mut ids: Vec<u64> = s
+                .ids()
+                .into_iter()
+                .filter(|id| committed.contains(id))
+                .collect();
+            if check == Check::Newest {
+                ids = ids.into_iter().max().into_iter().collect();
+            }
+            for id in ids {
                 let Some(manifest) = s.manifest(id) else {
                     continue;
                 };
-                let parity = held_parity(s, &manifest);
+                let parity = held_parity(s, &manifest, check);
                 offer.kept.push(Kept {
                     files: held
                         .iter()
                         .filter(|h| h.id == id && h.stamp == manifest.stamp)
+                        .filter(|h| {
+                            check == Check::None || s.copies().read(id, h.rank, world).is_ok()
+                        })
                         .map(|h| h.rank)
                         .collect(),
                     parity,
@@ -211,7 +230,17 @@ impl Checkpointer<'_> {
 }
 
 /// The parity keys of `m` kept here.
-fn held_parity(s: &ErasureStore, m: &GroupManifest) -> Vec<ParityKey> {
+/// How much of a node's level-3 files an offer checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Check {
+    /// Nothing is read: files and shards of the right length count.
+    None,
+    /// The baseline's validation: the newest committed checkpoint only,
+    /// every file and shard read back.
+    Newest,
+}
+
+fn held_parity(s: &ErasureStore, m: &GroupManifest, check: Check) -> Vec<ParityKey> {
     let st = Stripes {
         g: m.nodes.len(),
         p: m.parity as usize,
@@ -223,7 +252,11 @@ fn held_parity(s: &ErasureStore, m: &GroupManifest) -> Vec<ParityKey> {
                 stripe: t as u32,
                 index: j as u32,
             };
-            if s.read_parity(m.checkpoint_id, key, m.piece).is_ok() {
+            let held = match check {
+                Check::None => s.has_parity(m.checkpoint_id, key, m.piece),
+                Check::Newest => s.read_parity(m.checkpoint_id, key, m.piece).is_ok(),
+            };
+            if held {
                 keys.push(key);
             }
         }

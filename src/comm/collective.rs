@@ -182,31 +182,42 @@ pub(super) fn gather<C: Comm + ?Sized>(
 
 pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<Vec<Bytes>> {
     let gathered = gather(comm, data, 0)?;
-    // Two broadcasts: the lengths, then the concatenated contributions.
-    let (mut lens, mut joined) = match &gathered {
+    // One broadcast: every contribution's length, then the contributions.
+    let head = comm.size() * 8;
+    let mut message = match &gathered {
         Some(parts) => {
             let lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();
-            (lens.as_bytes().to_vec(), parts.concat())
+            let mut m = Vec::with_capacity(head + parts.iter().map(|p| p.len()).sum::<usize>());
+            m.extend_from_slice(lens.as_bytes());
+            for p in parts {
+                m.extend_from_slice(p);
+            }
+            m
         }
-        None => (Vec::new(), Vec::new()),
+        None => Vec::new(),
     };
-    broadcast(comm, &mut lens, 0)?;
-    broadcast(comm, &mut joined, 0)?;
+    broadcast(comm, &mut message, 0)?;
     if let Some(parts) = gathered {
         return Ok(parts);
     }
     let mut sizes = vec![0u64; comm.size()];
-    copy_exact(sizes.as_mut_bytes(), &lens, "all_gather", 0)?;
+    copy_exact(
+        sizes.as_mut_bytes(),
+        message.get(..head).unwrap_or(&[]),
+        "all_gather",
+        0,
+    )?;
     let total: u64 = sizes.iter().sum();
-    if total != joined.len() as u64 {
+    let body = message.len().saturating_sub(head);
+    if message.len() < head || total != body as u64 {
         return Err(CommError::Mismatch {
             op: "all_gather",
             rank: 0,
-            got: joined.len(),
+            got: body,
             expected: usize::try_from(total).unwrap_or(usize::MAX),
         });
     }
-    let mut rest = Bytes::from(joined);
+    let mut rest = Bytes::from(message).split_off(head);
     Ok(sizes
         .into_iter()
         .map(|len| rest.split_to(len as usize))

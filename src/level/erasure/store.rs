@@ -99,6 +99,18 @@ impl ErasureStore {
         commit::read_exact(&ckpt, &parity_file(key), len)
     }
 
+    /// Whether a parity shard of checkpoint `id` is here with `len` bytes
+    /// (nothing is read).
+    pub fn has_parity(&self, id: u64, key: ParityKey, len: u64) -> bool {
+        let Ok(ckpt) = self.copies.checkpoint_dir(id, false) else {
+            return false;
+        };
+        let Ok(file) = ckpt.open_read(&parity_file(key)) else {
+            return false;
+        };
+        file.metadata().is_ok_and(|m| m.len() == len)
+    }
+
     /// Stores the group manifest (after every parity shard it covers).
     pub fn write_manifest(&self, m: &GroupManifest) -> Result<(), StorageError> {
         let ckpt = self.copies.checkpoint_dir(m.checkpoint_id, true)?;
