@@ -18,6 +18,11 @@ pub const SOCKET: &str = "FRAME_RT_MANAGER";
 
 /// Entry point of a manager process.
 pub fn main() -> ExitCode {
+    ExitCode::from(main_code())
+}
+
+/// [`main`], as a plain exit status.
+pub(crate) fn main_code() -> u8 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Failed promotions are worth a line on the job's standard error.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -31,7 +36,7 @@ pub fn main() -> ExitCode {
         Ok(never) => match never {},
         Err(e) => {
             eprintln!("frame manager: {e}");
-            ExitCode::from(2)
+            2
         }
     }
 }

@@ -101,9 +101,19 @@ where
     F: FnMut(&mut Context<'_>) -> Result<(), E>,
     E: Display,
 {
+    ExitCode::from(run_status(f))
+}
+
+/// [`run`], with the exit status as a number (for the C interface): 0 on
+/// success.
+pub fn run_status<F, E>(f: F) -> u8
+where
+    F: FnMut(&mut Context<'_>) -> Result<(), E>,
+    E: Display,
+{
     match role() {
         Role::Daemon => daemon::main(),
-        Role::Manager => crate::manager::host::main(),
+        Role::Manager => crate::manager::host::main_code(),
         Role::Rank => rank::main(f),
         Role::Launcher => rank::standalone(f),
     }

@@ -14,7 +14,6 @@ use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Text of a panic payload.
@@ -26,7 +25,7 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `f` as a rank of a job started by a frame runtime.
-pub(crate) fn main<F, E>(mut f: F) -> ExitCode
+pub(crate) fn main<F, E>(mut f: F) -> u8
 where
     F: FnMut(&mut Context<'_>) -> Result<(), E>,
     E: Display,
@@ -35,7 +34,7 @@ where
         Ok(e) => e,
         Err(e) => {
             eprintln!("frame: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     let agent = match Agent::start(&env) {
@@ -46,7 +45,7 @@ where
                 env.spec.node,
                 std::process::id()
             );
-            return ExitCode::from(2);
+            return 2;
         }
     };
     // A standby process waits, fully started, until it replaces a failed rank.
@@ -55,7 +54,7 @@ where
         None => loop {
             match agent.next() {
                 Some(ToRank::Assign { rank, epoch }) => break (rank, epoch),
-                Some(ToRank::Finish) | None => return ExitCode::SUCCESS,
+                Some(ToRank::Finish) | None => return 0,
                 Some(_) => {}
             }
         },
@@ -84,7 +83,7 @@ where
     loop {
         let go = loop {
             match agent.next() {
-                None => return ExitCode::from(3),
+                None => return 3,
                 Some(ToRank::Go { go }) if go.epoch == epoch => break go,
                 Some(ToRank::Reinit { epoch: e }) if e > epoch => {
                     epoch = e;
@@ -139,7 +138,7 @@ where
                 agent.send(FromRank::Done { epoch });
                 loop {
                     match agent.next() {
-                        Some(ToRank::Finish) | None => return ExitCode::SUCCESS,
+                        Some(ToRank::Finish) | None => return 0,
                         Some(ToRank::Reinit { epoch: e }) if e > epoch => {
                             epoch = e;
                             rejoin(e, &fired);
@@ -153,27 +152,27 @@ where
                 agent.send_flushed(FromRank::Abort {
                     reason: e.to_string(),
                 });
-                return ExitCode::from(1);
+                return 1;
             }
             Err(p) => {
                 agent.send_flushed(FromRank::Abort {
                     reason: format!("panicked: {}", panic_text(&*p)),
                 });
-                return ExitCode::from(101);
+                return 101;
             }
         }
     }
 }
 
 /// Runs `f` once as the only rank, when no runtime started this process.
-pub(crate) fn standalone<F, E>(mut f: F) -> ExitCode
+pub(crate) fn standalone<F, E>(mut f: F) -> u8
 where
     F: FnMut(&mut Context<'_>) -> Result<(), E>,
     E: Display,
 {
     let comm = match LocalComm::world(1, 1).pop() {
         Some(c) => c,
-        None => return ExitCode::from(2),
+        None => return 2,
     };
     let node_dir = std::env::var_os(LOCAL_DIR_KEY)
         .map(PathBuf::from)
@@ -189,10 +188,10 @@ where
         faults: None,
     };
     match f(&mut ctx) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(1)
+            1
         }
     }
 }

@@ -72,7 +72,7 @@ fn describe(status: &std::io::Result<ExitStatus>) -> String {
 }
 
 /// Entry point of a daemon process (`FRAME_RT_ROLE=daemon`).
-pub(crate) fn main() -> ExitCode {
+pub(crate) fn main() -> u8 {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let started = NodeSpec::from_env().and_then(|spec| {
@@ -83,7 +83,7 @@ pub(crate) fn main() -> ExitCode {
         Ok(x) => x,
         Err(e) => {
             eprintln!("frame daemon: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
@@ -93,14 +93,14 @@ pub(crate) fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("frame daemon: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
     };
     match rt.block_on(serve(spec, root, secret)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("frame daemon: {e}");
-            ExitCode::from(1)
+            1
         }
     }
 }
@@ -109,7 +109,7 @@ pub(crate) fn main() -> ExitCode {
 /// one; returns its exit code.
 pub fn serve_if_daemon() -> Option<ExitCode> {
     match env::role() {
-        Role::Daemon => Some(main()),
+        Role::Daemon => Some(ExitCode::from(main())),
         Role::Manager => Some(crate::manager::host::main()),
         _ => None,
     }
