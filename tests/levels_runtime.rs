@@ -38,11 +38,7 @@ fn heat2d_with(grid: &[&str], dir: &Path, args: &[&str], env: &[(&str, String)])
 }
 
 fn checksum(out: &str) -> String {
-    out.lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("final checksum: "))
-        .unwrap_or_else(|| panic!("no checksum in:\n{out}"))
-        .to_string()
+    common::final_checksum(out)
 }
 
 fn fault_free(dir: &Path, shape: &[&str]) -> String {

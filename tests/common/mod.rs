@@ -421,3 +421,12 @@ pub fn reference(program_args: &[&str]) -> String {
     assert!(job.status.success(), "{}", job.out);
     final_value(&job.out)
 }
+
+/// The `final checksum: 0x...` a program printed last.
+pub fn final_checksum(out: &str) -> String {
+    out.lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("final checksum: "))
+        .unwrap_or_else(|| panic!("no checksum in:\n{out}"))
+        .to_string()
+}

@@ -1,0 +1,232 @@
+//! The C interface from C: `examples/c/heat2d.c` built with the system's C
+//! compiler against libframe and run under `frame run` without a failure,
+//! with a rank killed, and with a node killed (recovered from its partner
+//! copies), always to the same checksum; and `tests/c/bad_args.c`, whose
+//! bad arguments and calls out of order must each return their error code
+//! with a message.
+
+mod common;
+
+use common::{frame_run_with, run, scratch, serial, CHILD_DEADLINE};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The directory holding libframe.so and libframe.a, built first.
+fn libframe() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", "frame-ffi"]).current_dir(ROOT);
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(status.success(), "building libframe failed:\n{err}");
+    assert!(profile_dir.join("libframe.so").exists() && profile_dir.join("libframe.a").exists());
+    profile_dir
+}
+
+/// Compiles `source` into `out` against libframe (shared).
+fn compile(source: &str, out: &Path) {
+    let lib = libframe();
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args([
+        "-std=c11",
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+    ])
+    .arg("-D_POSIX_C_SOURCE=200809L")
+    .arg("-I")
+    .arg(Path::new(ROOT).join("ffi/include"))
+    .arg(Path::new(ROOT).join(source))
+    .arg("-L")
+    .arg(&lib)
+    .arg(format!("-Wl,-rpath,{}", lib.display()))
+    .args(["-lframe", "-lpthread", "-o"])
+    .arg(out);
+    let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(
+        status.success(),
+        "compiling {source} failed:\n{stdout}{err}"
+    );
+}
+
+fn checksum(out: &str) -> String {
+    common::final_checksum(out)
+}
+
+#[test]
+fn the_c_heat2d_survives_a_rank_and_a_node_failure_with_the_same_checksum() {
+    let _g = serial();
+    let bin = scratch();
+    let exe = bin.path().join("heat2d_c");
+    compile("examples/c/heat2d.c", &exe);
+    let args = ["--nx", "96", "--ny", "80", "--steps", "400"];
+    let job = |extra: &[&str], env: &[(&str, Option<&str>)]| {
+        let dir = scratch();
+        let global = dir.path().join("global");
+        let mut all = vec![
+            ("FRAME_SNAPSHOT_INTERVAL", Some("50")),
+            ("FRAME_CONFIG", None),
+        ];
+        let g = global.to_str().expect("utf-8 path").to_string();
+        let mut env = env.to_vec();
+        env.push(("FRAME_STORAGE_GLOBAL_DIR", Some(g.as_str())));
+        all.extend(env);
+        let mut launch = vec!["--nodes", "2", "--ranks-per-node", "2"];
+        launch.extend(extra);
+        let job = frame_run_with(dir.path(), &launch, &exe, &args, &all);
+        assert!(job.status.success(), "{}", job.out);
+        job
+    };
+    let reference = checksum(&job(&[], &[]).out);
+    // The same grid on one rank, the program started on its own.
+    let dir = scratch();
+    let (status, out, err) = run(
+        Command::new(&exe)
+            .args(args)
+            .env("FRAME_STORAGE_LOCAL_DIR", dir.path())
+            .env_remove("FRAME_CONFIG"),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "{out}{err}");
+    assert_eq!(checksum(&out), reference, "one rank and four differ");
+    // A rank killed: recovered from level 1.
+    let killed = job(&["--inject", "rank:2@iter=275"], &[]);
+    assert!(
+        killed
+            .out
+            .contains("state 1 (1 failed rank(s), first 2); recovered step 250"),
+        "{}",
+        killed.out
+    );
+    assert_eq!(checksum(&killed.out), reference, "{}", killed.out);
+    // A node killed: its ranks restart on the spare and fetch their
+    // partner copies.
+    let node = job(
+        &["--spare-nodes", "1", "--inject", "node:1@iter=275"],
+        &[("FRAME_L2_INTERVAL", Some("1"))],
+    );
+    assert!(node.out.contains("node 1 died"), "{}", node.out);
+    assert!(node.out.contains("recovered step"), "{}", node.out);
+    assert_eq!(checksum(&node.out), reference, "{}", node.out);
+}
+
+#[test]
+fn bad_arguments_from_c_return_error_codes_with_messages() {
+    let _g = serial();
+    let dir = scratch();
+    let exe = dir.path().join("bad_args");
+    compile("tests/c/bad_args.c", &exe);
+    let (status, out, err) = run(
+        Command::new(&exe)
+            .env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"))
+            .env("FRAME_RETENTION_KEEP_ON_FINALIZE", "true")
+            .env_remove("FRAME_CONFIG"),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("0 failure(s)"), "{out}");
+    // Every case ran (a crash would cut the list short): one line per
+    // `expect(` call in the source.
+    let source =
+        std::fs::read_to_string(Path::new(ROOT).join("tests/c/bad_args.c")).expect("source");
+    let cases = source.matches("expect(\"").count();
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        cases,
+        "{out}"
+    );
+}
+
+/// `make -C ffi install` puts the libraries, the header and `frame.pc`
+/// under a prefix; a program builds from `pkg-config` alone, shared or
+/// static (the static one still runs once the shared library is gone), and
+/// both compute what the build against the tree computes.
+#[test]
+fn make_install_and_pkg_config_build_shared_and_static_programs() {
+    let _g = serial();
+    let lib = libframe();
+    let prefix = scratch();
+    let profile = if lib.ends_with("release") {
+        "release"
+    } else {
+        "debug"
+    };
+    let (status, out, err) = run(
+        Command::new("make")
+            .arg("-C")
+            .arg(Path::new(ROOT).join("ffi"))
+            .arg("install")
+            .arg(format!("PREFIX={}", prefix.path().display()))
+            .arg(format!("PROFILE={profile}")),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "make install failed:\n{out}{err}");
+    let pc_dir = prefix.path().join("lib/pkgconfig");
+    let pkg = |args: &[&str]| -> Vec<String> {
+        let (status, out, err) = run(
+            Command::new("pkg-config")
+                .args(args)
+                .arg("frame")
+                .env("PKG_CONFIG_PATH", &pc_dir),
+            CHILD_DEADLINE,
+        );
+        assert!(status.success(), "pkg-config {args:?}: {err}");
+        out.split_whitespace().map(String::from).collect()
+    };
+    let source = Path::new(ROOT).join("examples/c/heat2d.c");
+    let shared = prefix.path().join("heat2d_shared");
+    let static_exe = prefix.path().join("heat2d_static");
+    let mut cc = Command::new("cc");
+    cc.arg(&source)
+        .args(pkg(&["--cflags", "--libs"]))
+        .arg(format!(
+            "-Wl,-rpath,{}",
+            prefix.path().join("lib").display()
+        ))
+        .arg("-o")
+        .arg(&shared);
+    let (status, out, err) = run(&mut cc, CHILD_DEADLINE);
+    assert!(status.success(), "shared build:\n{out}{err}");
+    let private: Vec<String> = pkg(&["--static", "--libs"])
+        .into_iter()
+        .filter(|f| f != "-lframe")
+        .collect();
+    let mut cc = Command::new("cc");
+    cc.arg(&source)
+        .args(pkg(&["--cflags"]))
+        .arg(prefix.path().join("lib/libframe.a"))
+        .args(private)
+        .arg("-o")
+        .arg(&static_exe);
+    let (status, out, err) = run(&mut cc, CHILD_DEADLINE);
+    assert!(status.success(), "static build:\n{out}{err}");
+    let tree = prefix.path().join("heat2d_tree");
+    compile("examples/c/heat2d.c", &tree);
+    let sum = |exe: &Path| {
+        let dir = scratch();
+        let (status, out, err) = run(
+            Command::new(exe)
+                .args(["--nx", "40", "--ny", "30", "--steps", "60"])
+                .env("FRAME_STORAGE_LOCAL_DIR", dir.path())
+                .env_remove("FRAME_CONFIG"),
+            CHILD_DEADLINE,
+        );
+        assert!(status.success(), "{}: {out}{err}", exe.display());
+        checksum(&out)
+    };
+    let reference = sum(&tree);
+    assert_eq!(sum(&shared), reference);
+    std::fs::remove_file(prefix.path().join("lib/libframe.so")).expect("remove the shared library");
+    assert_eq!(sum(&static_exe), reference);
+}
