@@ -152,6 +152,17 @@ static int resilient_main(frame_ctx *ctx, int state, int n_failed, const int *fa
         a->step += 1;
         if ((rc = frame_snapshot()) < 0) return fail("frame_snapshot", rc);
     }
+    /* Collectives: every rank's row count adds up to the grid's, and the
+     * hottest interior cell is below the hottest edge. */
+    int64_t rows = a->rows;
+    double hottest = 0.0;
+    for (long i = 1; i <= a->rows; i++)
+        for (long j = 1; j <= a->ny; j++)
+            if (a->grid[i * w + j] > hottest) hottest = a->grid[i * w + j];
+    if ((rc = frame_allreduce_i64(ctx, &rows, 1, FRAME_SUM)) < 0) return fail("all-reduce", rc);
+    if ((rc = frame_allreduce_f64(ctx, &hottest, 1, FRAME_MAX)) < 0) return fail("all-reduce", rc);
+    if ((rc = frame_barrier(ctx)) < 0) return fail("barrier", rc);
+    if (rank == 0) printf("rows: %lld, hottest interior cell: %.3f\n", (long long)rows, hottest);
     if ((rc = checksum(ctx, a, rank, size)) < 0) return rc;
     if ((rc = frame_finalize()) < 0) return fail("frame_finalize", rc);
     return 0;
