@@ -38,6 +38,7 @@ pub mod region;
 pub mod report;
 pub mod runtime;
 pub mod safefs;
+pub mod sim;
 #[cfg(test)]
 mod testing;
 pub mod topology;

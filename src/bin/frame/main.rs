@@ -3,6 +3,7 @@
 mod clean;
 mod inspect;
 mod run;
+mod sim;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -75,6 +76,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
+    /// Simulate a job that fails (failure rates, checkpoint and recovery
+    /// costs per level) under a recovery strategy, or reproduce a paper's
+    /// table (`--reproduce paper-003`).
+    Sim(sim::SimArgs),
 }
 
 /// `frame report`.
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         Command::Verify { dir } => verify::run(&dir),
         Command::Clean { dir, job, yes } => clean::run(&dir, job.as_deref(), yes),
         Command::Report { files, svg } => report(&files, svg.as_deref()),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(code) => code,

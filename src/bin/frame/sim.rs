@@ -1,0 +1,132 @@
+//! `frame sim`: simulate a failing job, or reproduce a paper's table.
+
+use clap::ValueEnum;
+use frame::sim::{self, table3, Model, Strategy};
+use std::process::ExitCode;
+
+/// What `frame sim` can reproduce.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Paper {
+    /// Table 3 of paper 003 (simulation rows).
+    #[value(name = "paper-003")]
+    Paper003,
+}
+
+/// Options of `frame sim`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct SimArgs {
+    /// Reproduce a published table instead of simulating one job.
+    #[arg(long, value_enum)]
+    reproduce: Option<Paper>,
+    /// Planned computation, seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    planned: f64,
+    /// Simulation step, seconds.
+    #[arg(long, default_value_t = 0.5)]
+    step: f64,
+    /// Mean time between failures of each level, seconds (lowest first).
+    #[arg(long, value_delimiter = ',', default_values_t = [1800.0, 36000.0])]
+    mtbf: Vec<f64>,
+    /// Checkpoint cost of each level, seconds.
+    #[arg(long, value_delimiter = ',', default_values_t = [1.0, 6.0])]
+    checkpoint: Vec<f64>,
+    /// Recovery cost of each level, seconds.
+    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 4.0])]
+    recovery: Vec<f64>,
+    /// `coordinated`, or `async:K` (K spare processes recompute the lost
+    /// work of every level's failures without a rollback).
+    #[arg(long, default_value = "coordinated")]
+    strategy: String,
+    /// Runs per point.
+    #[arg(long, default_value_t = 10_000)]
+    runs: u64,
+    /// Seed: the same seed gives the same figures.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
+    if text == "coordinated" {
+        return Ok(Strategy::Coordinated);
+    }
+    let k = text
+        .strip_prefix("async:")
+        .and_then(|k| k.parse::<f64>().ok())
+        .filter(|k| *k >= 1.0)
+        .ok_or_else(|| {
+            anyhow::anyhow!("--strategy {text}: expected `coordinated` or `async:K` with K >= 1")
+        })?;
+    Ok(Strategy::Async { k, levels })
+}
+
+/// `frame sim`.
+pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
+    if let Some(Paper::Paper003) = a.reproduce {
+        let rows = table3::reproduce(a.runs, a.seed);
+        if a.json {
+            for r in &rows {
+                println!("{}", serde_json::to_string(r)?);
+            }
+        } else {
+            println!("paper 003, Table 3 (simulation): mean overhead of a 3600 s job, {} runs per point, seed {}", a.runs, a.seed);
+            print!("{}", table3::table(&rows));
+            println!("(± the 95 % confidence half-width; percentages: reduction against coordinated; the fourth pair is simulated at 240/1200, see `frame::sim::table3`)");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let levels = a.mtbf.len();
+    if levels == 0 || a.checkpoint.len() != levels || a.recovery.len() != levels {
+        anyhow::bail!(
+            "--mtbf, --checkpoint and --recovery need one value per level ({levels} MTBF given)"
+        );
+    }
+    if a.mtbf
+        .iter()
+        .chain(&a.checkpoint)
+        .any(|v| !(v.is_finite() && *v > 0.0))
+        || a.recovery.iter().any(|v| !(v.is_finite() && *v >= 0.0))
+        || !(a.planned > 0.0 && a.step > 0.0 && a.planned.is_finite())
+    {
+        anyhow::bail!("times must be finite and positive (recoveries may be 0)");
+    }
+    let model = Model::with_optimal_periods(
+        a.planned,
+        a.step,
+        &a.mtbf,
+        &a.checkpoint,
+        &a.recovery,
+        strategy(&a.strategy, levels)?,
+    );
+    let s = sim::simulate(&model, a.runs, a.seed);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "periods_s": model.periods, "runs": s.runs, "mean_s": s.mean, "sd_s": s.sd,
+                "ci95_s": s.ci95, "failures": s.failures,
+            })
+        );
+    } else {
+        let periods: Vec<String> = model.periods.iter().map(|p| format!("{p:.1}")).collect();
+        println!(
+            "checkpoint periods (s of computation, per level): {}",
+            periods.join(", ")
+        );
+        println!(
+            "overhead over {} runs: mean {:.1} s ± {:.1} (95 %), sd {:.1} s; failures per run: {}",
+            s.runs,
+            s.mean,
+            s.ci95,
+            s.sd,
+            s.failures
+                .iter()
+                .map(|f| format!("{f:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

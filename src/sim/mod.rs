@@ -1,0 +1,272 @@
+//! `frame sim`: a discrete-time simulation of a job that fails, to compare
+//! fault-tolerance strategies at scales no test reaches and to choose
+//! checkpoint intervals.
+//!
+//! The method follows the time-stepped model of paper 003 (section 2.2):
+//! the job advances its computed time by a step, pays for the checkpoints
+//! due after that step, and fails when the wall-clock time passes the next
+//! failure of some level (independent exponential inter-arrival times, one
+//! rate per level). A failure of level i is repaired by the checkpoints of
+//! level i or above:
+//! - **coordinated**: every process rolls back to the last such checkpoint
+//!   and recomputes (recovery cost R_i plus the lost work, at full cost);
+//! - **asynchronous** (sender-based message logging, k spare processes
+//!   recompute the lost work of the failed one): the computed time does not
+//!   roll back, and the job waits R_i plus the lost work divided by k.
+//!
+//! [`opt_par`] gives the checkpoint pattern: how many checkpoints of each
+//! level, and the pattern's length (paper 003, figure 5). Everything here
+//! is pure and seeded: a run depends only on the model, the seed and its
+//! index, never on the number of threads.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub mod table3;
+
+/// The optimal multi-level pattern for failure rates `lam` (per second,
+/// one per level, lowest first) and checkpoint costs `c` (seconds): the
+/// number of checkpoints of each level in a pattern, and the pattern's
+/// length in seconds of computation.
+///
+/// ```
+/// let (n, w) = frame::sim::opt_par(&[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
+/// assert!((n[0] - 10.95).abs() < 0.01 && (n[1] - 1.0).abs() < 1e-12);
+/// assert!((w - 657.0).abs() < 1.0);
+/// ```
+pub fn opt_par(lam: &[f64], c: &[f64]) -> (Vec<f64>, f64) {
+    let last = lam.len().min(c.len()).saturating_sub(1);
+    let mut n = Vec::with_capacity(last + 1);
+    let (mut top, mut bottom) = (0.0, 0.0);
+    for i in 0..=last {
+        let ni = (c[last] * lam[i] / lam[last] / c[i]).sqrt();
+        top += ni * c[i];
+        bottom += lam[i] / ni;
+        n.push(ni);
+    }
+    (n, (2.0 * top / bottom).sqrt())
+}
+
+/// How failures are repaired.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Strategy {
+    /// Global rollback to the last checkpoint of the failure's level.
+    Coordinated,
+    /// Failures of levels `1..=levels` are recomputed by `k` spare
+    /// processes without a rollback; higher levels roll back globally.
+    Async {
+        /// Processes sharing the recomputation.
+        k: f64,
+        /// Highest level recovered asynchronously.
+        levels: usize,
+    },
+}
+
+/// A job and its failure and cost profile, per level (lowest first).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    /// Seconds of computation the job needs without failures.
+    pub planned: f64,
+    /// Length of one simulation step, seconds of computation.
+    pub step: f64,
+    /// Failure rate of each level, per second.
+    pub rates: Vec<f64>,
+    /// Checkpoint cost of each level, seconds.
+    pub checkpoint: Vec<f64>,
+    /// Recovery cost of each level, seconds.
+    pub recovery: Vec<f64>,
+    /// Checkpoint period of each level, seconds of computation.
+    pub periods: Vec<f64>,
+    /// How failures are repaired.
+    pub strategy: Strategy,
+}
+
+impl Model {
+    /// A model whose periods come from [`opt_par`]: level i every W / N_i
+    /// seconds of computation.
+    pub fn with_optimal_periods(
+        planned: f64,
+        step: f64,
+        mtbf: &[f64],
+        checkpoint: &[f64],
+        recovery: &[f64],
+        strategy: Strategy,
+    ) -> Self {
+        let rates: Vec<f64> = mtbf.iter().map(|m| 1.0 / m).collect();
+        let (n, w) = opt_par(&rates, checkpoint);
+        Self {
+            planned,
+            step,
+            periods: n.iter().map(|ni| w / ni).collect(),
+            rates,
+            checkpoint: checkpoint.to_vec(),
+            recovery: recovery.to_vec(),
+            strategy,
+        }
+    }
+
+    fn levels(&self) -> usize {
+        self.rates
+            .len()
+            .min(self.checkpoint.len())
+            .min(self.recovery.len())
+            .min(self.periods.len())
+    }
+}
+
+/// One simulated run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    /// Wall-clock time minus the planned computation, seconds.
+    pub overhead: f64,
+    /// Failures of each level.
+    pub failures: Vec<u32>,
+}
+
+fn exponential(rng: &mut ChaCha8Rng, rate: f64) -> f64 {
+    if rate <= 0.0 {
+        return f64::INFINITY;
+    }
+    // 1 - U lies in (0, 1]: its logarithm is finite.
+    -(1.0 - rng.random::<f64>()).ln() / rate
+}
+
+/// Simulates run number `index` of `model` for `seed`.
+pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
+    let levels = model.levels();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(index);
+    let mut next_failure: Vec<f64> = model.rates[..levels]
+        .iter()
+        .map(|r| exponential(&mut rng, *r))
+        .collect();
+    let mut failures = vec![0u32; levels];
+    // Computed time of the last checkpoint covering each level, and of
+    // each level's next checkpoint.
+    let mut last = vec![0.0f64; levels];
+    let mut next: Vec<f64> = model.periods[..levels].to_vec();
+    let (mut comp, mut wall) = (0.0f64, 0.0f64);
+    let eps = 1e-9;
+    while comp < model.planned - eps && levels > 0 {
+        let dt = model.step.min(model.planned - comp);
+        let after = comp + dt;
+        let due = (0..levels).rev().find(|&j| after + eps >= next[j]);
+        let end = wall + dt + due.map_or(0.0, |j| model.checkpoint[j]);
+        let (lvl, at) =
+            next_failure
+                .iter()
+                .copied()
+                .enumerate()
+                .fold(
+                    (0, f64::INFINITY),
+                    |b, (i, t)| if t < b.1 { (i, t) } else { b },
+                );
+        if at > end {
+            wall = end;
+            comp = after;
+            if let Some(j) = due {
+                for i in 0..=j {
+                    last[i] = after;
+                    next[i] = after + model.periods[i];
+                }
+            }
+            continue;
+        }
+        // A failure of level `lvl` during this step or its checkpoint; one
+        // during a recovery is handled after that recovery.
+        failures[lvl] += 1;
+        next_failure[lvl] = at + exponential(&mut rng, model.rates[lvl]);
+        let start = at.max(wall);
+        let gray = (at - wall).clamp(0.0, dt);
+        let asynchronous = matches!(model.strategy, Strategy::Async { levels: l, .. } if lvl < l);
+        match model.strategy {
+            Strategy::Async { k, .. } if asynchronous => {
+                let lost = comp - last[lvl] + gray;
+                wall = start + model.recovery[lvl] + lost / k.max(1.0);
+            }
+            _ => {
+                wall = start + model.recovery[lvl];
+                comp = last[lvl];
+                for i in 0..levels {
+                    last[i] = last[i].min(comp);
+                    next[i] = last[i] + model.periods[i];
+                }
+            }
+        }
+    }
+    Run {
+        overhead: wall - model.planned,
+        failures,
+    }
+}
+
+/// Statistics over many runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// Runs simulated.
+    pub runs: u64,
+    /// Mean overhead, seconds.
+    pub mean: f64,
+    /// Standard deviation of the overhead, seconds.
+    pub sd: f64,
+    /// Half-width of the 95 % confidence interval of the mean, seconds.
+    pub ci95: f64,
+    /// Mean failures of each level per run.
+    pub failures: Vec<f64>,
+}
+
+/// Simulates runs `0..runs` of `model` for `seed` on every core; the result
+/// depends only on the model, the seed and `runs`.
+pub fn simulate(model: &Model, runs: u64, seed: u64) -> Summary {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let threads = threads.clamp(1, runs.max(1));
+    let results: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    (0..runs)
+                        .filter(|i| i % threads == t)
+                        .map(|i| (i, run_once(model, seed, i)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all: Vec<(u64, Run)> = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect();
+        all.sort_by_key(|(i, _)| *i);
+        all.into_iter().map(|(_, r)| r).collect()
+    });
+    summarize(&results, model.levels())
+}
+
+fn summarize(results: &[Run], levels: usize) -> Summary {
+    let n = results.len().max(1) as f64;
+    let mean = results.iter().map(|r| r.overhead).sum::<f64>() / n;
+    let var = results
+        .iter()
+        .map(|r| (r.overhead - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1.0).max(1.0);
+    let sd = var.sqrt();
+    let failures = (0..levels)
+        .map(|l| {
+            results
+                .iter()
+                .map(|r| f64::from(r.failures.get(l).copied().unwrap_or(0)))
+                .sum::<f64>()
+                / n
+        })
+        .collect();
+    Summary {
+        runs: results.len() as u64,
+        mean,
+        sd,
+        ci95: 1.96 * sd / n.sqrt(),
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests;
