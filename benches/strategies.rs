@@ -10,9 +10,12 @@
 //! is identify + fetch: what the strategies do differently. Then full
 //! recovery (runtime + application) of an L2 failure: online with `frame`
 //! against redeploy with `iterative`. Run: `cargo bench --bench strategies`
-//! (`STRATEGIES_RUNS=N` to change the runs per point, default 5).
+//! (`STRATEGIES_RUNS=N` to change the runs per point, default 5). The
+//! medians go to `target/strategies.json`, which `frame sim --project`
+//! projects to 16..1024 nodes.
 
 use frame::report::{median, Recovered, Report};
+use frame::sim::projection::{Measured, Point};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -134,7 +137,8 @@ fn main() {
         "app",
         "frame/iterative"
     );
-    for (level, inject) in CASES {
+    let mut measured = Measured::test_machine();
+    for (i, (level, inject)) in CASES.into_iter().enumerate() {
         let mut frame = Vec::new();
         let mut iterative = Vec::new();
         for _ in 0..runs {
@@ -142,6 +146,14 @@ fn main() {
             iterative.push(run(&exe, &dirs, inject, "iterative", "online"));
         }
         let ratio = med(&frame, retrieval) / med(&iterative, retrieval);
+        let point = |rs: &[Recovered]| Point {
+            identify_ms: med(rs, |r| r.record.identify_ms),
+            fetch_ms: med(rs, |r| r.record.fetch_ms),
+            load_ms: med(rs, |r| r.record.load_ms),
+            rounds: med(rs, |r| f64::from(r.record.rounds)),
+        };
+        measured.frame[i] = point(&frame);
+        measured.iterative[i] = point(&iterative);
         for (name, rs) in [("frame", &frame), ("iterative", &iterative)] {
             let used: Vec<u8> = rs.iter().map(|r| r.record.level).collect();
             println!(
@@ -197,5 +209,18 @@ fn main() {
     println!(
         "online + frame is {:.1}x faster",
         med(&redeploy, Recovered::full_ms) / med(&online, Recovered::full_ms)
+    );
+    measured.nodes = 6.0;
+    measured.online_ms = med(&online, |r| r.runtime_ms.unwrap_or(f64::NAN));
+    measured.redeploy_ms = med(&redeploy, |r| r.runtime_ms.unwrap_or(f64::NAN));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../strategies.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&measured).expect("json"),
+    )
+    .expect("write the measurements");
+    println!(
+        "measurements written to {} (frame sim --project FILE projects them to 16..1024 nodes)",
+        path.display()
     );
 }

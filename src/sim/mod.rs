@@ -22,6 +22,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+pub mod projection;
 pub mod table3;
 
 /// The optimal multi-level pattern for failure rates `lam` (per second,

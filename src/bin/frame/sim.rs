@@ -1,7 +1,7 @@
 //! `frame sim`: simulate a failing job, or reproduce a paper's table.
 
 use clap::ValueEnum;
-use frame::sim::{self, table3, Model, Strategy};
+use frame::sim::{self, projection, table3, Model, Strategy};
 use std::process::ExitCode;
 
 /// What `frame sim` can reproduce.
@@ -18,6 +18,11 @@ pub struct SimArgs {
     /// Reproduce a published table instead of simulating one job.
     #[arg(long, value_enum)]
     reproduce: Option<Paper>,
+    /// Project recovery times to 16..1024 nodes from measured costs: the
+    /// JSON `cargo bench --bench strategies` writes, or `test-machine` for
+    /// the figures measured on the 2-core test machine.
+    #[arg(long, value_name = "FILE|test-machine")]
+    project: Option<String>,
     /// Planned computation, seconds.
     #[arg(long, default_value_t = 3600.0)]
     planned: f64,
@@ -64,6 +69,27 @@ fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
 
 /// `frame sim`.
 pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
+    if let Some(source) = &a.project {
+        let measured = if source == "test-machine" {
+            projection::Measured::test_machine()
+        } else {
+            let text = std::fs::read_to_string(source)
+                .map_err(|e| anyhow::anyhow!("cannot read {source}: {e}"))?;
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?
+        };
+        if a.json {
+            let mut n = 16.0;
+            while n <= 1024.0 {
+                for p in projection::project(&measured, n) {
+                    println!("{}", serde_json::to_string(&p)?);
+                }
+                n *= 2.0;
+            }
+        } else {
+            print!("{}", projection::table(&measured));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(Paper::Paper003) = a.reproduce {
         let rows = table3::reproduce(a.runs, a.seed);
         if a.json {
