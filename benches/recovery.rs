@@ -5,20 +5,13 @@
 //! root's JSON metrics lines (detection to world barrier). Run:
 //! `cargo bench --bench recovery`.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use support::heat2d;
 
 const RUNS: usize = 9;
-
-fn heat2d() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--example", "heat2d"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building heat2d failed");
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/heat2d")
-}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -14,20 +14,13 @@
 //! medians go to `target/strategies.json`, which `frame sim --project`
 //! projects to 16..1024 nodes.
 
+mod support;
+
 use frame::report::{median, Recovered, Report};
 use frame::sim::projection::{Measured, Point};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn heat2d() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--example", "heat2d"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building heat2d failed");
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/heat2d")
-}
+use support::heat2d;
 
 const CASES: [(&str, &str); 4] = [
     ("L1", "rank:2@iter=175"),

@@ -15,12 +15,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The directory holding libframe.so and libframe.a, built first.
 fn libframe() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf();
+    let profile_dir = common::profile_dir();
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-p", "frame-ffi"]).current_dir(ROOT);
     if profile_dir.ends_with("release") {

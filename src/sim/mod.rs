@@ -118,11 +118,19 @@ impl Model {
 /// One simulated run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
-    /// Wall-clock time minus the planned computation, seconds.
+    /// Wall-clock time minus the planned computation, seconds (a lower
+    /// bound when the run did not finish).
     pub overhead: f64,
     /// Failures of each level.
     pub failures: Vec<u32>,
+    /// Whether the job completed within [`GIVE_UP`] times its planned
+    /// computation (failures faster than recoveries never let it finish).
+    pub finished: bool,
 }
+
+/// A run stops once its wall-clock time reaches this many times the
+/// planned computation.
+pub const GIVE_UP: f64 = 1000.0;
 
 fn exponential(rng: &mut ChaCha8Rng, rate: f64) -> f64 {
     if rate <= 0.0 {
@@ -148,7 +156,11 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
     let mut next: Vec<f64> = model.periods[..levels].to_vec();
     let (mut comp, mut wall) = (0.0f64, 0.0f64);
     let eps = 1e-9;
+    let limit = model.planned * GIVE_UP;
     while comp < model.planned - eps && levels > 0 {
+        if wall >= limit {
+            break;
+        }
         let dt = model.step.min(model.planned - comp);
         let after = comp + dt;
         let due = (0..levels).rev().find(|&j| after + eps >= next[j]);
@@ -198,6 +210,7 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
     Run {
         overhead: wall - model.planned,
         failures,
+        finished: comp >= model.planned - eps,
     }
 }
 
@@ -214,6 +227,9 @@ pub struct Summary {
     pub ci95: f64,
     /// Mean failures of each level per run.
     pub failures: Vec<f64>,
+    /// Runs that did not finish (see [`Run::finished`]); their overhead
+    /// counts as a lower bound.
+    pub unfinished: u64,
 }
 
 /// Simulates runs `0..runs` of `model` for `seed` on every core; the result
@@ -261,6 +277,7 @@ fn summarize(results: &[Run], levels: usize) -> Summary {
         })
         .collect();
     Summary {
+        unfinished: results.iter().filter(|r| !r.finished).count() as u64,
         runs: results.len() as u64,
         mean,
         sd,

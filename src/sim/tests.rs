@@ -98,3 +98,22 @@ fn table_3_is_reproduced() {
         }
     }
 }
+
+#[test]
+fn failures_faster_than_recoveries_end_the_run_instead_of_hanging() {
+    let m = Model::with_optimal_periods(
+        100.0,
+        0.5,
+        &[0.1, 1.0],
+        &[1.0, 6.0],
+        &[0.5, 4.0],
+        Strategy::Coordinated,
+    );
+    let r = run_once(&m, 3, 0);
+    assert!(
+        !r.finished && r.overhead >= 100.0 * (GIVE_UP - 1.0),
+        "{r:?}"
+    );
+    assert_eq!(simulate(&m, 4, 3).unfinished, 4);
+    assert!(run_once(&table3::model(MTBF[0], Strategy::Coordinated), 3, 0).finished);
+}

@@ -187,13 +187,18 @@ pub fn frame_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_frame"))
 }
 
+/// The build directory of this test's profile (`target/<profile>`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
 /// Path of a compiled example, building it first if cargo has not.
 pub fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
+    let profile_dir = profile_dir();
     let path = profile_dir.join("examples").join(name);
     if !path.exists() {
         let release = profile_dir.ends_with("release");

@@ -127,12 +127,18 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         strategy(&a.strategy, levels)?,
     );
     let s = sim::simulate(&model, a.runs, a.seed);
+    if s.unfinished > 0 {
+        eprintln!(
+            "frame sim: {} of {} runs did not finish within {} times the planned computation (failures come faster than recoveries); their overhead is a lower bound",
+            s.unfinished, s.runs, sim::GIVE_UP
+        );
+    }
     if a.json {
         println!(
             "{}",
             serde_json::json!({
                 "periods_s": model.periods, "runs": s.runs, "mean_s": s.mean, "sd_s": s.sd,
-                "ci95_s": s.ci95, "failures": s.failures,
+                "ci95_s": s.ci95, "failures": s.failures, "unfinished": s.unfinished,
             })
         );
     } else {
