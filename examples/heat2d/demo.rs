@@ -105,7 +105,7 @@ pub fn run(args: &Args, template: &LaunchArgs, levels: &str) -> anyhow::Result<(
             .collect();
         let rank_args = vec![
             "--steps".into(),
-            args.steps.to_string().into(),
+            args.size.steps.to_string().into(),
             "--checksum-file".into(),
             checksum.clone().into_os_string(),
         ];

@@ -16,28 +16,22 @@
 
 use anyhow::{bail, Context as _};
 use clap::Parser;
-use frame::comm::{Comm, CommExt};
 use frame::config::{Config, Interval, Source};
 use frame::runtime::{self, Context, LaunchArgs, Role};
 use frame::Checkpointer;
 use std::process::ExitCode;
 use std::time::Instant;
-use zerocopy::IntoBytes;
 
 mod demo;
+mod grid;
+
+use grid::{checksum, Block, Size};
 
 /// 2D heat diffusion with frame checkpoints.
 #[derive(Parser, Clone, Debug)]
 struct Args {
-    /// Grid rows.
-    #[arg(long, default_value_t = 512)]
-    nx: usize,
-    /// Grid columns.
-    #[arg(long, default_value_t = 512)]
-    ny: usize,
-    /// Jacobi steps.
-    #[arg(long, default_value_t = 2000)]
-    steps: u64,
+    #[command(flatten)]
+    size: Size,
     /// Checkpoint every this many steps (overrides snapshot.interval).
     #[arg(long)]
     every: Option<u64>,
@@ -55,187 +49,6 @@ struct Args {
     launch: LaunchArgs,
 }
 
-/// Message tags of the halo exchange, named by the direction of travel.
-const TO_NORTH: u32 = 1;
-const TO_SOUTH: u32 = 2;
-const TO_WEST: u32 = 3;
-const TO_EAST: u32 = 4;
-
-/// Fixed temperatures on the four edges of the plate.
-const TOP: f64 = 100.0;
-const BOTTOM: f64 = 0.0;
-const LEFT: f64 = 75.0;
-const RIGHT: f64 = 50.0;
-
-/// A rank's block of the grid and its neighbours.
-#[derive(Clone, Copy, Debug)]
-struct Block {
-    /// First global row and column of the block's interior.
-    row0: usize,
-    col0: usize,
-    /// Interior size.
-    rows: usize,
-    cols: usize,
-    north: Option<usize>,
-    south: Option<usize>,
-    west: Option<usize>,
-    east: Option<usize>,
-}
-
-/// Splits `n` into `parts` nearly equal ranges; returns (start, len) of `i`.
-fn split(n: usize, parts: usize, i: usize) -> (usize, usize) {
-    let base = n / parts;
-    let extra = n % parts;
-    (i * base + i.min(extra), base + usize::from(i < extra))
-}
-
-impl Block {
-    fn new(args: &Args, rank: usize, size: usize) -> Self {
-        // The most square process grid: pr rows of pc columns.
-        let pr = (1..=size)
-            .filter(|p| size % p == 0 && p * p <= size)
-            .max()
-            .unwrap_or(1);
-        let pc = size / pr;
-        let (r, c) = (rank / pc, rank % pc);
-        let (row0, rows) = split(args.nx, pr, r);
-        let (col0, cols) = split(args.ny, pc, c);
-        Block {
-            row0,
-            col0,
-            rows,
-            cols,
-            north: (r > 0).then(|| rank - pc),
-            south: (r + 1 < pr).then(|| rank + pc),
-            west: (c > 0).then(|| rank - 1),
-            east: (c + 1 < pc).then(|| rank + 1),
-        }
-    }
-
-    fn width(&self) -> usize {
-        self.cols + 2
-    }
-
-    fn len(&self) -> usize {
-        (self.rows + 2) * self.width()
-    }
-
-    /// A grid with the plate's fixed edge temperatures in the halo cells that
-    /// lie on the plate's boundary, zero elsewhere.
-    fn initial(&self) -> Vec<f64> {
-        let w = self.width();
-        let mut u = vec![0.0; self.len()];
-        for j in 0..w {
-            if self.north.is_none() {
-                u[j] = TOP;
-            }
-            if self.south.is_none() {
-                u[(self.rows + 1) * w + j] = BOTTOM;
-            }
-        }
-        for i in 1..=self.rows {
-            if self.west.is_none() {
-                u[i * w] = LEFT;
-            }
-            if self.east.is_none() {
-                u[i * w + self.cols + 1] = RIGHT;
-            }
-        }
-        u
-    }
-
-    fn column(&self, u: &[f64], j: usize) -> Vec<f64> {
-        (1..=self.rows).map(|i| u[i * self.width() + j]).collect()
-    }
-
-    /// Exchanges halo rows and columns with the neighbours. Rows travel
-    /// straight from and into the grid; columns go through a buffer.
-    fn exchange(&self, comm: &dyn Comm, u: &mut [f64]) -> anyhow::Result<()> {
-        let (w, cols) = (self.width(), self.cols);
-        let first = w + 1..w + 1 + cols;
-        let last = self.rows * w + 1..self.rows * w + 1 + cols;
-        if let Some(n) = self.north {
-            comm.send_slice(n, TO_NORTH, &u[first])?;
-        }
-        if let Some(s) = self.south {
-            comm.send_slice(s, TO_SOUTH, &u[last])?;
-        }
-        if let Some(west) = self.west {
-            comm.send_slice(west, TO_WEST, &self.column(u, 1))?;
-        }
-        if let Some(east) = self.east {
-            comm.send_slice(east, TO_EAST, &self.column(u, cols))?;
-        }
-        if let Some(n) = self.north {
-            comm.recv_into(n, TO_SOUTH, &mut u[1..1 + cols])?;
-        }
-        if let Some(s) = self.south {
-            let halo = (self.rows + 1) * w + 1;
-            comm.recv_into(s, TO_NORTH, &mut u[halo..halo + cols])?;
-        }
-        let mut column = vec![0.0f64; self.rows];
-        if let Some(west) = self.west {
-            comm.recv_into(west, TO_EAST, &mut column)?;
-            for (i, v) in column.iter().enumerate() {
-                u[(i + 1) * w] = *v;
-            }
-        }
-        if let Some(east) = self.east {
-            comm.recv_into(east, TO_WEST, &mut column)?;
-            for (i, v) in column.iter().enumerate() {
-                u[(i + 1) * w + cols + 1] = *v;
-            }
-        }
-        Ok(())
-    }
-
-    /// One Jacobi step from `u` into `next` (interior cells only).
-    fn step(&self, u: &[f64], next: &mut [f64]) {
-        let w = self.width();
-        for i in 1..=self.rows {
-            for j in 1..=self.cols {
-                let k = i * w + j;
-                next[k] = 0.25 * (((u[k - w] + u[k + w]) + u[k - 1]) + u[k + 1]);
-            }
-        }
-    }
-
-    fn interior(&self, u: &[f64]) -> Vec<f64> {
-        let w = self.width();
-        (1..=self.rows)
-            .flat_map(|i| u[i * w + 1..i * w + 1 + self.cols].iter().copied())
-            .collect()
-    }
-}
-
-/// Decodes `n` f64 values sent by rank `src`.
-fn f64s(bytes: &[u8], src: usize, n: usize) -> anyhow::Result<Vec<f64>> {
-    let mut out = vec![0.0f64; n];
-    if bytes.len() != out.as_bytes().len() {
-        bail!("rank {src} sent {} bytes, expected {}", bytes.len(), n * 8);
-    }
-    out.as_mut_bytes().copy_from_slice(bytes);
-    Ok(out)
-}
-
-/// Assembles the global grid on rank 0 and hashes it (row-major f64 bits).
-fn checksum(comm: &dyn Comm, args: &Args, block: &Block, u: &[f64]) -> anyhow::Result<Option<u64>> {
-    let mine = block.interior(u);
-    let Some(parts) = comm.gather(mine.as_bytes(), 0)? else {
-        return Ok(None);
-    };
-    let mut global = vec![0.0f64; args.nx * args.ny];
-    for (rank, bytes) in parts.iter().enumerate() {
-        let b = Block::new(args, rank, comm.size());
-        let values = f64s(bytes, rank, b.rows * b.cols)?;
-        for i in 0..b.rows {
-            let dst = (b.row0 + i) * args.ny + b.col0;
-            global[dst..dst + b.cols].copy_from_slice(&values[i * b.cols..(i + 1) * b.cols]);
-        }
-    }
-    Ok(Some(xxhash_rust::xxh3::xxh3_64(global.as_bytes())))
-}
-
 fn config(args: &Args) -> anyhow::Result<Config> {
     let mut cfg = Config::load(args.launch.config.as_deref())?;
     if let Some(job) = &args.job {
@@ -249,7 +62,7 @@ fn config(args: &Args) -> anyhow::Result<Config> {
         cfg.snapshot.interval = Interval::Calls(every);
         cfg.mark_set_by_program("snapshot.interval");
     } else if cfg.source_of("snapshot.interval") == Source::Default {
-        cfg.snapshot.interval = Interval::Calls((args.steps / 10).max(1));
+        cfg.snapshot.interval = Interval::Calls((args.size.steps / 10).max(1));
         cfg.mark_set_by_program("snapshot.interval");
     }
     cfg.validate()?;
@@ -272,7 +85,7 @@ fn rank_main(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let comm = ctx.comm();
-    let block = Block::new(args, comm.rank(), comm.size());
+    let block = Block::new(args.size.nx, args.size.ny, comm.rank(), comm.size());
     let g = kept.get_or_insert_with(|| Grids {
         grid: frame::Protected::new(block.initial()),
         next: block.initial(),
@@ -281,7 +94,7 @@ fn rank_main(
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
     ckpt.protect_handle(1, grid);
-    let params = ckpt.protect(2, [args.nx as u64, args.ny as u64, comm.size() as u64]);
+    let params = ckpt.protect(2, [args.size.nx as u64, args.size.ny as u64, comm.size() as u64]);
     if !ckpt.recovering() {
         // Starting over (also after a failure before the first checkpoint).
         grid.write().copy_from_slice(&block.initial());
@@ -289,7 +102,7 @@ fn rank_main(
     let mut recovered = None;
     if ckpt.recovering() {
         let id = ckpt.recover()?;
-        let expected = [args.nx as u64, args.ny as u64, comm.size() as u64];
+        let expected = [args.size.nx as u64, args.size.ny as u64, comm.size() as u64];
         let got = params.get();
         if got != expected {
             bail!(
@@ -316,7 +129,7 @@ fn rank_main(
         }
     }
     next.copy_from_slice(&grid.read());
-    while step.get() < args.steps {
+    while step.get() < args.size.steps {
         ctx.fault_point(step.get())?;
         {
             let mut u = grid.write();
@@ -347,7 +160,7 @@ fn rank_main(
         }
         ckpt.snapshot()?;
     }
-    let checksum = checksum(comm, args, &block, &grid.read())?;
+    let checksum = checksum(comm, args.size.nx, args.size.ny, &block, &grid.read())?;
     let stats = ckpt.stats().clone();
     ckpt.finalize()?;
     if let Some(sum) = checksum {
@@ -392,14 +205,14 @@ fn launch_once(
     let exe = std::env::current_exe()?;
     let launch = launch_args.launch(exe, rank_args)?;
     let size = launch.nodes * launch.ranks_per_node;
-    if size == 0 || args.nx < size || args.ny < size {
+    if size == 0 || args.size.nx < size || args.size.ny < size {
         bail!("need at least one rank and a grid of at least one row and column per rank");
     }
     eprintln!(
         "heat2d: {}x{} grid, {} steps, {size} ranks on {} node(s) + {} spare, checkpoints {} in {}/node-*/{}{}",
-        args.nx,
-        args.ny,
-        args.steps,
+        args.size.nx,
+        args.size.ny,
+        args.size.steps,
         launch.nodes,
         launch.spare_nodes,
         cfg.snapshot.interval,

@@ -177,6 +177,10 @@ impl<'c> Checkpointer<'c> {
     /// if checkpoints exist but no single one can be restored by all ranks.
     pub fn init(cfg: &Config, comm: &'c dyn Comm) -> Result<Self> {
         cfg.validate()?;
+        let under_runtime = std::env::var_os(crate::runtime::env::NODE_DIR).is_some();
+        let mut cfg = cfg.clone();
+        cfg.storage.local_dir = cfg.local_dir_of(comm.node(), under_runtime);
+        let cfg = &cfg;
         warn_if_off_node(cfg, comm.rank());
         let owner = Owner {
             job_id: cfg.job.id.clone(),

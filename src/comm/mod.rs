@@ -12,10 +12,13 @@
 //!
 //! [`LocalComm`] runs every rank as a thread of one process, for tests and
 //! single-machine demos; [`net::NetComm`] connects the rank processes of the
-//! runtime (see [`crate::runtime`]) over Unix or TCP sockets.
+//! runtime (see [`crate::runtime`]) over Unix or TCP sockets; with the `mpi`
+//! feature, `mpi::MpiComm` runs frame inside an MPI program.
 
 mod collective;
 mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod net;
 mod typed;
 

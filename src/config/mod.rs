@@ -58,6 +58,8 @@ pub struct Config {
     pub recovery: RecoveryConfig,
     /// `[metrics]`: where figures of each checkpoint go.
     pub metrics: MetricsConfig,
+    /// `[topology]`: how ranks form nodes outside frame's runtime.
+    pub topology: TopologyConfig,
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,
@@ -225,6 +227,18 @@ pub struct MetricsConfig {
     pub file: PathBuf,
 }
 
+/// `[topology]`
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopologyConfig {
+    /// 0: a node is the set of ranks that share memory. N: every N
+    /// consecutive ranks form a virtual node with its own level-1 directory
+    /// (`node-<n>` below `storage.local_dir`), so that node failures can be
+    /// tested on one host. Read by communicators that find nodes themselves
+    /// (MPI); under `frame run` the runtime places the ranks.
+    pub ranks_per_node: u32,
+}
+
 impl Default for PartnerConfig {
     fn default() -> Self {
         Self {
@@ -314,6 +328,7 @@ impl PartialEq for Config {
             && self.manager == other.manager
             && self.recovery == other.recovery
             && self.metrics == other.metrics
+            && self.topology == other.topology
     }
 }
 
@@ -382,6 +397,27 @@ impl Config {
     /// The metrics file, if one is configured.
     pub fn metrics_file(&self) -> Option<&std::path::Path> {
         (!self.metrics.file.as_os_str().is_empty()).then_some(self.metrics.file.as_path())
+    }
+
+    /// The level-1 directory of a rank on `node`: `storage.local_dir`, or
+    /// with virtual nodes (`topology.ranks_per_node` > 0, outside frame's
+    /// runtime, which gives each node its own directory itself) its
+    /// `node-<node>` folder.
+    ///
+    /// ```
+    /// let mut cfg = frame::config::Config::default();
+    /// cfg.storage.local_dir = "/tmp/l1".into();
+    /// assert_eq!(cfg.local_dir_of(3, false), std::path::Path::new("/tmp/l1"));
+    /// cfg.topology.ranks_per_node = 2;
+    /// assert_eq!(cfg.local_dir_of(3, false), std::path::Path::new("/tmp/l1/node-3"));
+    /// assert_eq!(cfg.local_dir_of(3, true), std::path::Path::new("/tmp/l1"));
+    /// ```
+    pub fn local_dir_of(&self, node: u32, under_runtime: bool) -> PathBuf {
+        if self.topology.ranks_per_node > 0 && !under_runtime {
+            self.storage.local_dir.join(format!("node-{node}"))
+        } else {
+            self.storage.local_dir.clone()
+        }
     }
 
     /// Chunk size in bytes (validated to fit the file format).

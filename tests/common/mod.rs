@@ -2,6 +2,8 @@
 //! and child processes, all with hard deadlines.
 #![allow(dead_code)]
 
+pub mod mpirun;
+
 use frame::comm::LocalComm;
 use frame::config::{Config, Interval};
 use std::io::{BufRead, BufReader};
@@ -162,24 +164,41 @@ pub fn try_run(
     let mut guard = ChildGuard {
         child: cmd.spawn()?,
     };
-    let mut out = guard.child.stdout.take().expect("stdout");
-    let mut err = guard.child.stderr.take().expect("stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut out, &mut s);
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut err, &mut s);
-        s
-    });
+    let output = Output::collect(&mut guard.child);
     let status = guard.wait(deadline);
-    Ok((
-        status,
-        out_t.join().unwrap_or_default(),
-        err_t.join().unwrap_or_default(),
-    ))
+    let (out, err) = output.join();
+    Ok((status, out, err))
+}
+
+/// A child's standard output and error, read to their ends by threads.
+pub struct Output {
+    out: std::thread::JoinHandle<String>,
+    err: std::thread::JoinHandle<String>,
+}
+
+impl Output {
+    /// Starts reading the piped stdout and stderr of `child`.
+    pub fn collect(child: &mut Child) -> Self {
+        fn reader(mut r: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<String> {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = r.read_to_string(&mut s);
+                s
+            })
+        }
+        Self {
+            out: reader(child.stdout.take().expect("stdout piped")),
+            err: reader(child.stderr.take().expect("stderr piped")),
+        }
+    }
+
+    /// Waits for both to end: (stdout, stderr).
+    pub fn join(self) -> (String, String) {
+        (
+            self.out.join().unwrap_or_default(),
+            self.err.join().unwrap_or_default(),
+        )
+    }
 }
 
 /// The `frame` command-line tool.

@@ -1,0 +1,369 @@
+//! frame over MPI: [`MpiComm`] implements [`Comm`] on an MPI communicator,
+//! so the checkpoint library, the levels and their managers, and recovery
+//! run inside a program started by `mpirun` or `srun`.
+//!
+//! Built with the `mpi` cargo feature (rsmpi). What it maps to:
+//! - point-to-point messages go to a duplicate of the program's
+//!   communicator, so they never match the program's own MPI traffic, and
+//!   frame's collectives use a second duplicate; sends are `MPI_Isend` of a
+//!   buffer the communicator owns until MPI is done with it, which keeps the
+//!   trait's eager contract (two ranks may both send before receiving);
+//! - the barrier, the integer all-reduce, broadcast and all-gather are MPI's
+//!   own; the floating-point all-reduce keeps frame's fixed reduction order,
+//!   so a sum comes out bit for bit as on frame's own communicator;
+//! - a node is the set of ranks that share memory (`MPI_Comm_split_type`),
+//!   or, for tests on one host, `N` consecutive ranks ([`Nodes`]).
+//!
+//! Under plain MPI a dead process ends the whole job, so a failure is
+//! recovered by running the job again: the checkpointer then finds its
+//! failure topology from what each node still holds.
+//!
+//! MPI must be initialised with at least `Threading::Serialized` (frame's
+//! managers run as threads; every MPI call of this communicator is made
+//! under its lock).
+
+use super::{check_rank, collective, Bytes, Comm, CommError, CommResult, NodeId, Rank, ReduceOp};
+use mpi::collective::SystemOperation;
+use mpi::datatype::PartitionMut;
+use mpi::environment::Threading;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use std::sync::Mutex;
+
+/// Tags at or above 2^32 are frame's own (see [`Comm::send_tagged`]).
+const INTERNAL: u64 = 1 << 32;
+
+/// How the ranks of an MPI communicator are grouped into nodes (failure
+/// domains with their own level-1 storage).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nodes {
+    /// A node is the set of ranks that share memory, numbered 0, 1, ... in
+    /// the order of their lowest rank.
+    Shared,
+    /// Virtual nodes of `n` consecutive ranks (rank / n), for testing node
+    /// failures with every rank on one host.
+    Consecutive(usize),
+}
+
+impl Nodes {
+    /// The grouping asked for by `[topology] ranks_per_node` (0: shared memory).
+    pub fn from_config(cfg: &crate::config::Config) -> Self {
+        match cfg.topology.ranks_per_node {
+            0 => Nodes::Shared,
+            n => Nodes::Consecutive(n as usize),
+        }
+    }
+}
+
+/// A send MPI has not finished with: its buffer stays here until then.
+struct InFlight {
+    request: ffi::MPI_Request,
+    _buffer: Box<[u8]>,
+}
+
+/// The MPI side: two private duplicates of the program's communicator and
+/// the sends in flight.
+struct Inner {
+    user: SimpleCommunicator,
+    internal: SimpleCommunicator,
+    in_flight: Vec<InFlight>,
+}
+
+/// frame's [`Comm`] over an MPI communicator.
+///
+/// ```no_run
+/// use frame::comm::mpi::{MpiComm, Nodes};
+/// use frame::{config::Config, Checkpointer};
+/// use mpi::traits::*;
+///
+/// let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Serialized).unwrap();
+/// let cfg = Config::load(None).unwrap();
+/// let comm = MpiComm::new(&universe.world(), Nodes::from_config(&cfg)).unwrap();
+/// let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+/// let state = ckpt.protect(0, vec![0.0f64; 1024]);
+/// ckpt.snapshot().unwrap();
+/// # drop(state);
+/// ```
+pub struct MpiComm {
+    rank: Rank,
+    size: usize,
+    node: NodeId,
+    inner: Mutex<Inner>,
+}
+
+// SAFETY: every MPI call made through an `MpiComm` holds its lock, and
+// `MpiComm::new` checks that MPI was initialised with at least
+// `Threading::Serialized`, which allows calls from any thread made one at a
+// time. The handles themselves are plain values (an integer or a pointer
+// the MPI library owns for the communicator's lifetime).
+unsafe impl Send for MpiComm {}
+
+impl MpiComm {
+    /// Wraps `comm` (duplicated: the program's own messages on it never
+    /// meet frame's), with nodes grouped as `nodes` says. Collective over
+    /// `comm`.
+    pub fn new(comm: &impl Communicator, nodes: Nodes) -> CommResult<Self> {
+        let node = match nodes {
+            Nodes::Shared => shared_node(comm),
+            Nodes::Consecutive(0) => {
+                return Err(CommError::Unsupported(
+                    "ranks_per_node must be at least 1".into(),
+                ))
+            }
+            Nodes::Consecutive(n) => (comm.rank() as usize / n) as NodeId,
+        };
+        Self::with_node(comm, node)
+    }
+
+    /// Wraps `comm` with this rank on `node`, a node id the caller worked
+    /// out (for example on a larger communicator). Collective over `comm`.
+    pub fn with_node(comm: &impl Communicator, node: NodeId) -> CommResult<Self> {
+        if mpi::environment::threading_support() < Threading::Serialized {
+            return Err(CommError::Unsupported(
+                "MPI must be initialised with at least Threading::Serialized for frame \
+                 (its managers run as threads)"
+                    .into(),
+            ));
+        }
+        Ok(Self {
+            rank: comm.rank() as Rank,
+            size: comm.size() as usize,
+            node,
+            inner: Mutex::new(Inner {
+                user: comm.duplicate(),
+                internal: comm.duplicate(),
+                in_flight: Vec::new(),
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// This rank's node: the shared-memory group it belongs to, numbered by
+/// the order of the groups' lowest ranks. Collective.
+fn shared_node(comm: &impl Communicator) -> NodeId {
+    let local = comm.split_shared(comm.rank());
+    let mut lowest = comm.rank();
+    local.all_reduce_into(&comm.rank(), &mut lowest, SystemOperation::min());
+    let mut leaders = vec![0i32; comm.size() as usize];
+    comm.all_gather_into(&lowest, &mut leaders[..]);
+    leaders.sort_unstable();
+    leaders.dedup();
+    leaders.iter().position(|l| *l == lowest).unwrap_or(0) as NodeId
+}
+
+impl Inner {
+    /// The communicator and MPI tag for a frame tag.
+    fn route(&self, tag: u64) -> CommResult<(&SimpleCommunicator, i32)> {
+        let (comm, tag) = if tag >= INTERNAL {
+            (&self.internal, tag - INTERNAL)
+        } else {
+            (&self.user, tag)
+        };
+        let tag = i32::try_from(tag)
+            .map_err(|_| CommError::Unsupported(format!("tag {tag} is above MPI's tag range")))?;
+        Ok((comm, tag))
+    }
+
+    /// Forgets the sends MPI has finished with.
+    fn retire(&mut self) {
+        self.in_flight.retain_mut(|s| {
+            let mut done = 0;
+            // SAFETY: `request` came from MPI_Isend and is still active; a
+            // completed request is set to MPI_REQUEST_NULL and dropped here.
+            unsafe { ffi::MPI_Test(&mut s.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            done == 0
+        });
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for s in &mut self.in_flight {
+            // SAFETY: as in `retire`; waiting keeps the buffer alive until
+            // MPI no longer reads it.
+            unsafe { ffi::MPI_Wait(&mut s.request, ffi::RSMPI_STATUS_IGNORE) };
+        }
+    }
+}
+
+fn mpi_op(op: ReduceOp) -> SystemOperation {
+    match op {
+        ReduceOp::And => SystemOperation::bitwise_and(),
+        ReduceOp::Or => SystemOperation::bitwise_or(),
+        ReduceOp::Min => SystemOperation::min(),
+        ReduceOp::Max => SystemOperation::max(),
+        ReduceOp::Sum => SystemOperation::sum(),
+    }
+}
+
+impl Comm for MpiComm {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {
+        check_rank(self, dest)?;
+        let count = i32::try_from(data.len()).map_err(|_| {
+            CommError::Unsupported(format!(
+                "a message of {} bytes is above MPI's count",
+                data.len()
+            ))
+        })?;
+        let mut inner = self.lock();
+        inner.retire();
+        let buffer: Box<[u8]> = data.into();
+        let (comm, tag) = inner.route(tag)?;
+        let mut request = std::mem::MaybeUninit::<ffi::MPI_Request>::uninit();
+        // SAFETY: the buffer is moved into `in_flight` below and stays there
+        // (heap memory does not move) until MPI_Test or MPI_Wait reports the
+        // send complete.
+        unsafe {
+            ffi::MPI_Isend(
+                buffer.as_ptr().cast(),
+                count,
+                ffi::RSMPI_UINT8_T,
+                dest as i32,
+                tag,
+                comm.as_raw(),
+                request.as_mut_ptr(),
+            );
+        }
+        // SAFETY: MPI_Isend wrote the request (errors abort the job under
+        // MPI's default error handler).
+        let request = unsafe { request.assume_init() };
+        inner.in_flight.push(InFlight {
+            request,
+            _buffer: buffer,
+        });
+        Ok(())
+    }
+
+    fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes> {
+        check_rank(self, src)?;
+        let mut inner = self.lock();
+        inner.retire();
+        let (comm, tag) = inner.route(tag)?;
+        let matched = comm.process_at_rank(src as i32).matched_probe_with_tag(tag);
+        let (data, _) = matched.matched_receive_vec::<u8>();
+        Ok(Bytes::from(data))
+    }
+
+    fn barrier(&self) -> CommResult<()> {
+        let mut inner = self.lock();
+        inner.retire();
+        inner.internal.barrier();
+        Ok(())
+    }
+
+    fn all_reduce_u64(&self, values: &mut [u64], op: ReduceOp) -> CommResult<()> {
+        let mut inner = self.lock();
+        inner.retire();
+        let send = values.to_vec();
+        inner
+            .internal
+            .all_reduce_into(&send[..], values, mpi_op(op));
+        Ok(())
+    }
+
+    fn all_reduce_f64(&self, values: &mut [f64], op: ReduceOp) -> CommResult<()> {
+        // frame's own tree keeps the order of a sum fixed.
+        collective::all_reduce_f64(self, values, op)
+    }
+
+    fn broadcast(&self, data: &mut Vec<u8>, root: Rank) -> CommResult<()> {
+        check_rank(self, root)?;
+        let mut inner = self.lock();
+        inner.retire();
+        let root = inner.internal.process_at_rank(root as i32);
+        let mut len = data.len() as u64;
+        root.broadcast_into(&mut len);
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|l| i32::try_from(*l).is_ok())
+            .ok_or_else(|| CommError::Unsupported(format!("broadcast of {len} bytes")))?;
+        data.resize(len, 0);
+        root.broadcast_into(&mut data[..]);
+        Ok(())
+    }
+
+    fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Bytes>> {
+        let mut inner = self.lock();
+        inner.retire();
+        let comm = &inner.internal;
+        let mine = count_of(data.len(), "an all-gather")?;
+        let mut counts = vec![0i32; self.size];
+        comm.all_gather_into(&mine, &mut counts[..]);
+        let (mut all, displs) = receive_buffer(&counts, "an all-gather")?;
+        comm.all_gather_varcount_into(
+            data,
+            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
+        );
+        Ok(split(all, &counts, &displs))
+    }
+
+    fn gather(&self, data: &[u8], root: Rank) -> CommResult<Option<Vec<Bytes>>> {
+        check_rank(self, root)?;
+        let mut inner = self.lock();
+        inner.retire();
+        let at = inner.internal.process_at_rank(root as i32);
+        let mine = count_of(data.len(), "a gather")?;
+        if self.rank != root {
+            at.gather_into(&mine);
+            at.gather_varcount_into(data);
+            return Ok(None);
+        }
+        let mut counts = vec![0i32; self.size];
+        at.gather_into_root(&mine, &mut counts[..]);
+        let (mut all, displs) = receive_buffer(&counts, "a gather")?;
+        at.gather_varcount_into_root(
+            data,
+            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
+        );
+        Ok(Some(split(all, &counts, &displs)))
+    }
+}
+
+/// `len` as an MPI count.
+fn count_of(len: usize, what: &str) -> CommResult<i32> {
+    i32::try_from(len)
+        .map_err(|_| CommError::Unsupported(format!("{what} of {len} bytes is above MPI's count")))
+}
+
+/// A buffer for every rank's part, and where each part starts.
+fn receive_buffer(counts: &[i32], what: &str) -> CommResult<(Vec<u8>, Vec<i32>)> {
+    let total: i64 = counts.iter().map(|c| i64::from(*c)).sum();
+    let total = count_of(total as usize, what)?;
+    let displs = counts
+        .iter()
+        .scan(0, |at, c| {
+            let d = *at;
+            *at += c;
+            Some(d)
+        })
+        .collect();
+    Ok((vec![0u8; total as usize], displs))
+}
+
+/// Every rank's part of `all`, without copying.
+fn split(all: Vec<u8>, counts: &[i32], displs: &[i32]) -> Vec<Bytes> {
+    let all = Bytes::from(all);
+    counts
+        .iter()
+        .zip(displs)
+        .map(|(c, d)| all.slice(*d as usize..(*d + *c) as usize))
+        .collect()
+}

@@ -1,0 +1,83 @@
+//! Running MPI jobs from tests: `mpiexec` in a process group of its own,
+//! with a hard deadline, and a check that no process of the job survives.
+
+use super::{assert_no_survivors, profile_dir, run, Output, CHILD_DEADLINE};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+use wait_timeout::ChildExt;
+
+/// Deadline for one MPI job.
+pub const JOB_DEADLINE: Duration = Duration::from_secs(180);
+
+/// The outcome of one `mpiexec`.
+pub struct MpiJob {
+    pub status: ExitStatus,
+    /// Standard output and standard error, one after the other.
+    pub out: String,
+}
+
+/// Runs `mpiexec -n RANKS PROGRAM ARGS` with `marker` (a path unique to the
+/// test) in every process's environment. The whole process group is killed
+/// at the deadline, and the test fails if any process of the job outlives
+/// the launcher.
+pub fn mpiexec(
+    marker: &Path,
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
+    let mut cmd = Command::new("mpiexec");
+    cmd.arg("-n")
+        .arg(ranks.to_string())
+        .arg(program)
+        .args(args)
+        .env("FRAME_TEST_MARKER", marker)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().expect("start mpiexec (is MPI installed?)");
+    let group = child.id() as i32;
+    let output = Output::collect(&mut child);
+    let waited = child.wait_timeout(JOB_DEADLINE).expect("wait for mpiexec");
+    let status = match waited {
+        Some(s) => s,
+        None => {
+            // The group's leader is not reaped yet, so its id is still ours.
+            if let Some(pid) = rustix::process::Pid::from_raw(group) {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            }
+            let _ = child.wait();
+            panic!("mpiexec did not finish within {JOB_DEADLINE:?}");
+        }
+    };
+    assert_no_survivors(marker, Duration::from_secs(30));
+    MpiJob {
+        status,
+        out: {
+            let (out, err) = output.join();
+            out + &err
+        },
+    }
+}
+
+/// Path of an example built with the `mpi` feature, building it if needed.
+pub fn mpi_example(name: &str) -> PathBuf {
+    let profile_dir = profile_dir();
+    let path = profile_dir.join("examples").join(name);
+    if !path.exists() {
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "--features", "mpi", "--example", name]);
+        if profile_dir.ends_with("release") {
+            cmd.arg("--release");
+        }
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+        let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+        assert!(status.success(), "building example {name} failed:\n{err}");
+    }
+    path
+}
