@@ -94,7 +94,10 @@ fn rank_main(
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
     ckpt.protect_handle(1, grid);
-    let params = ckpt.protect(2, [args.size.nx as u64, args.size.ny as u64, comm.size() as u64]);
+    let params = ckpt.protect(
+        2,
+        [args.size.nx as u64, args.size.ny as u64, comm.size() as u64],
+    );
     if !ckpt.recovering() {
         // Starting over (also after a failure before the first checkpoint).
         grid.write().copy_from_slice(&block.initial());

@@ -78,7 +78,10 @@ fn run(args: &Args, cfg: &Config, comm: &MpiComm) -> anyhow::Result<()> {
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
     let grid = ckpt.protect(1, block.initial());
-    let params = ckpt.protect(2, [args.size.nx as u64, args.size.ny as u64, comm.size() as u64]);
+    let params = ckpt.protect(
+        2,
+        [args.size.nx as u64, args.size.ny as u64, comm.size() as u64],
+    );
     let mut recovered = false;
     if ckpt.recovering() {
         let id = ckpt.recover()?;

@@ -51,6 +51,16 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// An FTI configuration file is not valid INI.
+    #[error("{}, line {line}: invalid INI: {message}", path.display())]
+    IniSyntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// A key is unknown or its value has the wrong type or is out of range.
     #[error("{location}: key `{key}`: {message}")]
     Key {
@@ -66,7 +76,12 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    fn key(source: Source, line: Option<usize>, key: &str, message: impl Into<String>) -> Self {
+    pub(super) fn key(
+        source: Source,
+        line: Option<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Self {
         let location = match (&source, line) {
             (Source::File(p), Some(l)) => format!("{}, line {l}", p.display()),
             (Source::File(p), None) => p.display().to_string(),
@@ -81,6 +96,19 @@ impl ConfigError {
             message: message.into(),
         }
     }
+}
+
+/// The `FRAME_*` variables of `env`.
+fn frame_vars<I, K, V>(env: I) -> BTreeMap<String, String>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: Into<String>,
+    V: Into<String>,
+{
+    env.into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+        .collect()
 }
 
 /// 1-based line number of byte offset `at` in `text`.
@@ -154,21 +182,40 @@ impl Config {
         K: Into<String>,
         V: Into<String>,
     {
-        let env: BTreeMap<String, String> = env
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into()))
-            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
-            .collect();
+        let env = frame_vars(env);
         let path = path
             .map(Path::to_path_buf)
             .or_else(|| env.get(CONFIG_ENV).map(PathBuf::from));
-        let (base, mut table) = match &path {
+        let (base, table) = match &path {
             Some(p) => Self::read_file(p)?,
             None => (Config::default(), toml::Table::new()),
         };
+        base.overridden(table, &env)
+    }
+
+    /// This configuration with the `FRAME_<SECTION>_<KEY>` overrides of
+    /// `env` applied, then validated (`FRAME_CONFIG` is not consulted).
+    pub fn with_env<I, K, V>(self, env: I) -> Result<Config, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let table = toml::Table::try_from(&self).unwrap_or_default();
+        self.overridden(table, &frame_vars(env))
+    }
+
+    /// `self`, read from `table`, with `env`'s overrides applied to the
+    /// table, then validated.
+    fn overridden(
+        self,
+        mut table: toml::Table,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        let base = self;
         let mut sources = base.sources.clone();
         let keys = known_keys();
-        check_unknown_env(&env, &keys)?;
+        check_unknown_env(env, &keys)?;
         let mut overridden = false;
         for (key, default) in &keys {
             let var = env_var_for(key);

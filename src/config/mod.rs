@@ -17,6 +17,7 @@
 //! assert!(err.to_string().contains("snapshot.intervl"));
 //! ```
 
+pub mod fti;
 mod load;
 mod types;
 

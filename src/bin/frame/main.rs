@@ -80,6 +80,23 @@ enum Command {
     /// costs per level) under a recovery strategy, or reproduce a paper's
     /// table (`--reproduce paper-003`).
     Sim(sim::SimArgs),
+    /// Convert an FTI configuration file (INI) to frame's TOML, printed on
+    /// standard output; warnings about keys frame ignores go to standard
+    /// error.
+    FtiConfig {
+        /// The FTI configuration file.
+        file: PathBuf,
+    },
+}
+
+/// `frame fti-config`.
+fn fti_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let fti = frame::config::fti::FtiFile::read(file)?;
+    for w in &fti.warnings {
+        eprintln!("frame: warning: {w}");
+    }
+    print!("{}", fti.to_toml());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `frame report`.
@@ -112,6 +129,7 @@ fn main() -> ExitCode {
         Command::Clean { dir, job, yes } => clean::run(&dir, job.as_deref(), yes),
         Command::Report { files, svg } => report(&files, svg.as_deref()),
         Command::Sim(args) => sim::run(&args),
+        Command::FtiConfig { file } => fti_config(&file),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,402 @@
+//! FTI's INI configuration file, read as FTI users write it, and turned
+//! into frame's configuration plus the few settings that belong to the
+//! program's layout (dedicated manager ranks, ranks per node).
+//!
+//! Sections and keys are matched in any case. Every key of FTI 1.6's
+//! template is accepted; the ones frame does not implement are reported in
+//! [`FtiFile::warnings`] when they are set to something other than FTI's
+//! default (at the default they change nothing). Keys FTI does not know are
+//! reported too. frame never writes the file: it finds a restart from its
+//! own checkpoints.
+//!
+//! ```
+//! use frame::config::fti::FtiFile;
+//!
+//! let ini = "[Basic]\nHead = 0\nNode_size = 2\nCkpt_dir = /tmp/l1\nGlbl_dir = /tmp/pfs\n\
+//!            Ckpt_L1 = 5\nCkpt_L2 = 0\nCkpt_L3 = 15\nCkpt_L4 = 60\nGroup_size = 4\n\
+//!            [Advanced]\nLocal_test = 1\n";
+//! let fti = FtiFile::parse(ini, "config.fti").unwrap();
+//! assert_eq!(fti.node_size, 2);
+//! assert!(fti.local_test);
+//! assert_eq!(fti.config.topology.ranks_per_node, 2);
+//! assert_eq!(fti.config.storage.local_dir, std::path::Path::new("/tmp/l1"));
+//! assert_eq!(fti.config.snapshot.interval.to_string(), "5m");
+//! assert!(fti.config.l2.interval.is_zero());
+//! ```
+
+use super::{Config, ConfigError, Interval, Source};
+use bytesize::ByteSize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What frame does with a key of FTI's template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    /// Read and applied.
+    Applied,
+    /// Accepted without effect: frame meets its purpose another way (its
+    /// messages travel on private communicators, its metadata lives with
+    /// each level's files, a restart is found from the checkpoints).
+    NotNeeded,
+    /// Not implemented: warned about when set to anything but this default.
+    Unsupported(&'static str),
+}
+
+/// Every key of FTI 1.6's template: (section, key, use).
+const KEYS: &[(&str, &str, Use)] = &[
+    ("basic", "head", Use::Applied),
+    ("basic", "node_size", Use::Applied),
+    ("basic", "ckpt_dir", Use::Applied),
+    ("basic", "glbl_dir", Use::Applied),
+    ("basic", "meta_dir", Use::NotNeeded),
+    ("basic", "ckpt_l1", Use::Applied),
+    ("basic", "ckpt_l2", Use::Applied),
+    ("basic", "ckpt_l3", Use::Applied),
+    ("basic", "ckpt_l4", Use::Applied),
+    ("basic", "dcp_l4", Use::Unsupported("0")),
+    ("basic", "inline_l2", Use::Applied),
+    ("basic", "inline_l3", Use::Applied),
+    ("basic", "inline_l4", Use::Applied),
+    ("basic", "keep_last_ckpt", Use::Applied),
+    ("basic", "keep_l4_ckpt", Use::Unsupported("0")),
+    ("basic", "group_size", Use::Applied),
+    ("basic", "max_sync_intv", Use::NotNeeded),
+    ("basic", "ckpt_io", Use::Unsupported("1")),
+    ("basic", "enable_staging", Use::Unsupported("0")),
+    ("basic", "enable_dcp", Use::Applied),
+    ("basic", "dcp_mode", Use::Unsupported("0")),
+    ("basic", "dcp_block_size", Use::NotNeeded),
+    ("basic", "verbosity", Use::Applied),
+    ("restart", "failure", Use::Applied),
+    ("restart", "exec_id", Use::NotNeeded),
+    ("injection", "rank", Use::NotNeeded),
+    ("injection", "number", Use::Unsupported("0")),
+    ("injection", "position", Use::NotNeeded),
+    ("injection", "frequency", Use::NotNeeded),
+    ("advanced", "block_size", Use::Applied),
+    ("advanced", "transfer_size", Use::Applied),
+    ("advanced", "mpi_tag", Use::NotNeeded),
+    ("advanced", "general_tag", Use::NotNeeded),
+    ("advanced", "ckpt_tag", Use::NotNeeded),
+    ("advanced", "stage_tag", Use::NotNeeded),
+    ("advanced", "final_tag", Use::NotNeeded),
+    (
+        "advanced",
+        "lustre_striping_unit",
+        Use::Unsupported("4194304"),
+    ),
+    ("advanced", "lustre_striping_factor", Use::Unsupported("-1")),
+    ("advanced", "lustre_striping_offset", Use::Unsupported("-1")),
+    ("advanced", "local_test", Use::Applied),
+    ("advanced", "fast_forward", Use::Unsupported("1")),
+];
+
+/// frame's keys that an FTI file sets.
+const APPLIED: &[&str] = &[
+    "storage.local_dir",
+    "storage.global_dir",
+    "snapshot.interval",
+    "snapshot.chunk_size",
+    "l2.interval",
+    "l3.interval",
+    "l3.group_size",
+    "l3.parity",
+    "l4.interval",
+    "l4.differential",
+    "l4.chunk_size",
+    "retention.keep_on_finalize",
+    "topology.ranks_per_node",
+];
+
+/// An FTI configuration file, read.
+#[derive(Clone, Debug)]
+pub struct FtiFile {
+    /// frame's configuration with the file's settings (before environment
+    /// overrides: see [`FtiFile::load`]).
+    pub config: Config,
+    /// `head = 1`: the first rank of every node is a dedicated manager,
+    /// outside the program's communicator.
+    pub head: bool,
+    /// Ranks per node, the dedicated one included.
+    pub node_size: u32,
+    /// `local_test = 1`: every rank runs on one host, and each `node_size`
+    /// consecutive ranks form a virtual node.
+    pub local_test: bool,
+    /// `inline_l2`..`inline_l4`: the program waits for that level's
+    /// promotion to finish (FTI's synchronous post-processing).
+    pub inline: [bool; 3],
+    /// Whether `FTI_Snapshot` writes checkpoints at all (some `ckpt_lN` > 0).
+    pub snapshots: bool,
+    /// `[restart] failure` is not 0: the user expects a restart.
+    pub restart: bool,
+    /// `verbosity`: 1 debug, 2 information, 3 errors only, 4 silent.
+    pub verbosity: u8,
+    /// Keys set but not implemented, and keys FTI does not know, one
+    /// message each.
+    pub warnings: Vec<String>,
+}
+
+/// The ranks of the file's values, in the order FTI's template lists them.
+struct Values {
+    origin: PathBuf,
+    ini: ini::Ini,
+}
+
+impl Values {
+    fn error(&self, section: &str, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::key(
+            Source::File(self.origin.clone()),
+            None,
+            &format!("[{section}] {key}"),
+            message,
+        )
+    }
+
+    fn text(&self, section: &str, key: &str) -> Option<&str> {
+        self.ini.section(Some(section))?.get(key).map(str::trim)
+    }
+
+    fn int(
+        &self,
+        section: &str,
+        key: &str,
+        default: i64,
+        range: (i64, i64),
+    ) -> Result<i64, ConfigError> {
+        let Some(raw) = self.text(section, key) else {
+            return Ok(default);
+        };
+        let v: i64 = raw
+            .parse()
+            .map_err(|_| self.error(section, key, format!("`{raw}` is not an integer")))?;
+        if v < range.0 || v > range.1 {
+            return Err(self.error(
+                section,
+                key,
+                format!("{v} is outside {}..={}", range.0, range.1),
+            ));
+        }
+        Ok(v)
+    }
+
+    fn flag(&self, section: &str, key: &str, default: bool) -> Result<bool, ConfigError> {
+        Ok(self.int(section, key, i64::from(default), (0, 1))? == 1)
+    }
+
+    fn path(&self, section: &str, key: &str) -> Result<Option<PathBuf>, ConfigError> {
+        match self.text(section, key) {
+            None => Ok(None),
+            Some("") => Err(self.error(section, key, "must not be empty")),
+            Some(p) => Ok(Some(super::types::expand_user(p))),
+        }
+    }
+}
+
+fn minutes(m: i64) -> Interval {
+    Interval::Every(Duration::from_secs(m as u64 * 60))
+}
+
+impl FtiFile {
+    /// Reads FTI's INI file at `path`.
+    pub fn read(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Reads FTI's INI file at `path`, then applies the
+    /// `FRAME_<SECTION>_<KEY>` overrides of `env` to frame's configuration
+    /// (so that, for example, `FRAME_SNAPSHOT_INTERVAL=20` checkpoints every
+    /// 20 calls instead of FTI's minutes).
+    pub fn load<I, K, V>(path: impl AsRef<Path>, env: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let mut fti = Self::read(path)?;
+        fti.config = fti.config.with_env(env)?;
+        Ok(fti)
+    }
+
+    /// Parses FTI's INI text; `origin` names the file in messages.
+    pub fn parse(text: &str, origin: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let origin = origin.as_ref().to_path_buf();
+        let opt = ini::ParseOption {
+            enabled_quote: false,
+            enabled_escape: false,
+            ..ini::ParseOption::default()
+        };
+        let ini = ini::Ini::load_from_str_opt(text, opt).map_err(|e| ConfigError::IniSyntax {
+            path: origin.clone(),
+            line: e.line,
+            message: e.msg.to_string(),
+        })?;
+        let v = Values { origin, ini };
+        let mut warnings = unknown_keys(&v);
+        for (section, key, usage) in KEYS {
+            if let (Use::Unsupported(default), Some(raw)) = (usage, v.text(section, key)) {
+                if raw != *default {
+                    warnings.push(format!(
+                        "{}: [{section}] {key} = {raw} is not implemented by frame and is ignored",
+                        v.origin.display()
+                    ));
+                }
+            }
+        }
+        Self::from_values(&v, warnings)
+    }
+
+    fn from_values(v: &Values, warnings: Vec<String>) -> Result<Self, ConfigError> {
+        let mut cfg = Config::default();
+        cfg.job.id = "fti".into();
+        let head = v.flag("basic", "head", false)?;
+        let node_size = v.int("basic", "node_size", 2, (1, 4096))? as u32;
+        if head && node_size < 2 {
+            return Err(v.error(
+                "basic",
+                "node_size",
+                "with head = 1 a node needs at least 2 ranks (its manager and one for the program)",
+            ));
+        }
+        if let Some(p) = v.path("basic", "ckpt_dir")? {
+            cfg.storage.local_dir = p;
+        }
+        if let Some(p) = v.path("basic", "glbl_dir")? {
+            cfg.storage.global_dir = p;
+        }
+        let mut every = [0i64; 4];
+        for (i, e) in every.iter_mut().enumerate() {
+            *e = v.int(
+                "basic",
+                &format!("ckpt_l{}", i + 1),
+                [3, 5, 7, 11][i],
+                (0, 1 << 30),
+            )?;
+        }
+        let snapshots = every.iter().any(|m| *m > 0);
+        if let Some(first) = every.iter().copied().filter(|m| *m > 0).min() {
+            cfg.snapshot.interval = minutes(if every[0] > 0 { every[0] } else { first });
+        }
+        cfg.l2.interval = if every[1] > 0 {
+            minutes(every[1])
+        } else {
+            Interval::Calls(0)
+        };
+        cfg.l3.interval = if every[2] > 0 {
+            minutes(every[2])
+        } else {
+            Interval::Calls(0)
+        };
+        cfg.l4.interval = if every[3] > 0 {
+            minutes(every[3])
+        } else {
+            Interval::Calls(0)
+        };
+        let mut inline = [true; 3];
+        for (i, sync) in inline.iter_mut().enumerate() {
+            *sync = v.flag("basic", &format!("inline_l{}", i + 2), true)?;
+        }
+        cfg.retention.keep_on_finalize = v.flag("basic", "keep_last_ckpt", false)?;
+        let group = v.int(
+            "basic",
+            "group_size",
+            4,
+            (2, i64::from(crate::topology::MAX_GROUP)),
+        )?;
+        cfg.l3.group_size = group as u32;
+        // FTI's groups survive the loss of half their nodes.
+        cfg.l3.parity = (group as u32 / 2).max(1);
+        cfg.l4.differential = v.flag("basic", "enable_dcp", false)?;
+        let verbosity = v.int("basic", "verbosity", 2, (1, 4))? as u8;
+        let restart = v.int("restart", "failure", 0, (0, 3))? != 0;
+        let block = v.int("advanced", "block_size", 1024, (64, 1 << 20))?;
+        cfg.snapshot.chunk_size = ByteSize::kib(block as u64);
+        let transfer = v.int("advanced", "transfer_size", 16, (1, 1024))?;
+        cfg.l4.chunk_size = ByteSize::mib(transfer as u64);
+        let local_test = v.flag("advanced", "local_test", false)?;
+        if local_test {
+            cfg.topology.ranks_per_node = node_size;
+        }
+        for key in APPLIED {
+            cfg.sources
+                .insert(key.to_string(), Source::File(v.origin.clone()));
+        }
+        cfg.validate()?;
+        Ok(Self {
+            config: cfg,
+            head,
+            node_size,
+            local_test,
+            inline,
+            snapshots,
+            restart,
+            verbosity,
+            warnings,
+        })
+    }
+}
+
+impl FtiFile {
+    /// frame's TOML configuration for the same checkpoints, with the
+    /// settings TOML has no key for (dedicated manager ranks, synchronous
+    /// levels) as comments. `frame fti-config FILE` prints it.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string_pretty(&self.config).unwrap_or_default();
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        format!(
+            "# frame configuration converted from an FTI file.\n\
+             # FTI settings without a TOML key (FTI_Init applies them itself):\n\
+             #   dedicated manager rank per node (head): {}\n\
+             #   ranks per node (node_size): {}\n\
+             #   synchronous L2, L3, L4 (inline_l2..l4): {}, {}, {}\n\
+             #   FTI_Snapshot writes checkpoints: {}\n\n{body}",
+            yes(self.head),
+            self.node_size,
+            yes(self.inline[0]),
+            yes(self.inline[1]),
+            yes(self.inline[2]),
+            yes(self.snapshots),
+        )
+    }
+}
+
+/// Sections and keys in the file that FTI's template does not have.
+fn unknown_keys(v: &Values) -> Vec<String> {
+    let mut out = Vec::new();
+    for (section, props) in v.ini.iter() {
+        let Some(section) = section else {
+            for (key, _) in props.iter() {
+                out.push(format!(
+                    "{}: `{key}` is outside any section and is ignored",
+                    v.origin.display()
+                ));
+            }
+            continue;
+        };
+        let lower = section.to_ascii_lowercase();
+        if !KEYS.iter().any(|(s, ..)| *s == lower) {
+            out.push(format!(
+                "{}: section [{section}] is not one of FTI's ([basic], [restart], [injection], [advanced]) and is ignored",
+                v.origin.display()
+            ));
+            continue;
+        }
+        for (key, _) in props.iter() {
+            let k = key.to_ascii_lowercase();
+            if !KEYS.iter().any(|(s, name, _)| *s == lower && *name == k) {
+                out.push(format!(
+                    "{}: [{section}] {key} is not a key of FTI's configuration and is ignored",
+                    v.origin.display()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
