@@ -31,23 +31,16 @@ fn libframe() -> PathBuf {
 fn compile(source: &str, out: &Path) {
     let lib = libframe();
     let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args([
-        "-std=c11",
-        "-O2",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-pedantic",
-    ])
-    .arg("-D_POSIX_C_SOURCE=200809L")
-    .arg("-I")
-    .arg(Path::new(ROOT).join("ffi/include"))
-    .arg(Path::new(ROOT).join(source))
-    .arg("-L")
-    .arg(&lib)
-    .arg(format!("-Wl,-rpath,{}", lib.display()))
-    .args(["-lframe", "-lpthread", "-o"])
-    .arg(out);
+    cmd.args(common::C_FLAGS)
+        .arg("-D_POSIX_C_SOURCE=200809L")
+        .arg("-I")
+        .arg(Path::new(ROOT).join("ffi/include"))
+        .arg(Path::new(ROOT).join(source))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lframe", "-lpthread", "-o"])
+        .arg(out);
     let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
     assert!(
         status.success(),

@@ -15,7 +15,7 @@ use crate::config::{Config, Interval, ManagerMode};
 use crate::error::{problems, Error, Result};
 use crate::level::Level;
 use crate::manager::inline::{self, Listen};
-use crate::manager::{Client, CommitOrder, Manager, RemoveOrder, Reply, Request, Task};
+use crate::manager::{Client, CommitOrder, Link, Manager, RemoveOrder, Reply, Request, Task};
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,13 +92,18 @@ fn runtime_manager(cfg: &Config) -> Option<Endpoint> {
         .then(|| Endpoint::Unix(socket.into()))
 }
 
-/// Connects to the node's manager: the runtime's (waiting a moment for it,
-/// as its daemon may be restarting it), or an inline one started here.
+/// Connects to the node's manager: the one `link` names, the runtime's
+/// (waiting a moment for either, as it may be starting or restarting), or
+/// an inline one started here.
 fn connect_manager(
     cfg: &Config,
     node: u32,
     secret: &Secret,
+    link: Option<&Link>,
 ) -> std::io::Result<(Option<Arc<Manager>>, Client)> {
+    if let Some(link) = link {
+        return Ok((None, connect_waiting(&link.endpoint, secret, CONNECT_WAIT)?));
+    }
     if let Some(endpoint) = runtime_manager(cfg) {
         return Ok((None, connect_waiting(&endpoint, secret, CONNECT_WAIT)?));
     }
@@ -148,10 +153,14 @@ fn index(level: Level) -> usize {
 }
 
 impl Levels {
-    /// Finds every rank's node, starts (or finds) each node's manager and
-    /// tells every rank where they are. Collective.
-    pub(crate) fn init(cfg: &Config, comm: &dyn Comm) -> Result<Self> {
-        let secret = job_secret(comm)?;
+    /// Finds every rank's node, starts (or finds, or with `link` connects
+    /// to) each node's manager and tells every rank where they are.
+    /// Collective; `link` is given on every rank or on none.
+    pub(crate) fn init(cfg: &Config, comm: &dyn Comm, link: Option<&Link>) -> Result<Self> {
+        let secret = match link {
+            Some(l) => l.secret.clone(),
+            None => job_secret(comm)?,
+        };
         let nodes = comm.all_gather(&comm.node().to_le_bytes())?;
         let placement: Vec<u32> = nodes
             .iter()
@@ -164,7 +173,7 @@ impl Levels {
         let mut client = None;
         let mut local: Option<String> = None;
         if leader {
-            match connect_manager(cfg, node, &secret) {
+            match connect_manager(cfg, node, &secret, link) {
                 Ok((m, c)) => {
                     manager = m;
                     client = Some(c);

@@ -176,6 +176,17 @@ impl<'c> Checkpointer<'c> {
     /// Collective. Fails on every rank if any rank cannot use its storage, or
     /// if checkpoints exist but no single one can be restored by all ranks.
     pub fn init(cfg: &Config, comm: &'c dyn Comm) -> Result<Self> {
+        Self::init_with_manager(cfg, comm, None)
+    }
+
+    /// Like [`init`](Self::init), with each node's manager already running
+    /// where `link` says (given on every rank, or on none) instead of one
+    /// that frame starts. Collective.
+    pub fn init_with_manager(
+        cfg: &Config,
+        comm: &'c dyn Comm,
+        link: Option<crate::manager::Link>,
+    ) -> Result<Self> {
         cfg.validate()?;
         let under_runtime = std::env::var_os(crate::runtime::env::NODE_DIR).is_some();
         let mut cfg = cfg.clone();
@@ -203,7 +214,7 @@ impl<'c> Checkpointer<'c> {
             }
         };
         let levels = if levels::enabled(cfg) {
-            Some(levels::Levels::init(cfg, comm)?)
+            Some(levels::Levels::init(cfg, comm, link.as_ref())?)
         } else {
             None
         };

@@ -18,14 +18,14 @@
 //! recovered by running the job again: the checkpointer then finds its
 //! failure topology from what each node still holds.
 //!
-//! MPI must be initialised with at least `Threading::Serialized` (frame's
-//! managers run as threads; every MPI call of this communicator is made
-//! under its lock).
+//! frame's managers run as threads but never call MPI: every MPI call is
+//! made by the thread that uses the communicator, under its lock. With MPI
+//! initialised below `Threading::Serialized` (a C program's `MPI_Init`),
+//! that must be the thread that initialised MPI.
 
 use super::{check_rank, collective, Bytes, Comm, CommError, CommResult, NodeId, Rank, ReduceOp};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
-use mpi::environment::Threading;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -93,11 +93,11 @@ pub struct MpiComm {
     inner: Mutex<Inner>,
 }
 
-// SAFETY: every MPI call made through an `MpiComm` holds its lock, and
-// `MpiComm::new` checks that MPI was initialised with at least
-// `Threading::Serialized`, which allows calls from any thread made one at a
-// time. The handles themselves are plain values (an integer or a pointer
-// the MPI library owns for the communicator's lifetime).
+// SAFETY: every MPI call made through an `MpiComm` holds its lock, so calls
+// never overlap; which thread may make them is MPI's threading level, as
+// the module documentation says. The handles themselves are plain values
+// (an integer or a pointer the MPI library owns for the communicator's
+// lifetime).
 unsafe impl Send for MpiComm {}
 
 impl MpiComm {
@@ -120,13 +120,6 @@ impl MpiComm {
     /// Wraps `comm` with this rank on `node`, a node id the caller worked
     /// out (for example on a larger communicator). Collective over `comm`.
     pub fn with_node(comm: &impl Communicator, node: NodeId) -> CommResult<Self> {
-        if mpi::environment::threading_support() < Threading::Serialized {
-            return Err(CommError::Unsupported(
-                "MPI must be initialised with at least Threading::Serialized for frame \
-                 (its managers run as threads)"
-                    .into(),
-            ));
-        }
         Ok(Self {
             rank: comm.rank() as Rank,
             size: comm.size() as usize,

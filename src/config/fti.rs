@@ -134,6 +134,8 @@ pub struct FtiFile {
     /// Keys set but not implemented, and keys FTI does not know, one
     /// message each.
     pub warnings: Vec<String>,
+    /// The file read.
+    pub path: PathBuf,
 }
 
 /// The ranks of the file's values, in the order FTI's template lists them.
@@ -336,6 +338,7 @@ impl FtiFile {
             restart,
             verbosity,
             warnings,
+            path: v.origin.clone(),
         })
     }
 }

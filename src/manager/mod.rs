@@ -55,6 +55,17 @@ pub struct Options {
     pub secret: Secret,
 }
 
+/// Where a node's manager runs when something other than frame started
+/// it (for example a dedicated rank of each node in an MPI job), for
+/// [`Checkpointer::init_with_manager`](crate::Checkpointer::init_with_manager).
+#[derive(Clone, Debug)]
+pub struct Link {
+    /// Where the node's manager listens.
+    pub endpoint: Endpoint,
+    /// The job's secret, which that manager holds.
+    pub secret: Secret,
+}
+
 /// Progress entries kept (the oldest are forgotten beyond this).
 const MAX_PROGRESS: usize = 4096;
 

@@ -14,6 +14,16 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
+/// The warnings C test programs are compiled with: any is an error.
+pub const C_FLAGS: [&str; 6] = [
+    "-std=c11",
+    "-O2",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+];
+
 /// Deadline for one group of rank threads.
 pub const RANKS_DEADLINE: Duration = Duration::from_secs(120);
 /// Deadline for one child process.

@@ -1,0 +1,102 @@
+/*
+ * fti.h: frame's FTI-compatible C interface (libfti).
+ *
+ * Programs written for FTI 1.6 compile against this header and link with
+ * -lfti unchanged. frame reads FTI's INI configuration file, checkpoints
+ * the protected variables to node-local storage, promotes them to partner
+ * copies, Reed-Solomon groups and the global directory in the background,
+ * and after the job is killed and run again recovers them from the lowest
+ * level that still holds them. See the README's "FTI programs" section.
+ */
+#ifndef FRAME_FTI_H
+#define FRAME_FTI_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes. */
+#define FTI_SCES 0  /* success */
+#define FTI_NSCS -1 /* failure (a message names the call and the cause) */
+#define FTI_DONE 1  /* a checkpoint was written */
+#define FTI_NREC -2 /* nothing to recover */
+
+/* A data type handle. */
+typedef int fti_id_t;
+
+/* The program's communicator (all ranks but the dedicated ones of head = 1),
+ * set by FTI_Init. */
+extern MPI_Comm FTI_COMM_WORLD;
+
+/* Handles of the basic C types. */
+extern fti_id_t FTI_CHAR; /* char */
+extern fti_id_t FTI_SHRT; /* short */
+extern fti_id_t FTI_INTG; /* int */
+extern fti_id_t FTI_LONG; /* long */
+extern fti_id_t FTI_UCHR; /* unsigned char */
+extern fti_id_t FTI_USHT; /* unsigned short */
+extern fti_id_t FTI_UINT; /* unsigned int */
+extern fti_id_t FTI_ULNG; /* unsigned long */
+extern fti_id_t FTI_SFLT; /* float */
+extern fti_id_t FTI_DBLE; /* double */
+extern fti_id_t FTI_LDBE; /* long double */
+
+/* Reads configFile (FTI's INI format), sets FTI_COMM_WORLD, starts the
+ * managers and finds a checkpoint to recover. FTI_NREC when the file asks
+ * for a restart but nothing is recoverable. With head = 1 the first rank of
+ * every node serves as its manager and does not return. Collective. */
+int FTI_Init(const char *configFile, MPI_Comm globalComm);
+
+/* 1 while a checkpoint found by FTI_Init waits to be recovered, else 0. */
+int FTI_Status(void);
+
+/* Registers a type of size bytes; its handle is stored in *type. */
+int FTI_InitType(fti_id_t *type, int size);
+
+/* Protects count elements of type tid at ptr as variable id, or changes
+ * the pointer, count or type of a protected variable. */
+int FTI_Protect(int id, void *ptr, int64_t count, fti_id_t tid);
+
+/* Size in bytes of variable id in the checkpoint to recover (0 if none). */
+int64_t FTI_GetStoredSize(int id);
+
+/* On a restart, reallocates variable id's malloc'ed buffer to its stored
+ * size and protects the new buffer; returns it (NULL on failure). */
+void *FTI_Realloc(int id, void *ptr);
+
+/* Writes a checkpoint now, kept at level 1 to 4. Returns FTI_DONE.
+ * Collective. */
+int FTI_Checkpoint(int id, int level);
+
+/* Loads every protected variable from the checkpoint to recover.
+ * Collective. */
+int FTI_Recover(void);
+
+/* Once per iteration: recovers on the first call of a restart, then
+ * writes a checkpoint when the interval has passed (FTI_DONE). Collective. */
+int FTI_Snapshot(void);
+
+/* Waits for promotions in flight, removes the checkpoints unless
+ * keep_last_ckpt = 1, and releases the dedicated ranks. Collective. */
+int FTI_Finalize(void);
+
+/* Recovering variables one by one. */
+int FTI_RecoverVarInit(void);
+int FTI_RecoverVar(int id);
+int FTI_RecoverVarFinalize(void);
+
+/* A checkpoint written variable by variable: each variable is saved as it
+ * is when added, and every protected variable must be added. */
+int FTI_InitICP(int id, int level, bool activate);
+int FTI_AddVarICP(int varID);
+int FTI_FinalizeICP(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FRAME_FTI_H */

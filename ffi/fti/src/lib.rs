@@ -1,0 +1,30 @@
+//! libfti: frame behind FTI's C API.
+//!
+//! An MPI program written for FTI 1.6 compiles against `fti.h` (in
+//! `include/`) and links with `-lfti` unchanged: its configuration file is
+//! read as FTI's INI (see `frame::config::fti`), its protected variables are
+//! checkpointed by frame, promoted to partner copies, Reed-Solomon groups and
+//! the global directory by frame's managers, and found again after the job
+//! is killed and run again, from the lowest level that still holds them.
+//!
+//! Modules, one job each:
+//! - `status`: FTI's return codes and the guard that turns errors and
+//!   panics into them, with a message on standard error;
+//! - `types`: the type handles and `FTI_InitType`;
+//! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
+//! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks;
+//! - `calls`: protecting, checkpointing and recovering;
+//! - `icp`: checkpoints written variable by variable.
+//!
+//! Built only with the `mpi` feature: `cargo build -p frame-fti --features mpi`.
+#![cfg(feature = "mpi")]
+
+mod calls;
+mod head;
+mod icp;
+mod init;
+mod session;
+mod status;
+mod types;
+
+pub use status::{FTI_DONE, FTI_NREC, FTI_NSCS, FTI_SCES};

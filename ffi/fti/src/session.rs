@@ -1,0 +1,136 @@
+//! The state between `FTI_Init` and `FTI_Finalize`, kept by the thread that
+//! called `FTI_Init` (FTI programs make every call from their main thread).
+//!
+//! The checkpointer borrows the session's communicator, which is leaked for
+//! the session's lifetime and freed by [`Session::close`] after the
+//! checkpointer is gone.
+
+use crate::icp::Icp;
+use crate::status::Failure;
+use crate::types::Layout;
+use frame_core::comm::mpi::MpiComm;
+use frame_core::config::fti::FtiFile;
+use frame_core::Checkpointer;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+/// A protected variable, as the program described it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Var {
+    pub ptr: *mut u8,
+    /// Elements of the program's type.
+    pub count: usize,
+    pub layout: Layout,
+}
+
+impl Var {
+    /// Its size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.count * self.layout.width
+    }
+}
+
+/// An initialised FTI session.
+pub(crate) struct Session {
+    pub comm: &'static MpiComm,
+    pub ckpt: Checkpointer<'static>,
+    pub fti: FtiFile,
+    pub vars: BTreeMap<u32, Var>,
+    /// FTI's recovery flag: a checkpoint waits to be recovered.
+    pub recovering: bool,
+    /// `FTI_RecoverVarInit` was called and not yet finalized.
+    pub recovering_vars: bool,
+    pub icp: Option<Icp>,
+    /// The dedicated ranks to tell when the program finalizes.
+    pub heads: Option<crate::head::Heads>,
+}
+
+thread_local! {
+    static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
+    static RANK: Cell<Option<usize>> = const { Cell::new(None) };
+    static SILENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` on this thread's session.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Session) -> Result<R, Failure>) -> Result<R, Failure> {
+    SESSION.with(|s| match s.borrow_mut().as_mut() {
+        Some(session) => f(session),
+        None => Err(Failure::new(
+            "FTI is not initialised on this thread (call FTI_Init first)",
+        )),
+    })
+}
+
+/// Whether a session is open on this thread.
+pub(crate) fn is_open() -> bool {
+    SESSION.with(|s| s.borrow().is_some())
+}
+
+/// Makes `session` this thread's session.
+pub(crate) fn open(session: Session) {
+    SESSION.with(|s| *s.borrow_mut() = Some(session));
+}
+
+/// Ends this thread's session and returns it.
+pub(crate) fn take() -> Result<Session, Failure> {
+    SESSION
+        .with(|s| s.borrow_mut().take())
+        .ok_or_else(|| Failure::new("FTI is not initialised on this thread (call FTI_Init first)"))
+}
+
+/// This process's rank, once known.
+pub(crate) fn rank() -> Option<usize> {
+    RANK.with(Cell::get)
+}
+
+/// Records this process's rank for messages.
+pub(crate) fn set_rank(rank: usize) {
+    RANK.with(|r| r.set(Some(rank)));
+}
+
+/// Whether messages are silenced (`verbosity = 4`).
+pub(crate) fn silent() -> bool {
+    SILENT.with(Cell::get)
+}
+
+/// Silences messages or not.
+pub(crate) fn set_silent(silent: bool) {
+    SILENT.with(|s| s.set(silent));
+}
+
+impl Session {
+    /// Protects (or protects again) variable `id` in the checkpointer.
+    pub fn protect(&mut self, id: u32, var: Var) -> Result<(), Failure> {
+        let elements = var.layout.elements(var.count).ok_or_else(|| {
+            Failure::new(format!("variable {id}: {} elements is too many", var.count))
+        })?;
+        // SAFETY: the program promised, by protecting it, that the memory
+        // stays valid until it is protected again or FTI_Finalize.
+        unsafe {
+            self.ckpt
+                .protect_raw(id, var.ptr, elements, var.layout.elem)
+        };
+        self.vars.insert(id, var);
+        Ok(())
+    }
+
+    /// Whether any level above 1 that the program waits for is on.
+    pub fn waits_for_levels(&self) -> bool {
+        self.fti.inline.iter().any(|sync| *sync)
+    }
+
+    /// Finalizes the checkpointer, then frees the communicator.
+    pub fn close(self) -> Result<(), Failure> {
+        let Session {
+            comm, ckpt, heads, ..
+        } = self;
+        let done = ckpt.finalize();
+        if let Some(heads) = heads {
+            heads.release();
+        }
+        // SAFETY: `comm` was leaked from a Box by FTI_Init, and the
+        // checkpointer that borrowed it is gone.
+        drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
+        done.map_err(Failure::from)
+    }
+}

@@ -1,0 +1,95 @@
+//! FTI's return codes, and the guard every C entry point runs under: an
+//! error becomes a code and a message on standard error (FTI programs have
+//! no other way to get one), and a panic never crosses into C.
+
+use std::os::raw::c_int;
+
+/// Success.
+pub const FTI_SCES: c_int = 0;
+/// Failure.
+pub const FTI_NSCS: c_int = -1;
+/// A checkpoint was written.
+pub const FTI_DONE: c_int = 1;
+/// Nothing to recover.
+pub const FTI_NREC: c_int = -2;
+
+/// A failed call: its code and what went wrong.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub code: c_int,
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure with `FTI_NSCS`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            code: FTI_NSCS,
+            message: message.into(),
+        }
+    }
+
+    /// Nothing to recover (`FTI_NREC`).
+    pub fn no_recovery(message: impl Into<String>) -> Self {
+        Self {
+            code: FTI_NREC,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<frame_core::Error> for Failure {
+    fn from(e: frame_core::Error) -> Self {
+        match e {
+            frame_core::Error::NothingToRecover => Self::no_recovery(e.to_string()),
+            // FTI calls protected regions variables.
+            frame_core::Error::Region { id, reason } => {
+                Self::new(format!("variable {id} {reason}"))
+            }
+            e => Self::new(e.to_string()),
+        }
+    }
+}
+
+impl From<frame_core::comm::CommError> for Failure {
+    fn from(e: frame_core::comm::CommError) -> Self {
+        Self::new(e.to_string())
+    }
+}
+
+/// Runs `f` for the C call `name`; a failure prints its message (unless
+/// the configuration silenced frame) and returns its code.
+pub(crate) fn guard(name: &str, f: impl FnOnce() -> Result<c_int, Failure>) -> c_int {
+    guard_value(name, |code| code, f)
+}
+
+/// Like [`guard`] for calls returning something else: `on_failure` turns
+/// the failure's code into the value returned.
+pub(crate) fn guard_value<T>(
+    name: &str,
+    on_failure: impl FnOnce(c_int) -> T,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(fail)) => {
+            report(name, &fail.message);
+            on_failure(fail.code)
+        }
+        Err(_) => {
+            report(name, "internal error (a bug in frame)");
+            on_failure(FTI_NSCS)
+        }
+    }
+}
+
+/// Prints a failure of `name`, with the rank when one is known.
+fn report(name: &str, message: &str) {
+    if crate::session::silent() {
+        return;
+    }
+    match crate::session::rank() {
+        Some(rank) => eprintln!("frame (FTI): rank {rank}: {name}: {message}"),
+        None => eprintln!("frame (FTI): {name}: {message}"),
+    }
+}

@@ -1,0 +1,273 @@
+//! FTI programs on frame's libfti (`--features mpi`), under `mpiexec` with
+//! 8 ranks as 4 virtual nodes: a heat-diffusion program written against
+//! `fti.h` only, killed and run again, with node directories lost, with
+//! dedicated manager ranks (`head = 1`); FTI's calls for variables; and bad
+//! configurations, each a clear error rather than a hang.
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::mpirun::{mpiexec, MpiJob};
+use common::{final_checksum, run, scratch, serial, CHILD_DEADLINE};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// Builds libfti and returns its directory.
+fn libfti() -> PathBuf {
+    let profile_dir = common::profile_dir();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", "frame-fti", "--features", "mpi"])
+        .current_dir(ROOT);
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(status.success(), "building libfti failed:\n{err}");
+    assert!(profile_dir.join("libfti.so").exists());
+    profile_dir
+}
+
+/// The C programs, compiled once with `mpicc` against `fti.h` and libfti.
+struct Programs {
+    _dir: tempfile::TempDir,
+    heat: PathBuf,
+    vars: PathBuf,
+}
+
+fn programs() -> &'static Programs {
+    static BUILT: OnceLock<Programs> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let lib = libfti();
+        let dir = scratch();
+        let compile = |source: &str, name: &str| {
+            let out = dir.path().join(name);
+            let mut cmd = Command::new("mpicc");
+            cmd.args(common::C_FLAGS)
+                .arg("-I")
+                .arg(Path::new(ROOT).join("ffi/fti/include"))
+                .arg(Path::new(ROOT).join(source))
+                .arg("-L")
+                .arg(&lib)
+                .arg(format!("-Wl,-rpath,{}", lib.display()))
+                .args(["-lfti", "-o"])
+                .arg(&out);
+            let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
+            assert!(status.success(), "mpicc {source} failed:\n{stdout}{err}");
+            out
+        };
+        Programs {
+            heat: compile("examples/c/fti_heat.c", "fti_heat"),
+            vars: compile("tests/c/fti_vars.c", "fti_vars"),
+            _dir: dir,
+        }
+    })
+}
+
+/// Writes an FTI configuration into `dir`, with storage there.
+fn fti_config(dir: &Path, head: u32, node_size: u32, local_test: u32) -> PathBuf {
+    let path = dir.join("config.fti");
+    let text = format!(
+        "[Basic]\nHead = {head}\nNode_size = {node_size}\nCkpt_dir = {}\nGlbl_dir = {}\n\
+         Meta_dir = {}\nCkpt_L1 = 1\nCkpt_L2 = 1\nCkpt_L3 = 1\nCkpt_L4 = 1\nInline_L2 = 1\n\
+         Inline_L3 = 1\nInline_L4 = 1\nKeep_last_ckpt = 0\nGroup_size = 4\nVerbosity = 2\n\
+         [Restart]\nFailure = 0\n[Advanced]\nLocal_test = {local_test}\n",
+        dir.join("local").display(),
+        dir.join("global").display(),
+        dir.join("meta").display(),
+    );
+    std::fs::write(&path, text).expect("write config");
+    path
+}
+
+/// A checkpoint every 20 FTI_Snapshot calls, promoted to L2 every time, to
+/// L3 every 2nd and to L4 every 5th (FTI's intervals are minutes).
+const LEVELS: [(&str, &str); 4] = [
+    ("FRAME_SNAPSHOT_INTERVAL", "20"),
+    ("FRAME_L2_INTERVAL", "1"),
+    ("FRAME_L3_INTERVAL", "2"),
+    ("FRAME_L4_INTERVAL", "5"),
+];
+
+const STEPS: &str = "200";
+
+/// Runs fti_heat on 8 ranks (96x80 grid, 200 steps).
+fn heat(dir: &Path, config: &Path, crash_at: Option<u32>) -> MpiJob {
+    let mut args = vec![
+        config.to_str().unwrap().to_string(),
+        "96".into(),
+        "80".into(),
+        STEPS.into(),
+    ];
+    args.extend(crash_at.map(|c| c.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    mpiexec(dir, 8, &programs().heat, &args, &LEVELS)
+}
+
+/// The checksum of a fault-free run.
+fn reference() -> String {
+    static SUM: OnceLock<String> = OnceLock::new();
+    SUM.get_or_init(|| {
+        let dir = scratch();
+        let job = heat(dir.path(), &fti_config(dir.path(), 0, 2, 1), None);
+        assert!(job.status.success(), "{}", job.out);
+        final_checksum(&job.out)
+    })
+    .clone()
+}
+
+/// Kills the job at step 130 (the newest checkpoint, the 6th, saved step
+/// 119 at L1, L2 and L3; L4 holds the 5th, step 99), removes the `lost`
+/// node directories and the `also` paths below the local directory, runs
+/// it again and checks where it resumed and its checksum.
+fn killed_and_resumed(head: u32, lost: &[u32], also: &[&str], level: &str, step: u32) {
+    let dir = scratch();
+    let config = fti_config(dir.path(), head, 2, 1);
+    let crashed = heat(dir.path(), &config, Some(130));
+    assert!(
+        !crashed.status.success(),
+        "the job did not crash:\n{}",
+        crashed.out
+    );
+    assert!(
+        crashed.out.contains("crashing at step 130"),
+        "{}",
+        crashed.out
+    );
+    let local = dir.path().join("local");
+    for node in lost {
+        std::fs::remove_dir_all(local.join(format!("node-{node}"))).expect("remove node directory");
+    }
+    for path in also {
+        std::fs::remove_dir_all(local.join(path)).expect("remove a level's copies");
+    }
+    let resumed = heat(dir.path(), &config, Some(130));
+    let what = format!("head = {head}, lost {lost:?} and {also:?}");
+    assert!(resumed.status.success(), "{what}:\n{}", resumed.out);
+    assert!(
+        resumed.out.contains(&format!("restarted at step {step}\n")),
+        "{what}: expected a restart at step {step}:\n{}",
+        resumed.out
+    );
+    let fetched = resumed
+        .out
+        .lines()
+        .find(|l| l.contains("checkpoint brought back to level 1"));
+    match (level, fetched) {
+        ("L1", None) => {}
+        ("L1", Some(l)) => panic!("{what}: expected L1, got {l}"),
+        (_, Some(l)) => assert!(
+            l.ends_with(&format!("level={level}")),
+            "{what}: expected {level}: {l}"
+        ),
+        (_, None) => panic!("{what}: expected {level}:\n{}", resumed.out),
+    }
+    assert_eq!(final_checksum(&resumed.out), reference(), "{what}");
+}
+
+#[test]
+fn fti_heat_killed_and_run_again_resumes_bit_exact_from_the_lowest_level_left() {
+    let _serial = serial();
+    reference();
+    killed_and_resumed(0, &[], &[], "L1", 119);
+    killed_and_resumed(0, &[1], &[], "L2", 119);
+    // Node 1's partner copies live on node 2.
+    killed_and_resumed(0, &[1], &["node-2/fti-fti_heat/l2"], "L3", 119);
+    // FTI's groups survive the loss of half their nodes.
+    killed_and_resumed(0, &[1, 2], &[], "L3", 119);
+    killed_and_resumed(0, &[1, 2, 3], &[], "L4", 99);
+}
+
+#[test]
+fn fti_heat_with_a_dedicated_manager_rank_per_node() {
+    let _serial = serial();
+    let dir = scratch();
+    let job = heat(dir.path(), &fti_config(dir.path(), 1, 2, 1), None);
+    assert!(job.status.success(), "{}", job.out);
+    // 4 program ranks instead of 8: the same grid, the same result.
+    assert_eq!(final_checksum(&job.out), reference());
+    killed_and_resumed(1, &[1], &[], "L2", 119);
+}
+
+#[test]
+fn fti_calls_for_changing_sizes_single_variables_and_incremental_checkpoints() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti_config(dir.path(), 0, 2, 1);
+    let config = config.to_str().unwrap();
+    let first = mpiexec(dir.path(), 4, &programs().vars, &[config], &[]);
+    assert!(!first.status.success(), "{}", first.out);
+    assert!(first.out.contains("vars: first run done"), "{}", first.out);
+    assert!(!first.out.contains("FAIL"), "{}", first.out);
+    let second = mpiexec(dir.path(), 4, &programs().vars, &[config], &[]);
+    assert!(second.status.success(), "{}", second.out);
+    assert!(!second.out.contains("FAIL"), "{}", second.out);
+    assert!(
+        second.out.contains("vars: all checks passed"),
+        "{}",
+        second.out
+    );
+}
+
+#[test]
+fn bad_configurations_are_clear_errors_on_every_rank_never_a_hang() {
+    let _serial = serial();
+    let dir = scratch();
+    let good = fti_config(dir.path(), 0, 2, 1);
+    let text = std::fs::read_to_string(&good).unwrap();
+    let cases: Vec<(String, String, &str)> = vec![
+        (
+            "missing.fti".into(),
+            String::new(),
+            "cannot read config file",
+        ),
+        (
+            "broken.fti".into(),
+            text.replace("[Advanced]", "[Advanced"),
+            "invalid INI",
+        ),
+        (
+            "badvalue.fti".into(),
+            text.replace("Head = 0", "Head = yes"),
+            "[basic] head",
+        ),
+        (
+            "wholenodes.fti".into(),
+            text.replace("Node_size = 2", "Node_size = 3"),
+            "do not form whole nodes",
+        ),
+        (
+            "nodesize.fti".into(),
+            text.replace("Local_test = 1", "Local_test = 0")
+                .replace("Node_size = 2", "Node_size = 3"),
+            "but node_size = 3",
+        ),
+    ];
+    for (name, body, expected) in cases {
+        let path = dir.path().join(&name);
+        if !body.is_empty() {
+            std::fs::write(&path, body).unwrap();
+        }
+        let job = heat(dir.path(), &path, None);
+        assert!(!job.status.success(), "{name}:\n{}", job.out);
+        assert!(
+            job.out.contains(expected),
+            "{name}: no {expected:?} in:\n{}",
+            job.out
+        );
+        assert!(
+            job.out.contains("FTI_Init returned -1"),
+            "{name}:\n{}",
+            job.out
+        );
+        if name != "missing.fti" {
+            assert!(
+                job.out.contains(path.to_str().unwrap()),
+                "{name}: the file is not named:\n{}",
+                job.out
+            );
+        }
+    }
+}
