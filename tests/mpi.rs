@@ -91,13 +91,36 @@ fn heat2d_on_mpi_matches_frames_own_communicator() {
     }
 }
 
+#[test]
+fn heat2d_on_mpi_with_a_manager_rank_per_node() {
+    let _serial = serial();
+    let dir = scratch();
+    let plain = heat2d_mpi(dir.path(), &levels_args(dir.path()));
+    assert!(plain.status.success(), "{}", plain.out);
+    let reference = final_checksum(&plain.out);
+    drop(dir);
+    killed_and_resumed_with(&["--dedicated"], &[1], &[], "L2", &reference);
+}
+
 /// Kills the job at step 290 (checkpoint 14 is the newest: at L1, L2 and
 /// L3; L4 holds checkpoint 10), removes `lost` virtual nodes' directories
 /// and the `also` paths (relative to the job's L1 storage), runs it again,
 /// and checks the level it resumed from and the checksum.
 fn killed_and_resumed(lost: &[u32], also: &[&str], expected_level: &str, reference: &str) {
+    killed_and_resumed_with(&[], lost, also, expected_level, reference);
+}
+
+/// [`killed_and_resumed`] with more arguments for heat2d_mpi.
+fn killed_and_resumed_with(
+    extra: &[&str],
+    lost: &[u32],
+    also: &[&str],
+    expected_level: &str,
+    reference: &str,
+) {
     let dir = scratch();
     let mut args = levels_args(dir.path());
+    args.extend(extra.iter().map(|s| s.to_string()));
     args.extend(["--crash-at", "290", "--settle"].map(String::from));
     let crashed = heat2d_mpi(dir.path(), &args);
     assert!(

@@ -6,6 +6,9 @@
 //! mpiexec -n 8 target/debug/examples/heat2d_mpi --ranks-per-node 2 --steps 400
 //! ```
 //!
+//! With `--dedicated`, the first rank of every node runs the node's
+//! manager and the program runs on the others.
+//!
 //! `--crash-at N` makes the last rank SIGKILL itself after step N (with
 //! `--settle`, once the managers have finished their promotions), which
 //! ends the whole MPI job; the same command run again resumes from the
@@ -20,6 +23,8 @@ use clap::Parser;
 use frame::comm::mpi::{MpiComm, Nodes};
 use frame::comm::Comm;
 use frame::config::{Config, Interval};
+use frame::manager::dedicated::{self, Role};
+use frame::manager::Link;
 use frame::Checkpointer;
 use mpi::traits::*;
 use std::process::ExitCode;
@@ -49,6 +54,10 @@ struct Args {
     /// topology.ranks_per_node).
     #[arg(long)]
     ranks_per_node: Option<u32>,
+    /// The first rank of every node runs the node's manager instead of the
+    /// program (the program runs on the other ranks).
+    #[arg(long)]
+    dedicated: bool,
     /// Job id (default: the configured one).
     #[arg(long)]
     job: Option<String>,
@@ -70,12 +79,12 @@ fn config(args: &Args) -> anyhow::Result<Config> {
     Ok(cfg)
 }
 
-fn run(args: &Args, cfg: &Config, comm: &MpiComm) -> anyhow::Result<()> {
+fn run(args: &Args, cfg: &Config, comm: &MpiComm, manager: Option<Link>) -> anyhow::Result<()> {
     if args.size.nx < comm.size() || args.size.ny < comm.size() {
         bail!("need a grid of at least one row and column per rank");
     }
     let block = Block::new(args.size.nx, args.size.ny, comm.rank(), comm.size());
-    let mut ckpt = Checkpointer::init(cfg, comm)?;
+    let mut ckpt = Checkpointer::init_with_manager(cfg, comm, manager)?;
     let step = ckpt.protect(0, 0u64);
     let grid = ckpt.protect(1, block.initial());
     let params = ckpt.protect(
@@ -157,8 +166,18 @@ fn main() -> ExitCode {
     };
     let world = universe.world();
     let result = config(&args).and_then(|cfg| {
-        let comm = MpiComm::new(&world, Nodes::from_config(&cfg)).context("MPI communicator")?;
-        run(&args, &cfg, &comm)
+        let nodes = Nodes::from_config(&cfg);
+        if !args.dedicated {
+            let comm = MpiComm::new(&world, nodes).context("MPI communicator")?;
+            return run(&args, &cfg, &comm, None);
+        }
+        match dedicated::split(&world, nodes, &cfg).map_err(anyhow::Error::msg)? {
+            Role::Served => Ok(()),
+            Role::Program(program) => {
+                let comm = MpiComm::with_node(program.comm(), program.node())?;
+                run(&args, &cfg, &comm, Some(program.link().clone()))
+            }
+        }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -303,6 +303,9 @@ impl FtiFile {
             *sync = v.flag("basic", &format!("inline_l{}", i + 2), true)?;
         }
         cfg.retention.keep_on_finalize = v.flag("basic", "keep_last_ckpt", false)?;
+        // FTI keeps one checkpoint per level; so does frame for FTI programs
+        // (the previous one still stays until the next has committed).
+        cfg.retention.keep_last = 1;
         let group = v.int(
             "basic",
             "group_size",

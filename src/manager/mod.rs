@@ -17,6 +17,8 @@
 //! the process and never spins: its threads sleep on a socket or a
 //! condition variable.
 
+#[cfg(feature = "mpi")]
+pub mod dedicated;
 pub mod host;
 pub mod inline;
 mod parity;

@@ -6,18 +6,17 @@
 //! an error or none does: a bad file or a wrong `node_size` never leaves
 //! some ranks waiting for others.
 
-use crate::head::{self, Heads};
 use crate::session::{self, Session};
 use crate::status::{guard, Failure, FTI_SCES};
-use frame_core::auth::Secret;
-use frame_core::comm::mpi::MpiComm;
+use frame_core::comm::mpi::{placement, MpiComm, Nodes, Placement};
 use frame_core::config::fti::FtiFile;
 use frame_core::config::{Config, Interval, Source};
+use frame_core::manager::dedicated::{self, Role};
 use frame_core::Checkpointer;
 use mpi::collective::SystemOperation;
 use mpi::ffi::MPI_Comm;
 use mpi::raw::{AsRaw, FromRaw};
-use mpi::topology::{Color, SimpleCommunicator};
+use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
@@ -26,13 +25,6 @@ use std::os::raw::{c_char, c_int};
 /// `FTI_Init`.
 #[no_mangle]
 pub static mut FTI_COMM_WORLD: MPI_Comm = unsafe { std::mem::zeroed() };
-
-/// Where this rank stands in the job.
-struct Place {
-    node: u32,
-    /// World ranks of this node, ascending.
-    node_ranks: Vec<i32>,
-}
 
 /// Duplicates `comm` into a communicator frame owns.
 fn duplicate(comm: MPI_Comm) -> Result<SimpleCommunicator, Failure> {
@@ -81,40 +73,36 @@ fn read_config(path: *const c_char) -> Result<FtiFile, String> {
     FtiFile::load(&path, std::env::vars()).map_err(|e| e.to_string())
 }
 
-/// Finds this rank's node from the configuration, and checks `node_size`.
-fn place(world: &SimpleCommunicator, fti: &FtiFile) -> Result<Place, String> {
-    let (rank, size) = (world.rank(), world.size());
-    let per = fti.node_size as i32;
+/// The nodes of the configuration.
+fn nodes(fti: &FtiFile) -> Nodes {
     if fti.local_test {
-        if size % per != 0 {
-            return Err(format!(
-                "{}: [basic] node_size = {per}: {size} ranks do not form whole nodes of {per} ranks (local_test = 1)",
-                fti.path.display()
-            ));
-        }
-        let node = rank / per;
-        return Ok(Place {
-            node: node as u32,
-            node_ranks: (node * per..node * per + per).collect(),
-        });
+        Nodes::Consecutive(fti.node_size as usize)
+    } else {
+        Nodes::Shared
     }
-    let local = world.split_shared(rank);
-    let mut node_ranks = vec![0i32; local.size() as usize];
-    local.all_gather_into(&rank, &mut node_ranks[..]);
-    let leader = node_ranks.iter().copied().min().unwrap_or(rank);
-    let mut leaders = vec![0i32; size as usize];
-    world.all_gather_into(&leader, &mut leaders[..]);
-    leaders.sort_unstable();
-    leaders.dedup();
-    let node = leaders.iter().position(|l| *l == leader).unwrap_or(0) as u32;
-    if local.size() != per {
+}
+
+/// Finds this rank's node and checks `node_size` against it.
+fn place(world: &SimpleCommunicator, fti: &FtiFile) -> Result<Placement, String> {
+    let per = fti.node_size as i32;
+    let size = world.size();
+    let whole = !fti.local_test || size % per == 0;
+    // Collective: every rank takes part before any error is returned.
+    let place = placement(world, nodes(fti)).map_err(|e| e.to_string())?;
+    let key = format!("{}: [basic] node_size = {per}", fti.path.display());
+    if !whole {
         return Err(format!(
-            "{}: [basic] node_size = {per}: node {node} runs {} ranks but node_size = {per} (set local_test = 1 to form virtual nodes on one host)",
-            fti.path.display(),
-            local.size()
+            "{key}: {size} ranks do not form whole nodes of {per} ranks (local_test = 1)"
         ));
     }
-    Ok(Place { node, node_ranks })
+    if place.node_ranks.len() != per as usize {
+        return Err(format!(
+            "{key}: node {} runs {} ranks (set local_test = 1 to form virtual nodes on one host)",
+            place.node,
+            place.node_ranks.len()
+        ));
+    }
+    Ok(place)
 }
 
 /// frame's configuration for this program: FTI's, a job id from the
@@ -176,19 +164,6 @@ fn start_logging(verbosity: u8, rank: i32) {
         .try_init();
 }
 
-/// The job's secret, made by world rank 0 and sent to all.
-fn shared_secret(world: &SimpleCommunicator) -> Result<Secret, Failure> {
-    let mut hex = [0u8; 64];
-    if world.rank() == 0 {
-        let s = Secret::generate()
-            .map_err(|e| Failure::new(format!("cannot make the job's secret: {e}")))?;
-        hex.copy_from_slice(s.to_hex().as_bytes());
-    }
-    world.process_at_rank(0).broadcast_into(&mut hex[..]);
-    Secret::from_hex(&String::from_utf8_lossy(&hex))
-        .ok_or_else(|| Failure::new("the job's secret did not arrive whole"))
-}
-
 /// Initialises FTI: reads `config_file` (FTI's INI format), finds the nodes,
 /// starts the managers and finds a checkpoint to recover. Returns
 /// `FTI_SCES`, `FTI_NREC` when the file asks for a restart
@@ -221,42 +196,29 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             }
         }
         let cfg = frame_config(&fti);
-        let (app, heads, link) = if fti.head {
-            let secret = shared_secret(&world)?;
-            let head = place.node_ranks[0];
-            let is_head = world.rank() == head;
-            let color = if is_head {
-                Color::undefined()
-            } else {
-                Color::with_value(0)
-            };
-            let app = world.split_by_color_with_key(color, world.rank());
-            let Some(app) = app else {
-                start_logging(fti.verbosity, -1);
-                let members = &place.node_ranks[1..];
-                head::serve(&world, place.node, members, &cfg, secret)
-            };
-            let (heads, link) = Heads::join(world, head, secret).map_err(Failure::new)?;
-            (app, Some(heads), Some(link))
+        let (app, program) = if fti.head {
+            match dedicated::split(&world, nodes(&fti), &cfg).map_err(Failure::new)? {
+                Role::Served => {
+                    // SAFETY: the program initialised MPI; this process
+                    // makes no MPI call after this one, as FTI's dedicated
+                    // ranks.
+                    unsafe { mpi::ffi::MPI_Finalize() };
+                    std::process::exit(0)
+                }
+                Role::Program(p) => (p.comm().duplicate(), Some(p)),
+            }
         } else {
-            (world, None, None)
+            (world, None)
         };
+        let link = program.as_ref().map(|p| p.link().clone());
         start_logging(fti.verbosity, app.rank());
-        let program = duplicate(app.as_raw())?;
+        let visible = duplicate(app.as_raw())?;
         // SAFETY: written once here, before the program can read it; the
         // communicator stays alive for the rest of the process.
-        unsafe { FTI_COMM_WORLD = program.as_raw() };
-        std::mem::forget(program);
+        unsafe { FTI_COMM_WORLD = visible.as_raw() };
+        std::mem::forget(visible);
         let comm: &'static MpiComm = Box::leak(Box::new(MpiComm::with_node(&app, place.node)?));
-        let ckpt = match Checkpointer::init_with_manager(&cfg, comm, link) {
-            Ok(c) => c,
-            Err(e) => {
-                if let Some(h) = heads {
-                    h.release();
-                }
-                return Err(e.into());
-            }
-        };
+        let ckpt = Checkpointer::init_with_manager(&cfg, comm, link)?;
         let recovering = ckpt.recovering();
         let restart = fti.restart;
         session::open(Session {
@@ -267,7 +229,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             recovering,
             recovering_vars: false,
             icp: None,
-            heads,
+            program,
         });
         if restart && !recovering {
             return Err(Failure::no_recovery(

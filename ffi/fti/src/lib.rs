@@ -12,7 +12,8 @@
 //!   panics into them, with a message on standard error;
 //! - `types`: the type handles and `FTI_InitType`;
 //! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
-//! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks;
+//! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
+//!   (`frame::manager::dedicated`);
 //! - `calls`: protecting, checkpointing and recovering;
 //! - `icp`: checkpoints written variable by variable.
 //!
@@ -20,7 +21,6 @@
 #![cfg(feature = "mpi")]
 
 mod calls;
-mod head;
 mod icp;
 mod init;
 mod session;

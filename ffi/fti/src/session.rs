@@ -41,8 +41,9 @@ pub(crate) struct Session {
     /// `FTI_RecoverVarInit` was called and not yet finalized.
     pub recovering_vars: bool,
     pub icp: Option<Icp>,
-    /// The dedicated ranks to tell when the program finalizes.
-    pub heads: Option<crate::head::Heads>,
+    /// With `head = 1`, the tie to the node's manager rank, let go when
+    /// the program finalizes.
+    pub program: Option<frame_core::manager::dedicated::Program>,
 }
 
 thread_local! {
@@ -122,12 +123,13 @@ impl Session {
     /// Finalizes the checkpointer, then frees the communicator.
     pub fn close(self) -> Result<(), Failure> {
         let Session {
-            comm, ckpt, heads, ..
+            comm,
+            ckpt,
+            program,
+            ..
         } = self;
         let done = ckpt.finalize();
-        if let Some(heads) = heads {
-            heads.release();
-        }
+        drop(program);
         // SAFETY: `comm` was leaked from a Box by FTI_Init, and the
         // checkpointer that borrowed it is gone.
         drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });

@@ -25,12 +25,15 @@
 
 use super::{check_rank, collective, Bytes, Comm, CommError, CommResult, NodeId, Rank, ReduceOp};
 use mpi::collective::SystemOperation;
-use mpi::datatype::PartitionMut;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::sync::Mutex;
+
+mod polite;
+
+pub(crate) use polite::receive;
 
 /// Tags at or above 2^32 are frame's own (see [`Comm::send_tagged`]).
 const INTERNAL: u64 = 1 << 32;
@@ -105,15 +108,7 @@ impl MpiComm {
     /// meet frame's), with nodes grouped as `nodes` says. Collective over
     /// `comm`.
     pub fn new(comm: &impl Communicator, nodes: Nodes) -> CommResult<Self> {
-        let node = match nodes {
-            Nodes::Shared => shared_node(comm),
-            Nodes::Consecutive(0) => {
-                return Err(CommError::Unsupported(
-                    "ranks_per_node must be at least 1".into(),
-                ))
-            }
-            Nodes::Consecutive(n) => (comm.rank() as usize / n) as NodeId,
-        };
+        let node = placement(comm, nodes)?.node;
         Self::with_node(comm, node)
     }
 
@@ -137,17 +132,46 @@ impl MpiComm {
     }
 }
 
-/// This rank's node: the shared-memory group it belongs to, numbered by
-/// the order of the groups' lowest ranks. Collective.
-fn shared_node(comm: &impl Communicator) -> NodeId {
-    let local = comm.split_shared(comm.rank());
-    let mut lowest = comm.rank();
-    local.all_reduce_into(&comm.rank(), &mut lowest, SystemOperation::min());
-    let mut leaders = vec![0i32; comm.size() as usize];
-    comm.all_gather_into(&lowest, &mut leaders[..]);
-    leaders.sort_unstable();
-    leaders.dedup();
-    leaders.iter().position(|l| *l == lowest).unwrap_or(0) as NodeId
+/// Where a rank stands among the nodes of an MPI communicator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// This rank's node.
+    pub node: NodeId,
+    /// The ranks of that node, ascending.
+    pub node_ranks: Vec<i32>,
+}
+
+/// Finds this rank's node and its ranks, grouped as `nodes` says; shared
+/// nodes are numbered 0, 1, ... in the order of their lowest rank.
+/// Collective over `comm`.
+pub fn placement(comm: &impl Communicator, nodes: Nodes) -> CommResult<Placement> {
+    let (rank, size) = (comm.rank(), comm.size());
+    match nodes {
+        Nodes::Consecutive(0) => Err(CommError::Unsupported(
+            "ranks_per_node must be at least 1".into(),
+        )),
+        Nodes::Consecutive(n) => {
+            let n = i32::try_from(n).unwrap_or(i32::MAX);
+            let first = rank / n * n;
+            Ok(Placement {
+                node: (rank / n) as NodeId,
+                node_ranks: (first..(first + n).min(size)).collect(),
+            })
+        }
+        Nodes::Shared => {
+            let local = comm.split_shared(rank);
+            let mut node_ranks = vec![0i32; local.size() as usize];
+            local.all_gather_into(&rank, &mut node_ranks[..]);
+            node_ranks.sort_unstable();
+            let lowest = node_ranks.first().copied().unwrap_or(rank);
+            let mut leaders = vec![0i32; size as usize];
+            comm.all_gather_into(&lowest, &mut leaders[..]);
+            leaders.sort_unstable();
+            leaders.dedup();
+            let node = leaders.iter().position(|l| *l == lowest).unwrap_or(0) as NodeId;
+            Ok(Placement { node, node_ranks })
+        }
+    }
 }
 
 impl Inner {
@@ -250,25 +274,39 @@ impl Comm for MpiComm {
         let mut inner = self.lock();
         inner.retire();
         let (comm, tag) = inner.route(tag)?;
-        let matched = comm.process_at_rank(src as i32).matched_probe_with_tag(tag);
-        let (data, _) = matched.matched_receive_vec::<u8>();
-        Ok(Bytes::from(data))
+        Ok(Bytes::from(polite::receive(comm.as_raw(), src as i32, tag)))
     }
 
     fn barrier(&self) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
-        inner.internal.barrier();
+        let comm = inner.internal.as_raw();
+        // SAFETY: no buffers.
+        unsafe { polite::complete(|r| _ = ffi::MPI_Ibarrier(comm, r)) };
         Ok(())
     }
 
     fn all_reduce_u64(&self, values: &mut [u64], op: ReduceOp) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
+        let comm = inner.internal.as_raw();
+        let count = count_of(values.len(), "an all-reduce")?;
         let send = values.to_vec();
-        inner
-            .internal
-            .all_reduce_into(&send[..], values, mpi_op(op));
+        let op = mpi_op(op).as_raw();
+        // SAFETY: both buffers hold `count` u64 and outlive the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Iallreduce(
+                    send.as_ptr().cast(),
+                    values.as_mut_ptr().cast(),
+                    count,
+                    ffi::RSMPI_UINT64_T,
+                    op,
+                    comm,
+                    r,
+                );
+            })
+        };
         Ok(())
     }
 
@@ -281,30 +319,75 @@ impl Comm for MpiComm {
         check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        let root = inner.internal.process_at_rank(root as i32);
+        let comm = inner.internal.as_raw();
+        let root = root as i32;
         let mut len = data.len() as u64;
-        root.broadcast_into(&mut len);
-        let len = usize::try_from(len)
+        // SAFETY: one u64 that outlives the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Ibcast((&raw mut len).cast(), 1, ffi::RSMPI_UINT64_T, root, comm, r);
+            })
+        };
+        let count = usize::try_from(len)
             .ok()
-            .filter(|l| i32::try_from(*l).is_ok())
-            .ok_or_else(|| CommError::Unsupported(format!("broadcast of {len} bytes")))?;
-        data.resize(len, 0);
-        root.broadcast_into(&mut data[..]);
+            .and_then(|l| count_of(l, "a broadcast").ok())
+            .ok_or_else(|| CommError::Unsupported(format!("a broadcast of {len} bytes")))?;
+        data.resize(count as usize, 0);
+        // SAFETY: `data` holds `count` bytes and outlives the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Ibcast(
+                    data.as_mut_ptr().cast(),
+                    count,
+                    ffi::RSMPI_UINT8_T,
+                    root,
+                    comm,
+                    r,
+                );
+            })
+        };
         Ok(())
     }
 
     fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Bytes>> {
         let mut inner = self.lock();
         inner.retire();
-        let comm = &inner.internal;
+        let comm = inner.internal.as_raw();
         let mine = count_of(data.len(), "an all-gather")?;
         let mut counts = vec![0i32; self.size];
-        comm.all_gather_into(&mine, &mut counts[..]);
+        // SAFETY: one int sent, one per rank received; both outlive the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Iallgather(
+                    (&raw const mine).cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    counts.as_mut_ptr().cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    comm,
+                    r,
+                );
+            })
+        };
         let (mut all, displs) = receive_buffer(&counts, "an all-gather")?;
-        comm.all_gather_varcount_into(
-            data,
-            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
-        );
+        // SAFETY: `all` holds the sum of `counts` bytes at `displs`; every
+        // buffer outlives the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Iallgatherv(
+                    data.as_ptr().cast(),
+                    mine,
+                    ffi::RSMPI_UINT8_T,
+                    all.as_mut_ptr().cast(),
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    ffi::RSMPI_UINT8_T,
+                    comm,
+                    r,
+                );
+            })
+        };
         Ok(split(all, &counts, &displs))
     }
 
@@ -312,21 +395,47 @@ impl Comm for MpiComm {
         check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        let at = inner.internal.process_at_rank(root as i32);
+        let comm = inner.internal.as_raw();
+        let at = root as i32;
         let mine = count_of(data.len(), "a gather")?;
-        if self.rank != root {
-            at.gather_into(&mine);
-            at.gather_varcount_into(data);
-            return Ok(None);
-        }
-        let mut counts = vec![0i32; self.size];
-        at.gather_into_root(&mine, &mut counts[..]);
+        let mut counts = vec![0i32; if self.rank == root { self.size } else { 0 }];
+        // SAFETY: one int sent; the root receives one per rank; both
+        // outlive the wait.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Igather(
+                    (&raw const mine).cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    counts.as_mut_ptr().cast(),
+                    1,
+                    ffi::RSMPI_INT32_T,
+                    at,
+                    comm,
+                    r,
+                );
+            })
+        };
         let (mut all, displs) = receive_buffer(&counts, "a gather")?;
-        at.gather_varcount_into_root(
-            data,
-            &mut PartitionMut::new(&mut all[..], &counts[..], &displs[..]),
-        );
-        Ok(Some(split(all, &counts, &displs)))
+        // SAFETY: as in `all_gather`, on the root; elsewhere the receive
+        // arguments are not read.
+        unsafe {
+            polite::complete(|r| {
+                ffi::MPI_Igatherv(
+                    data.as_ptr().cast(),
+                    mine,
+                    ffi::RSMPI_UINT8_T,
+                    all.as_mut_ptr().cast(),
+                    counts.as_ptr(),
+                    displs.as_ptr(),
+                    ffi::RSMPI_UINT8_T,
+                    at,
+                    comm,
+                    r,
+                );
+            })
+        };
+        Ok((self.rank == root).then(|| split(all, &counts, &displs)))
     }
 }
 

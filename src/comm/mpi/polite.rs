@@ -1,0 +1,100 @@
+//! MPI operations that wait without holding a core.
+//!
+//! MPI libraries busy-poll in blocking calls. frame's waits (its
+//! collectives around a checkpoint, a receive from a slower rank) happen
+//! while the ranks of the node still write their files and the node's
+//! manager promotes the previous checkpoint: a rank spinning in MPI takes
+//! the processor they need. Here every operation is started non-blocking
+//! and tested, yielding the processor between tests and then sleeping a
+//! little (at most [`MAX_NAP`]), which costs frame's rare collectives
+//! microseconds and gives the other work its share of the cores.
+
+use mpi::ffi;
+use std::mem::MaybeUninit;
+use std::os::raw::c_void;
+use std::time::Duration;
+
+/// Tests of a request before the waiter starts sleeping between them.
+const YIELDS: u32 = 200;
+/// The longest sleep between two tests.
+const MAX_NAP: Duration = Duration::from_micros(200);
+
+/// Pauses between two tests: yields, then sleeps longer and longer.
+fn pause(polls: &mut u32) {
+    *polls += 1;
+    if *polls < YIELDS {
+        std::thread::yield_now();
+    } else {
+        let nap = Duration::from_micros(u64::from(*polls - YIELDS) + 1);
+        std::thread::sleep(nap.min(MAX_NAP));
+    }
+}
+
+/// Starts an operation with `start` (which fills in its request) and waits
+/// for it to complete.
+///
+/// # Safety
+/// `start` must start a non-blocking MPI operation writing the request, and
+/// every buffer it hands MPI must outlive this call.
+pub(super) unsafe fn complete(start: impl FnOnce(*mut ffi::MPI_Request)) {
+    let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+    start(request.as_mut_ptr());
+    // SAFETY: `start` wrote the request (errors abort the job under MPI's
+    // default error handler).
+    let mut request = unsafe { request.assume_init() };
+    let mut polls = 0;
+    loop {
+        let mut done = 0;
+        // SAFETY: an active request; MPI_Test frees it once complete.
+        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if done != 0 {
+            return;
+        }
+        pause(&mut polls);
+    }
+}
+
+/// Receives the next message from `src` with `tag` on `comm`, whatever its
+/// length.
+pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
+    let mut polls = 0;
+    loop {
+        let mut found = 0;
+        let mut message = MaybeUninit::<ffi::MPI_Message>::uninit();
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        // SAFETY: MPI writes the flag, and the message and status when the
+        // flag is set.
+        unsafe {
+            ffi::MPI_Improbe(
+                src,
+                tag,
+                comm,
+                &mut found,
+                message.as_mut_ptr(),
+                status.as_mut_ptr(),
+            )
+        };
+        if found == 0 {
+            pause(&mut polls);
+            continue;
+        }
+        // SAFETY: set by a successful probe.
+        let (mut message, status) = unsafe { (message.assume_init(), status.assume_init()) };
+        let mut count = 0;
+        // SAFETY: `status` describes the matched message.
+        unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
+        let mut data = vec![0u8; usize::try_from(count).unwrap_or(0)];
+        // SAFETY: `data` holds the message's `count` bytes; the matched
+        // message is received exactly once.
+        unsafe {
+            ffi::MPI_Mrecv(
+                data.as_mut_ptr().cast::<c_void>(),
+                count,
+                ffi::RSMPI_UINT8_T,
+                &mut message,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        return data;
+    }
+}
