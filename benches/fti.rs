@@ -65,7 +65,8 @@ fn main() {
         ];
         args.extend(crash.map(|c| c.to_string()));
         let heat = heat.clone();
-        (dir, move || mpiexec(&heat, &args))
+        let env = levels.env();
+        (dir, move || mpiexec(&heat, &args, env))
     };
 
     let (_, l1) = run("l1", Levels::L1, None);
@@ -121,6 +122,18 @@ enum Levels {
     L4,
 }
 
+impl Levels {
+    /// The `FRAME_*` intervals (in calls) of the level promoted at every
+    /// checkpoint (FTI's intervals are minutes).
+    fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Levels::L1 => &[],
+            Levels::L2 => &[("FRAME_L2_INTERVAL", "1")],
+            Levels::L4 => &[("FRAME_L4_INTERVAL", "1")],
+        }
+    }
+}
+
 /// An FTI configuration: intervals in FTI's minutes are replaced by the
 /// `FRAME_*` variables `mpiexec` passes (a checkpoint every 2 calls).
 fn config(dir: &Path, global: &Path, levels: Levels, path: PathBuf) -> PathBuf {
@@ -168,16 +181,17 @@ fn compile(lib: &Path, dir: &Path) -> PathBuf {
     out
 }
 
-/// Runs the program on 8 ranks; returns stdout and stderr.
-fn mpiexec(program: &Path, args: &[String]) -> String {
+/// Runs the program on 8 ranks, a checkpoint every 2 steps; returns
+/// stdout and stderr.
+fn mpiexec(program: &Path, args: &[String], env: &[(&str, &str)]) -> String {
     let out = Command::new("mpiexec")
         .arg("-n")
         .arg(RANKS.to_string())
         .arg(program)
         .args(args)
         .env("FRAME_SNAPSHOT_INTERVAL", "2")
-        .env("FRAME_L2_INTERVAL", "1")
-        .env("FRAME_L4_INTERVAL", "1")
+        .env("FTI_HEAT_BARRIER", "1")
+        .envs(env.iter().copied())
         .output()
         .expect("mpiexec");
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)

@@ -196,6 +196,9 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             }
         }
         let cfg = frame_config(&fti);
+        if fti.head && place.node_ranks[0] == world.rank() {
+            start_logging(fti.verbosity, -1);
+        }
         let (app, program) = if fti.head {
             match dedicated::split(&world, nodes(&fti), &cfg).map_err(Failure::new)? {
                 Role::Served => {
@@ -218,7 +221,14 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         unsafe { FTI_COMM_WORLD = visible.as_raw() };
         std::mem::forget(visible);
         let comm: &'static MpiComm = Box::leak(Box::new(MpiComm::with_node(&app, place.node)?));
-        let ckpt = Checkpointer::init_with_manager(&cfg, comm, link)?;
+        let ckpt = match Checkpointer::init_with_manager(&cfg, comm, link) {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: leaked just above; nothing borrows it any more.
+                drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
+                return Err(e.into());
+            }
+        };
         let recovering = ckpt.recovering();
         let restart = fti.restart;
         session::open(Session {
