@@ -124,6 +124,10 @@ fn connect_manager(
     Ok((Some(m), c))
 }
 
+/// Rounds of asking the managers before [`Levels::drain`] gives up on a
+/// promotion (about a minute in all).
+const DRAIN_ROUNDS: u64 = 1200;
+
 /// How long a rank waits for its node's runtime manager to accept.
 const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -454,15 +458,30 @@ impl Levels {
     /// Waits for every node's queued promotions, then records the last
     /// commits. Collective.
     ///
-    /// Two rounds: level 3 on one node also waits for the others' terms,
-    /// which have all arrived once every node drained (the first round's
-    /// agreement tells); the second round then sees every promotion's end.
+    /// Several rounds: level 3 on one node also waits for the others'
+    /// terms, and a partner's copy may still be on its way when the
+    /// sender's queue is empty, so the managers are asked again until no
+    /// promotion is pending (or [`DRAIN_ROUNDS`] passed).
     pub(crate) fn drain(&mut self, comm: &dyn Comm) -> Result<()> {
-        for _ in 0..2 {
+        // Every rank holds the same promotions in flight and gets the same
+        // codes, so every rank leaves this loop at the same round. A
+        // partner's copy may still be on its way when the sender's queue
+        // is empty: ask again, a little later, until none is pending.
+        for round in 0..DRAIN_ROUNDS {
             if let Some(Err(e)) = self.call(&Request::Drain) {
                 tracing::warn!(error = %e, "the node's manager is unreachable");
             }
             self.settle(comm)?;
+            if self.in_flight.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2 + round.min(50)));
+        }
+        if !self.in_flight.is_empty() && self.rank == 0 {
+            tracing::warn!(
+                pending = self.in_flight.len(),
+                "promotions still pending after waiting; they will be committed at a later checkpoint"
+            );
         }
         // The commits just ordered are written before this returns.
         if let Some(Err(e)) = self.call(&Request::Drain) {
