@@ -20,7 +20,7 @@
 //! assert!(fti.local_test);
 //! assert_eq!(fti.config.topology.ranks_per_node, 2);
 //! assert_eq!(fti.config.storage.local_dir, std::path::Path::new("/tmp/l1"));
-//! assert_eq!(fti.config.snapshot.interval.to_string(), "5m");
+//! assert_eq!(fti.config.snapshot.interval.to_string(), "every 5m");
 //! assert!(fti.config.l2.interval.is_zero());
 //! ```
 
