@@ -171,3 +171,34 @@ fn clean_removes_a_jobs_checkpoints_after_confirmation_and_spares_a_running_job(
         .join("stays/l1/ckpt-00000000000000000003")
         .exists());
 }
+
+#[test]
+fn fti_config_prints_frames_toml_and_warns_about_ignored_keys() {
+    let dir = scratch();
+    let file = dir.path().join("config.fti");
+    std::fs::write(
+        &file,
+        "[Basic]\nHead = 1\nNode_size = 3\nCkpt_dir = /tmp/fti-l1\nCkpt_L2 = 2\nCkpt_io = 5\n\
+         [Advanced]\nLocal_test = 1\n",
+    )
+    .unwrap();
+    let (status, out, err) = run(
+        Command::new(frame_bin()).arg("fti-config").arg(&file),
+        DEADLINE,
+    );
+    assert!(status.success(), "{out}{err}");
+    let cfg = frame::Config::from_toml_str(&out, "converted.toml").unwrap();
+    assert_eq!(cfg.storage.local_dir, std::path::Path::new("/tmp/fti-l1"));
+    assert_eq!(cfg.topology.ranks_per_node, 3);
+    assert_eq!(cfg.l2.interval.to_string(), "every 2m");
+    assert!(out.contains("(head): yes"), "{out}");
+    assert!(err.contains("ckpt_io = 5 is not implemented"), "{err}");
+    let (status, _, err) = run(
+        Command::new(frame_bin())
+            .arg("fti-config")
+            .arg(dir.path().join("missing.fti")),
+        DEADLINE,
+    );
+    assert_eq!(status.code(), Some(2));
+    assert!(err.contains("missing.fti"), "{err}");
+}
