@@ -356,3 +356,83 @@ fn raw_pointer_regions_round_trip() {
         assert!(d.iter().all(|x| *x == rank as f32 + 0.5));
     }
 }
+
+#[test]
+fn automatic_intervals_follow_the_measured_cost_and_the_failure_rate() {
+    let dir = scratch();
+    let mut cfg = config(dir.path(), "auto");
+    cfg.snapshot.interval = Interval::Auto;
+    cfg.auto.mtbf = vec![Duration::from_secs(2)];
+    let out = ranks(3, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let first = ckpt.auto_intervals().unwrap().period;
+        let data = ckpt.protect(0, vec![comm.rank() as f64; 1 << 18]);
+        // About 1.2 s of "computation" in 600 steps of 2 ms (every rank
+        // makes the same calls: snapshot() is collective).
+        let calls = 600u64;
+        for _ in 0..calls {
+            data.write()[0] += 1.0;
+            std::thread::sleep(Duration::from_millis(2));
+            ckpt.snapshot().unwrap();
+        }
+        let chosen = ckpt.auto_intervals().unwrap().clone();
+        let stats = ckpt.stats().clone();
+        ckpt.finalize().unwrap();
+        (first, chosen, stats, calls)
+    });
+    let (first, chosen, stats, _) = &out[0];
+    // Before any measurement a cost of 1 s is assumed: sqrt(2 * 1 s * 2 s).
+    assert!((first.as_secs_f64() - 2.0).abs() < 0.01, "{first:?}");
+    // A checkpoint of 2 MiB costs milliseconds: Young's period shrinks to
+    // sqrt(2 C M), far below the assumed one.
+    let c = stats.checkpoint_time.as_secs_f64() / stats.checkpoints.max(1) as f64;
+    let young = (2.0 * c * 2.0).sqrt();
+    println!(
+        "auto: {chosen:?} after {} checkpoints of {:.2} ms (sqrt(2 C M) = {young:.3} s)",
+        stats.checkpoints,
+        c * 1e3
+    );
+    assert!(stats.checkpoints >= 3, "{stats:?} {chosen:?}");
+    assert!(chosen.period.as_secs_f64() < 0.5, "{chosen:?}");
+    assert!(
+        chosen.period.as_secs_f64() > young / 4.0 && chosen.period.as_secs_f64() < young * 4.0,
+        "{chosen:?} against sqrt(2 C M) = {young} s (C = {c} s)"
+    );
+    for (_, other, s, _) in &out {
+        assert_eq!(other, chosen, "every rank chooses alike");
+        assert_eq!(s.checkpoints, stats.checkpoints);
+    }
+}
+
+#[test]
+fn automatic_intervals_choose_how_often_a_level_above_is_promoted() {
+    let dir = scratch();
+    let mut cfg = config(dir.path(), "auto-l2");
+    cfg.snapshot.interval = Interval::Auto;
+    cfg.l2.interval = Interval::Auto;
+    cfg.auto.mtbf = vec![Duration::from_secs(2), Duration::from_secs(200)];
+    let base = dir.path().to_path_buf();
+    let out = ranks(4, 2, move |comm| {
+        let mut cfg = cfg.clone();
+        cfg.storage.local_dir = base.join(format!("node-{}", comm.node()));
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let data = ckpt.protect(0, vec![comm.rank() as f64; 1 << 16]);
+        for _ in 0..300 {
+            data.write()[0] += 1.0;
+            std::thread::sleep(Duration::from_millis(2));
+            ckpt.snapshot().unwrap();
+        }
+        ckpt.wait_for_promotions().unwrap();
+        let chosen = ckpt.auto_intervals().unwrap().clone();
+        ckpt.finalize().unwrap();
+        chosen
+    });
+    frame::manager::inline::stop("auto-l2");
+    let chosen = &out[0];
+    // A hundred times rarer failures: L2 about sqrt(100) = 10 times rarer
+    // than level 1 when both cost alike, never every checkpoint.
+    let (level, every) = chosen.every[0];
+    assert_eq!(level, frame::level::Level::L2);
+    assert!((2..=40).contains(&every), "{chosen:?}");
+    assert!(out.iter().all(|c| c == chosen), "{out:?}");
+}

@@ -54,6 +54,9 @@ pub(crate) struct Levels {
     in_flight: Vec<InFlight>,
     /// The newest checkpoint committed at each level, as far as known.
     newest_committed: BTreeMap<Level, u64>,
+    /// For levels whose interval is automatic: promote every this many
+    /// checkpoints (set by [`Levels::set_auto`]).
+    auto_every: [u64; 3],
 }
 
 /// Whether any level above 1 is configured.
@@ -211,6 +214,7 @@ impl Levels {
             client,
             secret,
             manager_away: false,
+            auto_every: [1; 3],
             _manager: manager,
             counts: [0; 3],
             since: [now; 3],
@@ -282,6 +286,15 @@ impl Levels {
         Ok(due)
     }
 
+    /// Sets how often the automatic levels are promoted.
+    pub(crate) fn set_auto(&mut self, every: &[(Level, u64)]) {
+        for (level, k) in every {
+            if *level != Level::L1 {
+                self.auto_every[index(*level)] = (*k).max(1);
+            }
+        }
+    }
+
     /// Which levels are due now (and restarts their counts).
     fn due(&mut self, comm: &dyn Comm, forced: Option<Level>) -> Result<Vec<Level>> {
         let timed = HIGHER
@@ -303,6 +316,7 @@ impl Levels {
                 Interval::Calls(0) => false,
                 Interval::Calls(n) => self.counts[i] >= n,
                 Interval::Every(d) => elapsed[i] >= d.as_micros() as u64,
+                Interval::Auto => self.counts[i] >= self.auto_every[i],
             };
             if now {
                 self.counts[i] = 0;

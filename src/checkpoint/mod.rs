@@ -41,6 +41,7 @@ pub use metrics::RecoveryRecord;
 mod rebuild;
 mod restore;
 mod schedule;
+pub mod tuning;
 mod write;
 
 use crate::comm::{agree_on_problems, Comm};
@@ -228,12 +229,18 @@ impl<'c> Checkpointer<'c> {
             next_id: 1,
             session: 0,
             attempts: 0,
-            schedule: Schedule::new(cfg.snapshot.interval),
+            schedule: Schedule::for_config(cfg),
             stats: Stats::default(),
             levels,
             fetched: None,
             aware_excluded: Vec::new(),
         };
+        if let Some(choice) = me.schedule.choice().cloned() {
+            me.adopt(
+                &choice,
+                "chosen from [auto] mtbf (a cost of 1 s assumed until measured)",
+            );
+        }
         if me.levels.is_none() {
             me.plan(inventory, Vec::new())?;
             return Ok(me);
@@ -456,6 +463,12 @@ impl<'c> Checkpointer<'c> {
     /// The communicator this checkpointer uses.
     pub fn comm(&self) -> &'c dyn Comm {
         self.comm
+    }
+
+    /// The automatic intervals in force (`snapshot.interval = "auto"`),
+    /// as last chosen.
+    pub fn auto_intervals(&self) -> Option<&tuning::Choice> {
+        self.schedule.choice()
     }
 
     /// The configuration in use.

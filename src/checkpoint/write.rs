@@ -14,7 +14,7 @@ use crate::format::{Metadata, RegionSource};
 use crate::level::l1::WriteOptions;
 use crate::level::Level;
 use crate::region::RegionInfo;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 impl Checkpointer<'_> {
     /// Counts a call in the program's main loop and writes a checkpoint when
@@ -103,8 +103,11 @@ impl Checkpointer<'_> {
             let blob_len = meta.to_json().len() as u64 + meta.file_len;
             promoted = levels.after_commit(self.comm, id, stamp, blob_len, forced)?;
         }
-        self.schedule.checkpointed(self.comm)?;
         let took = started.elapsed();
+        let highest = promoted.iter().max().copied().unwrap_or(Level::L1);
+        if let Some(choice) = self.schedule.checkpointed(self.comm, took, highest)? {
+            self.adopt(&choice, "chosen again from the measured costs");
+        }
         self.record_metrics(id, took, &meta, &promoted)?;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_time += took;
@@ -120,6 +123,25 @@ impl Checkpointer<'_> {
             "checkpoint committed"
         );
         Ok(id)
+    }
+
+    /// Puts automatic intervals in force (and says so, on rank 0).
+    pub(super) fn adopt(&mut self, choice: &super::tuning::Choice, why: &str) {
+        if let Some(levels) = self.levels.as_mut() {
+            levels.set_auto(&choice.every);
+        }
+        if self.comm.rank() == 0 {
+            let every: Vec<String> = choice
+                .every
+                .iter()
+                .map(|(l, k)| format!("{l} every {k} checkpoints"))
+                .collect();
+            tracing::info!(
+                period = %humantime::format_duration(Duration::from_millis(choice.period.as_millis() as u64)),
+                levels = %every.join(", "),
+                "automatic intervals {why}"
+            );
+        }
     }
 
     /// Step 1 on this rank: lock the regions and write the file and record.

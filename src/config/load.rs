@@ -1,9 +1,11 @@
 //! Reading a [`Config`] from TOML and the environment, and validating it.
 
-use super::{Compression, Config, CONFIG_ENV, ENV_PREFIX};
+use super::{Compression, Config, Interval, CONFIG_ENV, ENV_PREFIX};
+use crate::level::Level;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Where a configuration value came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -247,6 +249,44 @@ impl Config {
         Ok(cfg)
     }
 
+    /// Checks the automatic intervals against `[auto]`.
+    fn validate_auto(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, msg: String| ConfigError::key(self.source_of(key), None, key, msg);
+        let mtbf = &self.auto.mtbf;
+        if mtbf.is_empty() || mtbf.len() > 4 {
+            return Err(bad(
+                "auto.mtbf",
+                format!("has {} entries: give 1 to 4, level 1 first", mtbf.len()),
+            ));
+        }
+        if let Some(i) = mtbf.iter().position(Duration::is_zero) {
+            return Err(bad(
+                "auto.mtbf",
+                format!("entry {} (level {}) is zero", i + 1, i + 1),
+            ));
+        }
+        let snapshot_auto = self.snapshot.interval == Interval::Auto;
+        for level in [Level::L2, Level::L3, Level::L4] {
+            if self.level_interval(level) != Interval::Auto {
+                continue;
+            }
+            let key = format!("l{}.interval", level.number());
+            if !snapshot_auto {
+                return Err(bad(&key, "\"auto\" needs snapshot.interval = \"auto\" too (the levels are chosen together)".into()));
+            }
+            if mtbf.len() < level.number() as usize {
+                return Err(bad(
+                    "auto.mtbf",
+                    format!(
+                        "has no entry for level {} (its interval is \"auto\")",
+                        level.number()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks every value's range; the error names the key and its origin.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, msg: String| ConfigError::key(self.source_of(key), None, key, msg);
@@ -302,6 +342,7 @@ impl Config {
                 ),
             ));
         }
+        self.validate_auto()?;
         let group = (self.l3.group_size, self.l3.parity);
         if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {
             return Err(bad(

@@ -61,6 +61,8 @@ pub struct Config {
     pub metrics: MetricsConfig,
     /// `[topology]`: how ranks form nodes outside frame's runtime.
     pub topology: TopologyConfig,
+    /// `[auto]`: what automatic intervals are chosen from.
+    pub auto: AutoConfig,
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,
@@ -228,6 +230,28 @@ pub struct MetricsConfig {
     pub file: PathBuf,
 }
 
+/// `[auto]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutoConfig {
+    /// The mean time between the failures that each level is the lowest to
+    /// recover from, level 1 first (a process, a node, a node and its
+    /// partner, more nodes of a group than its parity): 1 to 4 entries, one
+    /// per level; the entries of levels whose interval is not `"auto"` are
+    /// not used.
+    #[serde(with = "types::durations")]
+    pub mtbf: Vec<std::time::Duration>,
+}
+
+impl Default for AutoConfig {
+    fn default() -> Self {
+        let hours = |h: u64| std::time::Duration::from_secs(h * 3600);
+        Self {
+            mtbf: vec![hours(24), hours(7 * 24), hours(30 * 24), hours(365 * 24)],
+        }
+    }
+}
+
 /// `[topology]`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -330,6 +354,7 @@ impl PartialEq for Config {
             && self.recovery == other.recovery
             && self.metrics == other.metrics
             && self.topology == other.topology
+            && self.auto == other.auto
     }
 }
 

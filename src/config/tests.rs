@@ -182,3 +182,30 @@ fn a_value_the_program_changed_is_reported_as_set_by_the_program() {
     assert_eq!(cfg.source_of("retention.keep_last"), Source::Program);
     assert_eq!(cfg.source_of("snapshot.interval"), Source::Default);
 }
+
+#[test]
+fn automatic_intervals_need_their_failure_rates() {
+    let cfg = Config::from_toml_str(
+        "[snapshot]\ninterval = \"auto\"\n[l2]\ninterval = \"auto\"\n[auto]\nmtbf = [\"2h\", \"3d\"]\n",
+        "auto.toml",
+    )
+    .unwrap();
+    assert_eq!(cfg.snapshot.interval, Interval::Auto);
+    assert_eq!(cfg.auto.mtbf[1], std::time::Duration::from_secs(3 * 86400));
+    for (text, key, what) in [
+        ("[l2]\ninterval = \"auto\"\n", "l2.interval", "snapshot.interval = \"auto\" too"),
+        (
+            "[snapshot]\ninterval = \"auto\"\n[l3]\ninterval = \"auto\"\n[auto]\nmtbf = [\"1h\", \"2h\"]\n",
+            "auto.mtbf",
+            "no entry for level 3",
+        ),
+        ("[auto]\nmtbf = []\n", "auto.mtbf", "1 to 4"),
+        ("[auto]\nmtbf = [\"1h\", \"0s\"]\n", "auto.mtbf", "entry 2 (level 2) is zero"),
+        ("[auto]\nmtbf = [\"soon\"]\n", "auto.mtbf", "not a duration"),
+    ] {
+        let e = Config::from_toml_str(text, "auto.toml").unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains(what), "{text}: {e}");
+    }
+    let env = Config::load_with_env(None, [("FRAME_SNAPSHOT_INTERVAL", "auto")]).unwrap();
+    assert_eq!(env.snapshot.interval, Interval::Auto);
+}

@@ -18,12 +18,18 @@ pub enum Interval {
     /// Whenever at least this much time passed since the last checkpoint
     /// (decided collectively, so all ranks checkpoint at the same call).
     Every(Duration),
+    /// Chosen by frame from the failure rates in `[auto]` and the
+    /// checkpoint costs it measures (see `checkpoint::tuning`).
+    Auto,
 }
 
 impl Interval {
-    /// Parses the string spelling (`"10"`, `"30s"`, `"2min"`).
+    /// Parses the string spelling (`"10"`, `"30s"`, `"2min"`, `"auto"`).
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
+        if text == "auto" {
+            return Ok(Interval::Auto);
+        }
         if let Ok(n) = text.parse::<u64>() {
             return Ok(Interval::Calls(n));
         }
@@ -37,6 +43,7 @@ impl Interval {
         match self {
             Interval::Calls(n) => *n == 0,
             Interval::Every(d) => d.is_zero(),
+            Interval::Auto => false,
         }
     }
 }
@@ -46,6 +53,7 @@ impl fmt::Display for Interval {
         match self {
             Interval::Calls(n) => write!(f, "every {n} calls"),
             Interval::Every(d) => write!(f, "every {}", humantime::format_duration(*d)),
+            Interval::Auto => f.write_str("auto"),
         }
     }
 }
@@ -55,6 +63,7 @@ impl Serialize for Interval {
         match self {
             Interval::Calls(n) => s.serialize_u64(*n),
             Interval::Every(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            Interval::Auto => s.serialize_str("auto"),
         }
     }
 }
@@ -65,7 +74,7 @@ impl<'de> Deserialize<'de> for Interval {
         impl de::Visitor<'_> for V {
             type Value = Interval;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a number of calls (integer) or a duration such as \"30s\"")
+                f.write_str("a number of calls (integer), a duration such as \"30s\", or \"auto\"")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Interval, E> {
                 Ok(Interval::Calls(v))
@@ -93,6 +102,29 @@ pub(crate) fn expand_user(text: &str) -> std::path::PathBuf {
 pub(crate) fn user_path<'de, D: Deserializer<'de>>(d: D) -> Result<std::path::PathBuf, D::Error> {
     let text = String::deserialize(d)?;
     Ok(expand_user(&text))
+}
+
+/// A list of durations written as strings (`["12h", "3d"]`).
+pub(crate) mod durations {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(v: &[Duration], s: S) -> Result<S::Ok, S::Error> {
+        v.iter()
+            .map(|d| humantime::format_duration(*d).to_string())
+            .collect::<Vec<_>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Duration>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|t| {
+                humantime::parse_duration(t.trim())
+                    .map_err(|e| serde::de::Error::custom(format!("`{t}` is not a duration ({e})")))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

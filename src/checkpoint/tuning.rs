@@ -1,0 +1,230 @@
+//! Automatic checkpoint intervals (`snapshot.interval = "auto"`): from the
+//! configured mean time between failures of each level and the checkpoint
+//! costs measured while the program runs, the optimal multi-level pattern
+//! ([`crate::sim::opt_par`]) gives how much computation goes between two
+//! checkpoints and how often each automatic level above 1 is promoted.
+//!
+//! [`choose`] is the pure computation; [`Tuner`] keeps a running estimate
+//! of each level's cost (the time the program was blocked by a checkpoint
+//! whose highest level it was) and chooses again when the estimate moves.
+//! Every rank feeds it the same agreed costs, so every rank chooses alike.
+//! The first checkpoint is taken at the first opportunity, to measure a
+//! cost instead of trusting the assumed one for a whole period.
+
+use crate::level::Level;
+use std::time::Duration;
+
+/// The cost assumed for a level before one of its checkpoints is measured.
+const ASSUMED_COST: f64 = 1.0;
+/// Weight of a new measurement in the running estimate.
+const WEIGHT: f64 = 0.25;
+/// A new choice is adopted when the period moves by more than this.
+const CHANGE: f64 = 0.10;
+/// Bounds of the period between checkpoints.
+const MIN_PERIOD: Duration = Duration::from_millis(10);
+const MAX_PERIOD: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Automatic intervals.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    /// Time between two checkpoints (each one at level 1).
+    pub period: Duration,
+    /// For each automatic level above 1: promote every this many
+    /// checkpoints.
+    pub every: Vec<(Level, u64)>,
+}
+
+/// The intervals for `levels` (level 1 first, then the automatic levels
+/// above it, ascending) with failure rates `rates` (per second, one per
+/// level: the failures each level is the lowest to recover from) and
+/// checkpoint costs `costs` (seconds).
+///
+/// ```
+/// use frame::checkpoint::tuning::choose;
+/// use frame::level::Level;
+///
+/// // Paper 003's example: N1 = 10.95 level-1 checkpoints in a 657 s pattern.
+/// let c = choose(&[Level::L1, Level::L2], &[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
+/// assert!((c.period.as_secs_f64() - 60.0).abs() < 0.5);
+/// assert_eq!(c.every, vec![(Level::L2, 11)]);
+/// ```
+pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
+    let (n, w) = crate::sim::opt_par(rates, costs);
+    let n1 = n
+        .first()
+        .copied()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or(1.0);
+    let period = Duration::try_from_secs_f64(w / n1)
+        .unwrap_or(MAX_PERIOD)
+        .clamp(MIN_PERIOD, MAX_PERIOD);
+    let every = levels
+        .iter()
+        .zip(&n)
+        .skip(1)
+        .map(|(level, ni)| {
+            let k = if ni.is_finite() && *ni > 0.0 {
+                (n1 / ni).round()
+            } else {
+                1.0
+            };
+            (*level, k.clamp(1.0, 1e9) as u64)
+        })
+        .collect();
+    Choice { period, every }
+}
+
+/// Running cost estimates and the intervals chosen from them.
+#[derive(Clone, Debug)]
+pub struct Tuner {
+    levels: Vec<Level>,
+    rates: Vec<f64>,
+    costs: Vec<Option<f64>>,
+    chosen: Choice,
+}
+
+impl Tuner {
+    /// A tuner for `levels` (level 1 first) with mean times between
+    /// failures `mtbf` (one per level); starts from an assumed cost of one
+    /// second per level.
+    pub fn new(levels: Vec<Level>, mtbf: &[Duration]) -> Self {
+        let rates: Vec<f64> = mtbf
+            .iter()
+            .map(|m| 1.0 / m.as_secs_f64().max(1e-3))
+            .collect();
+        let chosen = choose(&levels, &rates, &vec![ASSUMED_COST; levels.len()]);
+        Self {
+            costs: vec![None; levels.len()],
+            levels,
+            rates,
+            chosen,
+        }
+    }
+
+    /// The intervals in force.
+    pub fn choice(&self) -> &Choice {
+        &self.chosen
+    }
+
+    /// Whether any checkpoint's cost was measured yet.
+    pub fn measured(&self) -> bool {
+        self.costs.iter().any(Option::is_some)
+    }
+
+    /// Records that a checkpoint whose highest level was `highest` blocked
+    /// the program for `cost`; returns the new intervals when they moved
+    /// enough to change.
+    pub fn observe(&mut self, highest: Level, cost: Duration) -> Option<&Choice> {
+        let i = self.levels.iter().rposition(|l| *l <= highest)?;
+        let c = cost.as_secs_f64();
+        self.costs[i] = Some(match self.costs[i] {
+            Some(old) => old + WEIGHT * (c - old),
+            None => c,
+        });
+        let costs = self.estimates();
+        let next = choose(&self.levels, &self.rates, &costs);
+        let old = self.chosen.period.as_secs_f64();
+        let moved = (next.period.as_secs_f64() - old).abs() > CHANGE * old
+            || next.every != self.chosen.every;
+        if moved {
+            self.chosen = next;
+            Some(&self.chosen)
+        } else {
+            None
+        }
+    }
+
+    /// Each level's cost estimate: measured, or the next lower level's
+    /// (a level costs the program at least what the levels below it do),
+    /// or the assumed cost.
+    fn estimates(&self) -> Vec<f64> {
+        let mut out = Vec::with_capacity(self.costs.len());
+        for c in &self.costs {
+            let below = out.last().copied().unwrap_or(ASSUMED_COST);
+            out.push(c.unwrap_or(below).max(1e-6));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_level_follows_youngs_period() {
+        // With one level, opt_par is Young's formula: sqrt(2 C M).
+        let c = choose(&[Level::L1], &[1.0 / 3600.0], &[2.0]);
+        assert!((c.period.as_secs_f64() - (2.0f64 * 2.0 * 3600.0).sqrt()).abs() < 0.01);
+        assert!(c.every.is_empty());
+    }
+
+    #[test]
+    fn costlier_or_rarer_levels_are_promoted_less_often() {
+        let levels = [Level::L1, Level::L2, Level::L4];
+        let rates = [1.0 / 600.0, 1.0 / 7200.0, 1.0 / 86400.0];
+        let c = choose(&levels, &rates, &[0.5, 0.5, 0.5]);
+        let k: Vec<u64> = c.every.iter().map(|(_, k)| *k).collect();
+        assert!(k[0] > 1 && k[1] > k[0], "{c:?}");
+        let dearer = choose(&levels, &rates, &[0.5, 0.5, 20.0]);
+        assert!(dearer.every[1].1 > c.every[1].1, "{dearer:?} against {c:?}");
+    }
+
+    #[test]
+    fn the_period_stays_within_bounds() {
+        let c = choose(&[Level::L1], &[1e9], &[1e-9]);
+        assert_eq!(c.period, MIN_PERIOD);
+        let c = choose(&[Level::L1], &[1e-12], &[1e6]);
+        assert_eq!(c.period, MAX_PERIOD);
+    }
+
+    #[test]
+    fn intervals_converge_on_a_synthetic_cost_and_failure_profile() {
+        let levels = vec![Level::L1, Level::L2, Level::L3];
+        let mtbf = [
+            Duration::from_secs(1800),
+            Duration::from_secs(6 * 3600),
+            Duration::from_secs(48 * 3600),
+        ];
+        let truth = [2.0, 5.0, 30.0];
+        let mut t = Tuner::new(levels.clone(), &mtbf);
+        // Checkpoints whose cost wobbles by +-20 % around the truth, each
+        // level in the proportion the current choice promotes it.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for n in 1..=400u64 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let wobble = 0.8 + 0.4 * (rng % 1000) as f64 / 1000.0;
+            let every = t.choice().every.clone();
+            let highest = every
+                .iter()
+                .rev()
+                .find(|(_, k)| n % k == 0)
+                .map_or(Level::L1, |(l, _)| *l);
+            let i = levels.iter().position(|l| *l == highest).unwrap();
+            t.observe(highest, Duration::from_secs_f64(truth[i] * wobble));
+        }
+        let rates: Vec<f64> = mtbf.iter().map(|m| 1.0 / m.as_secs_f64()).collect();
+        let ideal = choose(&levels, &rates, &truth);
+        let got = t.choice();
+        let ratio = got.period.as_secs_f64() / ideal.period.as_secs_f64();
+        assert!((0.85..1.15).contains(&ratio), "{got:?} against {ideal:?}");
+        for ((l, k), (_, ik)) in got.every.iter().zip(&ideal.every) {
+            let r = *k as f64 / *ik as f64;
+            assert!((0.7..1.4).contains(&r), "{l}: every {k} against {ik}");
+        }
+    }
+
+    #[test]
+    fn a_level_not_measured_yet_costs_what_the_one_below_does() {
+        let mut t = Tuner::new(
+            vec![Level::L1, Level::L2],
+            &[Duration::from_secs(600), Duration::from_secs(6000)],
+        );
+        t.observe(Level::L1, Duration::from_secs(3));
+        assert_eq!(t.estimates(), vec![3.0, 3.0]);
+        t.observe(Level::L2, Duration::from_secs(9));
+        assert_eq!(t.estimates(), vec![3.0, 9.0]);
+    }
+}
