@@ -22,6 +22,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+pub mod plot;
 pub mod projection;
 pub mod table3;
 

@@ -51,6 +51,19 @@ pub struct SimArgs {
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
+    /// With --reproduce or --project: also write the plot to this SVG file
+    /// (overhead against MTBF per strategy; recovery time against nodes).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<std::path::PathBuf>,
+}
+
+/// Writes `doc` (or its error) to `path`.
+fn write_svg(path: &std::path::Path, doc: Result<String, String>) -> anyhow::Result<()> {
+    let doc = doc.map_err(|e| anyhow::anyhow!("plot: {e}"))?;
+    std::fs::write(path, doc)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    eprintln!("plot written to {}", path.display());
+    Ok(())
 }
 
 fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
@@ -88,6 +101,9 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         } else {
             print!("{}", projection::table(&measured));
         }
+        if let Some(path) = &a.svg {
+            write_svg(path, sim::plot::projection_svg(&measured))?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Paper::Paper003) = a.reproduce {
@@ -101,7 +117,13 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
             print!("{}", table3::table(&rows));
             println!("(± the 95 % confidence half-width; percentages: reduction against coordinated; the fourth pair is simulated at 240/1200, see `frame::sim::table3`)");
         }
+        if let Some(path) = &a.svg {
+            write_svg(path, sim::plot::table3_svg(&rows))?;
+        }
         return Ok(ExitCode::SUCCESS);
+    }
+    if a.svg.is_some() {
+        anyhow::bail!("--svg goes with --reproduce or --project");
     }
     let levels = a.mtbf.len();
     if levels == 0 || a.checkpoint.len() != levels || a.recovery.len() != levels {
