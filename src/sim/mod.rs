@@ -24,6 +24,7 @@ use rand_chacha::ChaCha8Rng;
 
 pub mod plot;
 pub mod projection;
+pub mod retrieval;
 pub mod table3;
 
 /// The optimal multi-level pattern for failure rates `lam` (per second,

@@ -23,6 +23,12 @@ pub struct SimArgs {
     /// the figures measured on the 2-core test machine.
     #[arg(long, value_name = "FILE|test-machine")]
     project: Option<String>,
+    /// Simulate the job (--planned, --step, --mtbf, --checkpoint) at 16 to
+    /// 1024 nodes with recoveries costed from measured figures (as for
+    /// --project): online with frame, online with the iterative baseline,
+    /// redeployed with the baseline.
+    #[arg(long, value_name = "FILE|test-machine")]
+    retrieval: Option<String>,
     /// Planned computation, seconds.
     #[arg(long, default_value_t = 3600.0)]
     planned: f64,
@@ -80,16 +86,49 @@ fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
     Ok(Strategy::Async { k, levels })
 }
 
+/// The measured figures named by `source` (a JSON file or `test-machine`).
+fn measured(source: &str) -> anyhow::Result<projection::Measured> {
+    if source == "test-machine" {
+        return Ok(projection::Measured::test_machine());
+    }
+    let text = std::fs::read_to_string(source)
+        .map_err(|e| anyhow::anyhow!("cannot read {source}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+}
+
 /// `frame sim`.
 pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
-    if let Some(source) = &a.project {
-        let measured = if source == "test-machine" {
-            projection::Measured::test_machine()
-        } else {
-            let text = std::fs::read_to_string(source)
-                .map_err(|e| anyhow::anyhow!("cannot read {source}: {e}"))?;
-            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))?
+    if let Some(source) = &a.retrieval {
+        let m = measured(source)?;
+        let levels = a.mtbf.len();
+        if !(1..=4).contains(&levels) || a.checkpoint.len() != levels {
+            anyhow::bail!("--mtbf and --checkpoint need one value per level, 1 to 4 levels");
+        }
+        let job = sim::retrieval::Job {
+            planned: a.planned,
+            step: a.step,
+            mtbf: a.mtbf.clone(),
+            checkpoint: a.checkpoint.clone(),
         };
+        if a.json {
+            let mut n = 16.0;
+            while n <= 1024.0 {
+                for c in sim::retrieval::compare(&m, n, &job, a.runs, a.seed) {
+                    println!("{}", serde_json::to_string(&c)?);
+                }
+                n *= 4.0;
+            }
+        } else {
+            println!(
+                "a {} s job, MTBF {:?} s, checkpoints {:?} s; recoveries projected from measured costs; {} runs per point, seed {}",
+                a.planned, a.mtbf, a.checkpoint, a.runs, a.seed
+            );
+            print!("{}", sim::retrieval::table(&m, &job, a.runs, a.seed));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(source) = &a.project {
+        let measured = measured(source)?;
         if a.json {
             let mut n = 16.0;
             while n <= 1024.0 {
