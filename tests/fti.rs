@@ -30,9 +30,10 @@ fn libfti() -> PathBuf {
     profile_dir
 }
 
-/// The C programs, compiled once with `mpicc` against `fti.h` and libfti.
+/// The C programs, compiled once with `mpicc` against `fti.h` and libfti
+/// (into cargo's directory for test files, not a temporary one: statics
+/// are never dropped).
 struct Programs {
-    _dir: tempfile::TempDir,
     heat: PathBuf,
     vars: PathBuf,
 }
@@ -41,9 +42,10 @@ fn programs() -> &'static Programs {
     static BUILT: OnceLock<Programs> = OnceLock::new();
     BUILT.get_or_init(|| {
         let lib = libfti();
-        let dir = scratch();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fti-programs");
+        std::fs::create_dir_all(&dir).expect("programs directory");
         let compile = |source: &str, name: &str| {
-            let out = dir.path().join(name);
+            let out = dir.join(name);
             let mut cmd = Command::new("mpicc");
             cmd.args(common::C_FLAGS)
                 .arg("-I")
@@ -61,7 +63,6 @@ fn programs() -> &'static Programs {
         Programs {
             heat: compile("examples/c/fti_heat.c", "fti_heat"),
             vars: compile("tests/c/fti_vars.c", "fti_vars"),
-            _dir: dir,
         }
     })
 }

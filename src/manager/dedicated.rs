@@ -38,7 +38,7 @@
 use super::{Link, Manager, Options};
 use crate::auth::Secret;
 use crate::comm::mpi::{placement, receive, Nodes};
-use crate::comm::net::{Bind, Endpoint};
+use crate::comm::net::Bind;
 use crate::config::Config;
 use mpi::collective::SystemOperation;
 use mpi::raw::AsRaw;
@@ -66,7 +66,21 @@ pub struct Program {
     comm: SimpleCommunicator,
     node: u32,
     link: Link,
-    tie: Option<(SimpleCommunicator, i32)>,
+    _tie: Tie,
+}
+
+/// Lets the node's manager rank go when dropped.
+struct Tie {
+    job: SimpleCommunicator,
+    manager: i32,
+}
+
+impl Drop for Tie {
+    fn drop(&mut self) {
+        self.job
+            .process_at_rank(self.manager)
+            .send_with_tag(&[0u8][..], TAG_DONE);
+    }
 }
 
 impl Program {
@@ -85,24 +99,9 @@ impl Program {
         &self.link
     }
 
-    /// Lets the node's manager go (also done on drop). Call it after the
-    /// checkpointer finalized.
-    pub fn release(mut self) {
-        self.let_go();
-    }
-
-    fn let_go(&mut self) {
-        if let Some((job, manager)) = self.tie.take() {
-            job.process_at_rank(manager)
-                .send_with_tag(&[0u8][..], TAG_DONE);
-        }
-    }
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        self.let_go();
-    }
+    /// Lets the node's manager go (dropping does the same). Call it after
+    /// the checkpointer finalized.
+    pub fn release(self) {}
 }
 
 /// Makes the first rank of every node (grouped as `nodes` says) its
@@ -135,28 +134,24 @@ pub fn split(job: &impl Communicator, nodes: Nodes, cfg: &Config) -> Result<Role
         serve(&job, place.node, members, cfg, secret);
         return Ok(Role::Served);
     }
-    let Some(comm) = program else {
-        return Err("MPI gave a program rank no communicator".into());
-    };
-    let bytes = receive(job.as_raw(), manager, TAG_ENDPOINT);
+    // From here on, every way out lets the manager go.
+    let tie = Tie { job, manager };
     let node = place.node;
-    let mut me = Program {
-        comm,
-        node,
-        link: Link {
-            endpoint: Endpoint::Unix(Default::default()),
-            secret,
-        },
-        tie: Some((job, manager)),
-    };
+    let bytes = receive(tie.job.as_raw(), manager, TAG_ENDPOINT);
     if bytes.is_empty() || bytes.len() > MAX_ENDPOINT {
         return Err(format!(
             "the manager of node {node} (rank {manager}) did not start (see its message)"
         ));
     }
-    me.link.endpoint = serde_json::from_slice(&bytes)
+    let endpoint = serde_json::from_slice(&bytes)
         .map_err(|e| format!("the manager of node {node} sent an unreadable address: {e}"))?;
-    Ok(Role::Program(me))
+    let comm = program.ok_or("MPI gave a program rank no communicator")?;
+    Ok(Role::Program(Program {
+        comm,
+        node,
+        link: Link { endpoint, secret },
+        _tie: tie,
+    }))
 }
 
 /// The job's secret, made by rank 0 and sent to all (zeros when rank 0

@@ -110,7 +110,7 @@ fn place(world: &SimpleCommunicator, fti: &FtiFile) -> Result<Placement, String>
 /// `FTI_Checkpoint` even when its interval is 0.
 fn frame_config(fti: &FtiFile) -> Config {
     let mut cfg = fti.config.clone();
-    if cfg.source_of("job.id") == Source::Default || cfg.job.id == "fti" {
+    if cfg.source_of("job.id") == Source::Default {
         if let Some(name) = program_name() {
             cfg.job.id = name;
         }
