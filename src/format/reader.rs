@@ -124,44 +124,8 @@ impl CheckpointFile {
         let path = path.as_ref();
         let err = |k: FormatErrorKind| FormatError::new(path, k);
         let actual = file.metadata().map_err(|e| err(e.into()))?.len();
-        let mut fixed = [0u8; HEADER_SIZE];
-        if actual < HEADER_SIZE as u64 {
-            // Distinguish "not ours" from "ours but cut short" where possible.
-            let mut probe = vec![0u8; actual as usize];
-            file.read_exact_at(&mut probe, 0)
-                .map_err(|e| err(e.into()))?;
-            if !layout::MAGIC.starts_with(&probe[..probe.len().min(8)]) {
-                return Err(err(FormatErrorKind::BadMagic));
-            }
-            return Err(err(FormatErrorKind::Truncated {
-                expected: HEADER_SIZE as u64,
-                actual,
-            }));
-        }
-        file.read_exact_at(&mut fixed, 0)
-            .map_err(|e| err(e.into()))?;
-        let raw =
-            RawHeader::read_from_bytes(&fixed[..]).map_err(|_| err(inconsistent("header size")))?;
-        if raw.magic != layout::MAGIC {
-            return Err(err(FormatErrorKind::BadMagic));
-        }
-        if raw.version.get() != VERSION {
-            return Err(err(FormatErrorKind::Version(raw.version.get())));
-        }
-        let header_len = u64::from(raw.header_len.get());
-        if header_len < HEADER_SIZE as u64 || header_len > MAX_HEADER {
-            return Err(err(inconsistent(format!("header length {header_len}"))));
-        }
-        if actual < header_len {
-            return Err(err(FormatErrorKind::Truncated {
-                expected: header_len,
-                actual,
-            }));
-        }
-        let mut head = vec![0u8; header_len as usize];
-        file.read_exact_at(&mut head, 0)
-            .map_err(|e| err(e.into()))?;
-        let (header, regions, chunks) = parse(&head, actual).map_err(err)?;
+        let (header, regions, chunks) =
+            read_head(actual, |buf, at| file.read_exact_at(buf, at)).map_err(err)?;
         Ok(Self {
             path: path.to_path_buf(),
             file,
@@ -170,6 +134,53 @@ impl CheckpointFile {
             chunks,
             map: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Checks a whole file held in memory, `image`, as [`open`](Self::open)
+    /// and [`verify`](Self::verify) together would check it on disk: header,
+    /// tables, length and every chunk. `path` names it in errors. Used where
+    /// a file arrives whole (from another node, a decode or level 4) before
+    /// it is written, so that it is checked without being read back.
+    pub fn verify_image(image: &[u8], path: impl AsRef<Path>) -> Result<FileHeader, FormatError> {
+        let path = path.as_ref();
+        let err = |k: FormatErrorKind| FormatError::new(path, k);
+        let (header, _, chunks) = read_head(image.len() as u64, |buf, at| {
+            let start = usize::try_from(at).unwrap_or(usize::MAX);
+            match image.get(start..start.saturating_add(buf.len())) {
+                Some(src) => {
+                    buf.copy_from_slice(src);
+                    Ok(())
+                }
+                None => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            }
+        })
+        .map_err(err)?;
+        let mut check = ChunkCheck::new().map_err(err)?;
+        for c in &chunks {
+            // The layout was validated: every chunk lies inside the image.
+            let stored = image
+                .get(c.offset as usize..c.offset as usize + c.stored_len as usize)
+                .unwrap_or_default();
+            check.check(c, stored).map_err(err)?;
+        }
+        Ok(header)
+    }
+
+    /// Reads the whole file with one read and checks every chunk in
+    /// memory; the bytes, for sending or installing elsewhere.
+    pub fn read_verified(&self) -> Result<Vec<u8>, FormatError> {
+        let mut bytes = vec![0u8; self.header.file_len as usize];
+        self.file
+            .read_exact_at(&mut bytes, 0)
+            .map_err(|e| self.err(e.into()))?;
+        let mut check = ChunkCheck::new().map_err(|k| self.err(k))?;
+        for c in &self.chunks {
+            let stored = bytes
+                .get(c.offset as usize..c.offset as usize + c.stored_len as usize)
+                .unwrap_or_default();
+            check.check(c, stored).map_err(|k| self.err(k))?;
+        }
+        Ok(bytes)
     }
 
     /// The file's path.
@@ -237,13 +248,7 @@ impl CheckpointFile {
     }
 
     fn crc_error(&self, c: &ChunkInfo, computed: u32) -> FormatError {
-        self.err(FormatErrorKind::ChunkCrc {
-            region: c.region,
-            chunk: c.index,
-            offset: c.offset,
-            stored: c.crc,
-            computed,
-        })
+        self.err(crc_error(c, computed))
     }
 
     /// Chunk `c`'s stored bytes in the file's mapping (mapped on first use),
@@ -299,18 +304,7 @@ impl CheckpointFile {
         src: &[u8],
         dst: &mut [u8],
     ) -> Result<(), FormatError> {
-        let bad = |message: String| {
-            self.err(FormatErrorKind::Decompress {
-                region: c.region,
-                chunk: c.index,
-                message,
-            })
-        };
-        match dec.decompress_to_buffer(src, dst) {
-            Ok(n) if n == dst.len() => Ok(()),
-            Ok(n) => Err(bad(format!("{n} bytes, expected {}", dst.len()))),
-            Err(e) => Err(bad(e.to_string())),
-        }
+        decompress_into(c, dec, src, dst).map_err(|k| self.err(k))
     }
 
     /// Loads region `id` into `dst`, which must be exactly the region's size.
@@ -376,23 +370,120 @@ impl CheckpointFile {
     pub fn verify(&self) -> Vec<FormatError> {
         let mut problems = Vec::new();
         let mut stored = Vec::new();
-        let mut raw = Vec::new();
-        let mut decoder = match zstd::bulk::Decompressor::new() {
-            Ok(d) => d,
-            Err(e) => return vec![self.err(e.into())],
+        let mut check = match ChunkCheck::new() {
+            Ok(c) => c,
+            Err(k) => return vec![self.err(k)],
         };
         for c in &self.chunks {
-            if let Err(e) = self.read_stored(c, &mut stored) {
-                problems.push(e);
+            stored.resize(c.stored_len as usize, 0);
+            if let Err(e) = self.file.read_exact_at(&mut stored, c.offset) {
+                problems.push(self.err(e.into()));
                 continue;
             }
-            if c.codec == Codec::Zstd {
-                raw.resize(c.raw_len as usize, 0);
-                if let Err(e) = self.decompress(c, &mut decoder, &stored, &mut raw) {
-                    problems.push(e);
-                }
+            if let Err(k) = check.check(c, &stored) {
+                problems.push(self.err(k));
             }
         }
         problems
+    }
+}
+
+/// Reads and validates a file's fixed header, tables and length through
+/// `read_at` (a positioned read of the file, `actual` bytes long).
+fn read_head(
+    actual: u64,
+    read_at: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
+) -> Result<(FileHeader, Vec<RegionEntry>, Vec<ChunkInfo>), FormatErrorKind> {
+    let mut fixed = [0u8; HEADER_SIZE];
+    if actual < HEADER_SIZE as u64 {
+        // Distinguish "not ours" from "ours but cut short" where possible.
+        let mut probe = vec![0u8; actual as usize];
+        read_at(&mut probe, 0)?;
+        if !layout::MAGIC.starts_with(&probe[..probe.len().min(8)]) {
+            return Err(FormatErrorKind::BadMagic);
+        }
+        return Err(FormatErrorKind::Truncated {
+            expected: HEADER_SIZE as u64,
+            actual,
+        });
+    }
+    read_at(&mut fixed, 0)?;
+    let raw = RawHeader::read_from_bytes(&fixed[..]).map_err(|_| inconsistent("header size"))?;
+    if raw.magic != layout::MAGIC {
+        return Err(FormatErrorKind::BadMagic);
+    }
+    if raw.version.get() != VERSION {
+        return Err(FormatErrorKind::Version(raw.version.get()));
+    }
+    let header_len = u64::from(raw.header_len.get());
+    if header_len < HEADER_SIZE as u64 || header_len > MAX_HEADER {
+        return Err(inconsistent(format!("header length {header_len}")));
+    }
+    if actual < header_len {
+        return Err(FormatErrorKind::Truncated {
+            expected: header_len,
+            actual,
+        });
+    }
+    let mut head = vec![0u8; header_len as usize];
+    read_at(&mut head, 0)?;
+    parse(&head, actual)
+}
+
+/// Checks chunks' stored bytes: the CRC, and that compressed ones
+/// decompress to their original length.
+struct ChunkCheck {
+    decoder: zstd::bulk::Decompressor<'static>,
+    raw: Vec<u8>,
+}
+
+impl ChunkCheck {
+    fn new() -> Result<Self, FormatErrorKind> {
+        Ok(Self {
+            decoder: zstd::bulk::Decompressor::new()?,
+            raw: Vec::new(),
+        })
+    }
+
+    fn check(&mut self, c: &ChunkInfo, stored: &[u8]) -> Result<(), FormatErrorKind> {
+        let computed = crc32fast::hash(stored);
+        if computed != c.crc {
+            return Err(crc_error(c, computed));
+        }
+        if c.codec == Codec::Zstd {
+            self.raw.resize(c.raw_len as usize, 0);
+            decompress_into(c, &mut self.decoder, stored, &mut self.raw)?;
+        }
+        Ok(())
+    }
+}
+
+fn crc_error(c: &ChunkInfo, computed: u32) -> FormatErrorKind {
+    FormatErrorKind::ChunkCrc {
+        region: c.region,
+        chunk: c.index,
+        offset: c.offset,
+        stored: c.crc,
+        computed,
+    }
+}
+
+/// Decompresses chunk `c`'s stored bytes `src` into `dst`, which must come
+/// out exactly full.
+fn decompress_into(
+    c: &ChunkInfo,
+    dec: &mut zstd::bulk::Decompressor<'_>,
+    src: &[u8],
+    dst: &mut [u8],
+) -> Result<(), FormatErrorKind> {
+    let bad = |message: String| FormatErrorKind::Decompress {
+        region: c.region,
+        chunk: c.index,
+        message,
+    };
+    match dec.decompress_to_buffer(src, dst) {
+        Ok(n) if n == dst.len() => Ok(()),
+        Ok(n) => Err(bad(format!("{n} bytes, expected {}", dst.len()))),
+        Err(e) => Err(bad(e.to_string())),
     }
 }

@@ -150,7 +150,17 @@ fn every_header_byte_is_protected() {
             CheckpointFile::open(&bad).is_err(),
             "flip at {at} undetected"
         );
+        let err = CheckpointFile::verify_image(&b, &bad)
+            .err()
+            .unwrap_or_else(|| panic!("flip at {at} undetected in memory"));
+        assert!(err.to_string().contains("bad.fck"), "{err}");
     }
+    assert!(CheckpointFile::verify_image(&good, &path).is_ok());
+    let read = CheckpointFile::open(&path)
+        .unwrap()
+        .read_verified()
+        .unwrap();
+    assert_eq!(read, good);
     assert_eq!(written.file_len as usize, good.len());
 }
 
@@ -183,6 +193,17 @@ fn data_flips_are_found_by_load_and_verify() {
                 let info = file.region(c.region).unwrap();
                 let mut out = vec![0u8; info.bytes() as usize];
                 assert!(file.load_region(c.region, &mut out).is_err());
+                // The same damage, found in memory: one read, or an image
+                // that arrived whole.
+                for err in [
+                    file.read_verified().unwrap_err(),
+                    CheckpointFile::verify_image(&b, &path).unwrap_err(),
+                ] {
+                    assert!(
+                        matches!(err.kind, FormatErrorKind::ChunkCrc { chunk, .. } if chunk == c.index),
+                        "{err}"
+                    );
+                }
             }
         }
     }
@@ -204,6 +225,11 @@ fn truncation_and_trailing_bytes_are_detected() {
             "len {len}: {err}"
         );
         assert!(err.to_string().contains("cut.fck"));
+        let err = CheckpointFile::verify_image(&good[..len], &cut).unwrap_err();
+        assert!(
+            matches!(err.kind, FormatErrorKind::Truncated { .. }),
+            "len {len} in memory: {err}"
+        );
     }
     let mut longer = good.clone();
     longer.extend_from_slice(b"junk");
@@ -240,7 +266,11 @@ fn garbage_never_panics() {
             b
         };
         std::fs::write(&path, &bytes).unwrap();
+        let in_memory = CheckpointFile::verify_image(&bytes, &path).is_ok();
+        let on_disk = CheckpointFile::open(&path).is_ok_and(|f| f.verify().is_empty());
+        assert_eq!(in_memory, on_disk, "round {round}");
         if let Ok(file) = CheckpointFile::open(&path) {
+            assert_eq!(file.read_verified().is_ok(), on_disk, "round {round}");
             let _ = file.verify();
             for info in file.regions() {
                 let mut out = vec![0u8; info.bytes() as usize];

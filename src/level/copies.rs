@@ -175,7 +175,7 @@ impl CopyStore {
         super::l1::open_rank_file(ckpt, &self.job_id, id, rank, self.level, world_size)
     }
 
-    /// Reads `rank`'s copy of checkpoint `id` whole, checked chunk by chunk,
+    /// Reads `rank`'s copy of checkpoint `id` whole (one read), checked chunk by chunk,
     /// with its record turned back into a level-1 record.
     pub fn read(
         &self,
@@ -185,10 +185,7 @@ impl CopyStore {
     ) -> Result<(Metadata, Vec<u8>), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
         let (file, mut meta) = self.open_in(&ckpt, id, rank, world_size)?;
-        if let Some(e) = file.verify().into_iter().next() {
-            return Err(e.into());
-        }
-        let bytes = commit::read_exact(&ckpt, &names::data_file(rank), meta.file_len)?;
+        let bytes = file.read_verified()?;
         meta.level = Level::L1.number();
         Ok((meta, bytes))
     }

@@ -28,7 +28,10 @@ use super::fsio::StorageError;
 use super::names::{self, L1_DIR, POINTER, SPARE};
 use super::slot::Slot;
 use super::{Level, Owner};
-use crate::format::{self, Compression, FormatError, Metadata, RegionSource, WriteSpec};
+use crate::format::{
+    self, CheckpointFile, Compression, FormatError, FormatErrorKind, Metadata, RegionSource,
+    WriteSpec,
+};
 use crate::safefs::{Dir, Lock};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -321,13 +324,26 @@ impl L1Store {
 
     /// Puts back this rank's file of checkpoint `meta.checkpoint_id`, fetched
     /// from a higher level (`bytes`, described by the level-1 record
-    /// `meta`), as a level-1 checkpoint: durable, then visible, then every
-    /// chunk checked (a damaged copy is removed again and reported).
-    /// Recovery then loads it like any other.
+    /// `meta`), as a level-1 checkpoint. Every chunk is checked in memory
+    /// first, so that a copy damaged at its level (or decoded from damaged
+    /// parity) is refused before it is written and recovery tries the next
+    /// level instead of failing to load; then the file is made durable,
+    /// then visible. Recovery then loads it like any other.
     pub fn install(&mut self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
         let id = meta.checkpoint_id;
         let mut meta = meta.clone();
         meta.level = Level::L1.number();
+        let header = CheckpointFile::verify_image(bytes, self.data_path(id))?;
+        if (header.checkpoint_id, header.rank, header.stamp) != (id, meta.rank, meta.stamp) {
+            return Err(FormatError::new(
+                self.data_path(id),
+                FormatErrorKind::Metadata(format!(
+                    "the file fetched is checkpoint {} of rank {} (stamp {:#x}), its record says checkpoint {id} of rank {} (stamp {:#x})",
+                    header.checkpoint_id, header.rank, header.stamp, meta.rank, meta.stamp
+                )),
+            )
+            .into());
+        }
         let mut slot = self.take_spare()?;
         if let Err(e) = slot.fill_bytes(bytes) {
             self.spares.push(slot);
@@ -336,22 +352,15 @@ impl L1Store {
         // An earlier copy of this rank (damaged, or of another run) goes.
         self.live.remove(&id);
         self.settle(id, slot, &meta)?;
-        // Every chunk is checked now, so that a copy damaged at its level
-        // (or decoded from damaged parity) makes recovery try the next
-        // level instead of failing to load.
-        let problem = match self.open_checkpoint(id) {
-            Ok((file, _)) => file.verify().into_iter().next().map(StorageError::from),
-            Err(e) => Some(e),
-        };
-        match problem {
-            None => Ok(()),
-            Some(e) => {
-                if let Err(r) = self.abort(id) {
-                    tracing::warn!(checkpoint = id, error = %r, "could not remove a damaged copy");
-                }
-                Err(e)
+        // The record and the file written must agree (their contents were
+        // checked above).
+        if let Err(e) = self.open_checkpoint(id) {
+            if let Err(r) = self.abort(id) {
+                tracing::warn!(checkpoint = id, error = %r, "could not remove a damaged copy");
             }
+            return Err(e);
         }
+        Ok(())
     }
 
     /// Moves a filled slot into checkpoint `id`'s directory and writes its record.
