@@ -202,3 +202,36 @@ fn fti_config_prints_frames_toml_and_warns_about_ignored_keys() {
     assert_eq!(status.code(), Some(2));
     assert!(err.contains("missing.fti"), "{err}");
 }
+
+#[test]
+fn sim_reproduces_paper_003_as_json_lines() {
+    let (status, out, err) = run(
+        Command::new(frame_bin()).args([
+            "sim",
+            "--reproduce",
+            "paper-003",
+            "--json",
+            "--runs",
+            "400",
+        ]),
+        DEADLINE,
+    );
+    assert!(status.success(), "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(rows.len(), frame::sim::table3::MTBF.len(), "{out}");
+    for ((row, mtbf), paper) in rows
+        .iter()
+        .zip(frame::sim::table3::MTBF)
+        .zip(frame::sim::table3::PAPER)
+    {
+        let f = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"));
+        assert_eq!((f("mtbf1"), f("mtbf2")), mtbf);
+        let (c, k2, k5) = (f("coordinated_s"), f("async_k2_s"), f("async_k5_s"));
+        // 400 runs: a wider band than the library's 2000-run test.
+        assert!((c - paper.0).abs() / paper.0 < 0.1, "{c} vs {}", paper.0);
+        assert!(k5 < k2 && k2 < c, "{row}");
+    }
+}

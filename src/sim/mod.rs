@@ -6,8 +6,11 @@
 //! the job advances its computed time by a step, pays for the checkpoints
 //! due after that step, and fails when the wall-clock time passes the next
 //! failure of some level (independent exponential inter-arrival times, one
-//! rate per level). A failure of level i is repaired by the checkpoints of
-//! level i or above:
+//! rate per level). A checkpoint of level j writes every level up to j and
+//! costs the sum of their costs: a level-2 checkpoint of the pattern is
+//! also one of its N_1 level-1 checkpoints, as [`opt_par`] counts the
+//! pattern's cost (and as frame writes level 1 before promoting). A
+//! failure of level i is repaired by the checkpoints of level i or above:
 //! - **coordinated**: every process rolls back to the last such checkpoint
 //!   and recomputes (recovery cost R_i plus the lost work, at full cost);
 //! - **asynchronous** (sender-based message logging, k spare processes
@@ -166,7 +169,9 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
         let dt = model.step.min(model.planned - comp);
         let after = comp + dt;
         let due = (0..levels).rev().find(|&j| after + eps >= next[j]);
-        let end = wall + dt + due.map_or(0.0, |j| model.checkpoint[j]);
+        // A checkpoint of level j writes levels 1..=j, as `opt_par`'s
+        // pattern cost (sum of N_i C_i) counts it and as frame promotes.
+        let end = wall + dt + due.map_or(0.0, |j| model.checkpoint[..=j].iter().sum::<f64>());
         let (lvl, at) =
             next_failure
                 .iter()

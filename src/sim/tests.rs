@@ -37,7 +37,8 @@ fn without_failures_the_overhead_is_the_checkpoints() {
     while t < m.planned - 1e-9 {
         t += m.step;
         if t + 1e-9 >= next2 {
-            expected += 6.0;
+            // Level 2 writes level 1 too.
+            expected += 1.0 + 6.0;
             next1 = t + m.periods[0];
             next2 = t + m.periods[1];
         } else if t + 1e-9 >= next1 {
@@ -70,16 +71,16 @@ fn asynchronous_recovery_never_costs_more_than_coordinated_on_the_same_failures(
 }
 
 /// Paper 003's Table 3 with 2000 runs per point (the full 10 000 are in
-/// `frame sim --reproduce paper-003`): coordinated means within 6 % of the
-/// paper's, the reductions within 9 points (the model's reductions are
-/// 3 to 8 points above the paper's; see `table3`).
+/// `frame sim --reproduce paper-003`): coordinated means within 4 % of the
+/// paper's, the reductions within 8 points (the model's reductions are
+/// 2 to 6 points above the paper's; see `table3`).
 #[test]
 fn table_3_is_reproduced() {
     let rows = table3::reproduce(2000, 2024);
     for (r, p) in rows.iter().zip(PAPER) {
         let off = (r.coordinated_s - p.0).abs() / p.0;
         assert!(
-            off < 0.06,
+            off < 0.04,
             "coordinated {:.0} vs {} at {}/{}",
             r.coordinated_s,
             p.0,
@@ -90,7 +91,7 @@ fn table_3_is_reproduced() {
             let a = 100.0 * (r.coordinated_s - ours) / r.coordinated_s;
             let b = 100.0 * (p.0 - theirs) / p.0;
             assert!(
-                (a - b).abs() < 9.0,
+                (a - b).abs() < 8.0,
                 "reduction {a:.1} % vs {b:.1} % at {}/{}",
                 r.mtbf1,
                 r.mtbf2
