@@ -1,7 +1,8 @@
 //! FTI programs on frame's libfti (`--features mpi`), under `mpiexec` with
 //! 8 ranks as 4 virtual nodes: a heat-diffusion program written against
 //! `fti.h` only, killed and run again, with node directories lost, with
-//! dedicated manager ranks (`head = 1`); FTI's calls for variables; and bad
+//! dedicated manager ranks (`head = 1`), with intervals frame chooses
+//! (`[frame] mtbf`); FTI's calls for variables; and bad
 //! configurations, each a clear error rather than a hang.
 #![cfg(feature = "mpi")]
 
@@ -192,6 +193,55 @@ fn fti_heat_with_a_dedicated_manager_rank_per_node() {
     // 4 program ranks instead of 8: the same grid, the same result.
     assert_eq!(final_checksum(&job.out), reference());
     killed_and_resumed(1, &[1], &[], "L2", 119);
+}
+
+#[test]
+fn fti_heat_with_automatic_intervals_from_the_frame_section() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti_config(dir.path(), 0, 2, 1);
+    // Short MTBFs: intervals of a fraction of a second on this small grid.
+    let text = std::fs::read_to_string(&config).unwrap() + "[Frame]\nMTBF = 4s, 8s, 16s, 32s\n";
+    std::fs::write(&config, text).unwrap();
+    let steps = "600";
+    let run = |crash_at: Option<&str>| {
+        let mut args = vec![config.to_str().unwrap(), "96", "80", steps];
+        args.extend(crash_at);
+        // No interval overrides: the section alone decides.
+        mpiexec(dir.path(), 8, &programs().heat, &args, &[])
+    };
+    let clean = run(None);
+    assert!(clean.status.success(), "{}", clean.out);
+    assert!(
+        clean.out.contains("automatic intervals chosen"),
+        "no interval choice logged:\n{}",
+        clean.out
+    );
+    let written: u32 = clean
+        .out
+        .lines()
+        .find_map(|l| l.strip_prefix("checkpoints: "))
+        .and_then(|rest| rest.split(',').next()?.parse().ok())
+        .expect("checkpoint count");
+    assert!(written >= 2, "only {written} checkpoint(s):\n{}", clean.out);
+    // The measured costs replaced the assumed one.
+    assert!(
+        clean
+            .out
+            .contains("automatic intervals chosen again from the measured costs"),
+        "{}",
+        clean.out
+    );
+    let crashed = run(Some("500"));
+    assert!(!crashed.status.success(), "{}", crashed.out);
+    let resumed = run(Some("500"));
+    assert!(resumed.status.success(), "{}", resumed.out);
+    assert!(
+        resumed.out.contains("restarted at step "),
+        "{}",
+        resumed.out
+    );
+    assert_eq!(final_checksum(&resumed.out), final_checksum(&clean.out));
 }
 
 #[test]

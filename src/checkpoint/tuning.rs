@@ -74,6 +74,14 @@ pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
     Choice { period, every }
 }
 
+/// For each level above 1, the exact (unrounded) number of checkpoints
+/// between two of its promotions that [`choose`] rounds.
+fn exact_every(rates: &[f64], costs: &[f64]) -> Vec<f64> {
+    let (n, _) = crate::sim::opt_par(rates, costs);
+    let n1 = n.first().copied().unwrap_or(1.0);
+    n.iter().skip(1).map(|ni| n1 / ni).collect()
+}
+
 /// Running cost estimates and the intervals chosen from them.
 #[derive(Clone, Debug)]
 pub struct Tuner {
@@ -122,7 +130,21 @@ impl Tuner {
             None => c,
         });
         let costs = self.estimates();
-        let next = choose(&self.levels, &self.rates, &costs);
+        let mut next = choose(&self.levels, &self.rates, &costs);
+        // A promotion count changes only once its exact value has left the
+        // old count by half a step plus CHANGE, so that a value near a
+        // rounding boundary does not flip the choice at every checkpoint.
+        let exact = exact_every(&self.rates, &costs);
+        for ((_, k), (&(_, old), x)) in next
+            .every
+            .iter_mut()
+            .zip(self.chosen.every.iter().zip(exact))
+        {
+            let old_f = old as f64;
+            if (x - old_f).abs() <= 0.5 + CHANGE * old_f {
+                *k = old;
+            }
+        }
         let old = self.chosen.period.as_secs_f64();
         let moved = (next.period.as_secs_f64() - old).abs() > CHANGE * old
             || next.every != self.chosen.every;
@@ -134,14 +156,23 @@ impl Tuner {
         }
     }
 
-    /// Each level's cost estimate: measured, or the next lower level's
-    /// (a level costs the program at least what the levels below it do),
-    /// or the assumed cost.
+    /// Each level's cost estimate: measured; or the nearest lower level's
+    /// (a level costs the program at least what the levels below it do);
+    /// or, with nothing measured below, the cheapest measured level above
+    /// (a checkpoint of a higher level did this level's work too, so it
+    /// bounds this one: the first checkpoint, which every level takes,
+    /// measures them all); or the assumed cost.
     fn estimates(&self) -> Vec<f64> {
         let mut out = Vec::with_capacity(self.costs.len());
-        for c in &self.costs {
-            let below = out.last().copied().unwrap_or(ASSUMED_COST);
-            out.push(c.unwrap_or(below).max(1e-6));
+        for (i, c) in self.costs.iter().enumerate() {
+            let below = self.costs[..i].iter().rev().find_map(|c| *c);
+            let above = self.costs[i + 1..]
+                .iter()
+                .flatten()
+                .copied()
+                .reduce(f64::min);
+            let estimate = c.or(below).or(above).unwrap_or(ASSUMED_COST);
+            out.push(estimate.max(1e-6));
         }
         out
     }
@@ -214,6 +245,56 @@ mod tests {
             let r = *k as f64 / *ik as f64;
             assert!((0.7..1.4).contains(&r), "{l}: every {k} against {ik}");
         }
+    }
+
+    #[test]
+    fn a_first_checkpoint_at_every_level_measures_them_all() {
+        let mut t = Tuner::new(
+            vec![Level::L1, Level::L2, Level::L4],
+            &[
+                Duration::from_secs(1),
+                Duration::from_secs(2),
+                Duration::from_secs(8),
+            ],
+        );
+        let assumed = t.choice().period;
+        let moved = t
+            .observe(Level::L4, Duration::from_millis(50))
+            .cloned()
+            .expect("a new choice");
+        assert_eq!(t.estimates(), vec![0.05, 0.05, 0.05]);
+        // Costs 20x smaller: a period about sqrt(20) ~ 4.5x shorter.
+        let ratio = assumed.as_secs_f64() / moved.period.as_secs_f64();
+        assert!((4.0..5.0).contains(&ratio), "{ratio}");
+        // A cheaper level-1 checkpoint measured later takes over below.
+        t.observe(Level::L1, Duration::from_millis(10));
+        assert_eq!(t.estimates(), vec![0.01, 0.01, 0.05]);
+    }
+
+    #[test]
+    fn a_count_near_a_rounding_boundary_does_not_flip() {
+        let levels = vec![Level::L1, Level::L2];
+        let mtbf = [Duration::from_secs(100), Duration::from_secs(1000)];
+        let mut t = Tuner::new(levels, &mtbf);
+        // L2 every sqrt(10 * c2 / c1): with c2 / c1 = 0.62 that is 2.49,
+        // rounded to 2; the running estimate wobbling across 2.5 (70 ms
+        // alone takes it to 2.53) must not change it.
+        t.observe(Level::L1, Duration::from_millis(100));
+        t.observe(Level::L2, Duration::from_millis(40));
+        for _ in 0..40 {
+            t.observe(Level::L2, Duration::from_millis(62));
+        }
+        let k = t.choice().every[0].1;
+        assert_eq!(k, 2);
+        for c in [70u64, 55, 72, 54, 75, 52] {
+            t.observe(Level::L2, Duration::from_millis(c));
+            assert_eq!(t.choice().every[0].1, k, "after {c} ms");
+        }
+        // A real move (L2 now as dear as L1: every 3.2) changes it.
+        for _ in 0..20 {
+            t.observe(Level::L2, Duration::from_millis(100));
+        }
+        assert_eq!(t.choice().every[0].1, 3);
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! reported too. frame never writes the file: it finds a restart from its
 //! own checkpoints.
 //!
+//! One section is frame's own, and FTI ignores it: `[frame] mtbf = 6h, 2d`
+//! (one mean time between failures per level, level 1 first) makes every
+//! level the file enables (`ckpt_lN` > 0) checkpoint at intervals frame
+//! chooses and tunes from those rates and the costs it measures
+//! (`snapshot.interval = "auto"`), instead of FTI's fixed minutes.
+//!
 //! ```
 //! use frame::config::fti::FtiFile;
 //!
@@ -89,6 +95,8 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("advanced", "lustre_striping_offset", Use::Unsupported("-1")),
     ("advanced", "local_test", Use::Applied),
     ("advanced", "fast_forward", Use::Unsupported("1")),
+    // frame's own section, which FTI ignores: see `automatic`.
+    ("frame", "mtbf", Use::Applied),
 ];
 
 /// frame's keys that an FTI file sets.
@@ -106,6 +114,7 @@ const APPLIED: &[&str] = &[
     "l4.chunk_size",
     "retention.keep_on_finalize",
     "topology.ranks_per_node",
+    "auto.mtbf",
 ];
 
 /// An FTI configuration file, read.
@@ -192,6 +201,71 @@ impl Values {
             Some(p) => Ok(Some(super::types::expand_user(p))),
         }
     }
+}
+
+/// `[frame] mtbf`: automatic intervals for every level `every` enables
+/// (FTI's `ckpt_l1`..`ckpt_l4`, minutes, 0 = off), with one MTBF per level
+/// up to the highest enabled one.
+fn automatic(v: &Values, cfg: &mut Config, every: &[i64; 4]) -> Result<(), ConfigError> {
+    let Some(raw) = v.text("frame", "mtbf") else {
+        return Ok(());
+    };
+    let mut mtbf = Vec::new();
+    for (i, part) in raw.split(',').map(str::trim).enumerate() {
+        let d = humantime::parse_duration(part).map_err(|e| {
+            v.error(
+                "frame",
+                "mtbf",
+                format!(
+                    "entry {} (`{part}`) is not a duration such as 6h or 2d: {e}",
+                    i + 1
+                ),
+            )
+        })?;
+        if d.is_zero() {
+            return Err(v.error(
+                "frame",
+                "mtbf",
+                format!("entry {} (level {}) is zero", i + 1, i + 1),
+            ));
+        }
+        mtbf.push(d);
+    }
+    let Some(highest) = every.iter().rposition(|m| *m > 0) else {
+        return Err(v.error(
+            "frame",
+            "mtbf",
+            "no level is enabled (every ckpt_lN is 0): there is nothing to choose intervals for",
+        ));
+    };
+    if mtbf.len() < highest + 1 || mtbf.len() > 4 {
+        return Err(v.error(
+            "frame",
+            "mtbf",
+            format!(
+                "has {} entries: ckpt_l{} enables level {}, so give 1 MTBF per level for levels 1 to {} (at most 4)",
+                mtbf.len(),
+                highest + 1,
+                highest + 1,
+                highest + 1
+            ),
+        ));
+    }
+    cfg.auto.mtbf = mtbf;
+    cfg.snapshot.interval = Interval::Auto;
+    for (level, on) in [
+        &mut cfg.l2.interval,
+        &mut cfg.l3.interval,
+        &mut cfg.l4.interval,
+    ]
+    .into_iter()
+    .zip(&every[1..])
+    {
+        if *on > 0 {
+            *level = Interval::Auto;
+        }
+    }
+    Ok(())
 }
 
 fn minutes(m: i64) -> Interval {
@@ -298,6 +372,7 @@ impl FtiFile {
         } else {
             Interval::Calls(0)
         };
+        automatic(v, &mut cfg, &every)?;
         let mut inline = [true; 3];
         for (i, sync) in inline.iter_mut().enumerate() {
             *sync = v.flag("basic", &format!("inline_l{}", i + 2), true)?;
@@ -386,7 +461,7 @@ fn unknown_keys(v: &Values) -> Vec<String> {
         let lower = section.to_ascii_lowercase();
         if !KEYS.iter().any(|(s, ..)| *s == lower) {
             out.push(format!(
-                "{}: section [{section}] is not one of FTI's ([basic], [restart], [injection], [advanced]) and is ignored",
+                "{}: section [{section}] is not one of FTI's ([basic], [restart], [injection], [advanced]) or frame's ([frame]) and is ignored",
                 v.origin.display()
             ));
             continue;

@@ -274,3 +274,57 @@ fn errors_in_frames_checks_name_the_fti_file() {
     let e = e.unwrap_err().to_string();
     assert!(e.contains("/f.fti") && e.contains("block_size"), "{e}");
 }
+
+#[test]
+fn frame_section_turns_the_enabled_levels_to_automatic_intervals() {
+    let text = FULL
+        .replace("Ckpt_L3 = 7", "Ckpt_L3 = 0")
+        .replace("Ckpt_L4 = 11", "Ckpt_L4 = 0")
+        + "\n[Frame]\nMTBF = 2h, 1day\n";
+    let fti = FtiFile::parse(&text, "auto.fti").unwrap();
+    assert!(fti.warnings.is_empty(), "{:?}", fti.warnings);
+    let c = &fti.config;
+    assert_eq!(c.snapshot.interval, Interval::Auto);
+    assert_eq!(c.l2.interval, Interval::Auto);
+    assert!(c.l3.interval.is_zero() && c.l4.interval.is_zero());
+    assert_eq!(
+        c.auto.mtbf,
+        vec![Duration::from_secs(7200), Duration::from_secs(86400)]
+    );
+    // Without the section FTI's minutes stay.
+    let plain = FtiFile::parse(FULL, "plain.fti").unwrap();
+    assert_eq!(plain.config.snapshot.interval, minutes(3));
+    assert_eq!(plain.config.l4.interval, minutes(11));
+}
+
+#[test]
+fn frame_section_errors_name_the_file_and_key() {
+    for (section, expect) in [
+        ("MTBF = 2h, 1d", "ckpt_l4 enables level 4"),
+        ("MTBF = 2h, soon, 1w, 1y", "entry 2 (`soon`)"),
+        ("MTBF = 2h, 0s, 1w, 1y", "entry 2 (level 2) is zero"),
+        ("MTBF = 1h, 2h, 3h, 4h, 5h", "has 5 entries"),
+    ] {
+        let text = format!("{FULL}\n[frame]\n{section}\n");
+        let err = FtiFile::parse(&text, "bad.fti").unwrap_err().to_string();
+        assert!(
+            err.contains("bad.fti") && err.contains("[frame] mtbf") && err.contains(expect),
+            "{section}: {err}"
+        );
+    }
+    let off = FULL
+        .replace("Ckpt_L1 = 3", "Ckpt_L1 = 0")
+        .replace("Ckpt_L2 = 5", "Ckpt_L2 = 0")
+        .replace("Ckpt_L3 = 7", "Ckpt_L3 = 0")
+        .replace("Ckpt_L4 = 11", "Ckpt_L4 = 0")
+        + "[frame]\nmtbf = 1h\n";
+    let err = FtiFile::parse(&off, "off.fti").unwrap_err().to_string();
+    assert!(err.contains("no level is enabled"), "{err}");
+    let stray = format!("{FULL}\n[frame]\nmtbf = 1h, 2h, 3h, 4h\nperiod = 5\n");
+    let fti = FtiFile::parse(&stray, "stray.fti").unwrap();
+    assert!(
+        fti.warnings.iter().any(|w| w.contains("[frame] period")),
+        "{:?}",
+        fti.warnings
+    );
+}
