@@ -18,7 +18,8 @@
 //!
 //! Run: `cargo bench --bench levels`. `FRAME_BENCH_MIB` sets the data per
 //! rank (default 64; the recovery figure in the README uses 256);
-//! `FRAME_BENCH_ONLY_BLOCKING=1` runs only the first part. Prints medians.
+//! `FRAME_BENCH_ONLY_BLOCKING=1` runs only the first part,
+//! `FRAME_BENCH_ONLY_RECOVERY=1` only the last. Prints medians.
 
 use frame::comm::{Comm, LocalComm};
 use frame::config::{Config, Interval};
@@ -417,6 +418,10 @@ fn main() {
             "/tmp"
         })
         .expect("temp dir");
+    if std::env::var_os("FRAME_BENCH_ONLY_RECOVERY").is_some() {
+        recovery(base.path(), per_rank);
+        return;
+    }
     blocking(base.path(), per_rank);
     blocking_separate(base.path(), per_rank);
     if std::env::var_os("FRAME_BENCH_ONLY_BLOCKING").is_none() {

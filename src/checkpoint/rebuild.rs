@@ -214,7 +214,7 @@ impl Checkpointer<'_> {
         }
         let files = match problem {
             Some(e) => Err(e),
-            None => decode(m, &s, &stripes, &got, &d.missing),
+            None => decode(m, &s, &stripes, got, &d.missing),
         };
         for &target in &d.targets {
             let file = files.as_ref().map_err(Clone::clone).and_then(|f| {
@@ -309,30 +309,61 @@ fn shards_of(
 }
 
 /// Rebuilds the blobs of `missing` positions and splits them into files.
+/// The shards received are moved, not copied, and the stripes are decoded
+/// on every core (the other ranks wait for this decoder's files).
 fn decode(
     m: &GroupManifest,
     s: &Stripes,
     stripes: &[usize],
-    got: &[(usize, Vec<Vec<u8>>)],
+    got: Vec<(usize, Vec<Vec<u8>>)>,
     missing: &[usize],
 ) -> Result<Vec<(Metadata, Vec<u8>)>, String> {
     let piece = m.piece as usize;
     let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
-    let mut blobs: Vec<Vec<u8>> = missing.iter().map(|_| vec![0u8; piece * s.k()]).collect();
-    for (i, &t) in stripes.iter().enumerate() {
-        let data = s.data_nodes(t);
-        let mut shards: Vec<Option<Vec<u8>>> = vec![None; s.g];
-        for (pos, list) in got {
-            let Some(shard) = list.get(i).filter(|b| b.len() == piece) else {
+    let mut per_stripe: Vec<Vec<Option<Vec<u8>>>> = vec![vec![None; s.g]; stripes.len()];
+    for (pos, list) in got {
+        let mut list = list.into_iter();
+        for (i, &t) in stripes.iter().enumerate() {
+            let Some(shard) = list.next().filter(|b| b.len() == piece) else {
                 return Err(format!("position {pos} sent no usable shard of stripe {t}"));
             };
-            let slot = match s.data_index(t, *pos) {
+            let slot = match s.data_index(t, pos) {
                 Some(x) => x,
-                None => s.k() + s.parity_index(t, *pos).unwrap_or(0),
+                None => s.k() + s.parity_index(t, pos).unwrap_or(0),
             };
-            shards[slot] = Some(shard.clone());
+            per_stripe[i][slot] = Some(shard);
         }
-        codec.reconstruct(&mut shards).map_err(|e| e.to_string())?;
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, stripes.len().max(1));
+    let share = stripes.len().div_ceil(threads).max(1);
+    let codec = &codec;
+    let failed = std::thread::scope(|scope| {
+        let workers: Vec<_> = per_stripe
+            .chunks_mut(share)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter_mut()
+                        .try_for_each(|shards| codec.reconstruct(shards))
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a decoding thread panicked".into()))
+            })
+            .find_map(Result::err)
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut blobs: Vec<Vec<u8>> = missing.iter().map(|_| vec![0u8; piece * s.k()]).collect();
+    for (shards, &t) in per_stripe.iter_mut().zip(stripes) {
+        let data = s.data_nodes(t);
         for (b, &pos) in missing.iter().enumerate() {
             if let Some(x) = data.iter().position(|p| *p == pos) {
                 let q = s
@@ -340,8 +371,8 @@ fn decode(
                     .iter()
                     .position(|y| *y == t)
                     .unwrap_or(0);
-                let shard = shards[x].as_ref().ok_or("stripe not decoded")?;
-                blobs[b][q * piece..(q + 1) * piece].copy_from_slice(shard);
+                let shard = shards[x].take().ok_or("stripe not decoded")?;
+                blobs[b][q * piece..(q + 1) * piece].copy_from_slice(&shard);
             }
         }
     }

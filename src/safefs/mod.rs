@@ -335,7 +335,10 @@ impl Dir {
     /// Reads regular file `name`, refusing files larger than `max` bytes.
     pub fn read_capped(&self, name: &str, max: u64) -> FsResult<Vec<u8>> {
         let f = self.open_read(name)?;
-        let mut bytes = Vec::new();
+        // Sized once from the file's length (at most the cap): reading
+        // through `take` would otherwise grow the buffer by doubling.
+        let hint = f.metadata().map_or(0, |m| m.len()).min(max);
+        let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0).saturating_add(1));
         f.take(max + 1)
             .read_to_end(&mut bytes)
             .map_err(|e| FsError::io("read", self.join(name), e))?;

@@ -69,12 +69,17 @@ impl ErasureStore {
     /// here) then data file, concatenated in order, with the entries.
     pub fn blob(&self, id: u64, ranks: &[u32]) -> Result<(Vec<u8>, Vec<BlobEntry>), StorageError> {
         let ckpt = self.copies.checkpoint_dir(id, false)?;
-        let mut blob = Vec::new();
-        let mut entries = Vec::new();
+        let mut parts = Vec::with_capacity(ranks.len());
         for &rank in ranks {
             let record = ckpt.read_capped(&names::record_file(rank), crate::format::MAX_RECORD)?;
             let meta = Metadata::from_json(&record, ckpt.join(&names::record_file(rank)))?;
             let data = commit::read_exact(&ckpt, &names::data_file(rank), meta.file_len)?;
+            parts.push((rank, record, data));
+        }
+        let total = parts.iter().map(|(_, r, d)| r.len() + d.len()).sum();
+        let mut blob = Vec::with_capacity(total);
+        let mut entries = Vec::with_capacity(parts.len());
+        for (rank, record, data) in parts {
             entries.push(BlobEntry {
                 rank,
                 record_len: record.len() as u64,
