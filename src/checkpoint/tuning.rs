@@ -49,37 +49,41 @@ pub struct Choice {
 /// assert_eq!(c.every, vec![(Level::L2, 11)]);
 /// ```
 pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
+    let (n1, w, exact) = pattern(rates, costs);
+    let period = Duration::try_from_secs_f64(w / n1)
+        .unwrap_or(MAX_PERIOD)
+        .clamp(MIN_PERIOD, MAX_PERIOD);
+    let every = levels
+        .iter()
+        .skip(1)
+        .zip(exact)
+        .map(|(level, x)| (*level, x.round().clamp(1.0, 1e9) as u64))
+        .collect();
+    Choice { period, every }
+}
+
+/// The optimal pattern: level-1 checkpoints per pattern, the pattern's
+/// length, and for each level above 1 the exact (unrounded) number of
+/// checkpoints between two of its promotions (1 where undefined).
+fn pattern(rates: &[f64], costs: &[f64]) -> (f64, f64, Vec<f64>) {
     let (n, w) = crate::sim::opt_par(rates, costs);
     let n1 = n
         .first()
         .copied()
         .filter(|v| v.is_finite() && *v > 0.0)
         .unwrap_or(1.0);
-    let period = Duration::try_from_secs_f64(w / n1)
-        .unwrap_or(MAX_PERIOD)
-        .clamp(MIN_PERIOD, MAX_PERIOD);
-    let every = levels
+    let exact = n
         .iter()
-        .zip(&n)
         .skip(1)
-        .map(|(level, ni)| {
-            let k = if ni.is_finite() && *ni > 0.0 {
-                (n1 / ni).round()
+        .map(|ni| {
+            if ni.is_finite() && *ni > 0.0 {
+                n1 / ni
             } else {
                 1.0
-            };
-            (*level, k.clamp(1.0, 1e9) as u64)
+            }
         })
         .collect();
-    Choice { period, every }
-}
-
-/// For each level above 1, the exact (unrounded) number of checkpoints
-/// between two of its promotions that [`choose`] rounds.
-fn exact_every(rates: &[f64], costs: &[f64]) -> Vec<f64> {
-    let (n, _) = crate::sim::opt_par(rates, costs);
-    let n1 = n.first().copied().unwrap_or(1.0);
-    n.iter().skip(1).map(|ni| n1 / ni).collect()
+    (n1, w, exact)
 }
 
 /// Running cost estimates and the intervals chosen from them.
@@ -134,7 +138,7 @@ impl Tuner {
         // A promotion count changes only once its exact value has left the
         // old count by half a step plus CHANGE, so that a value near a
         // rounding boundary does not flip the choice at every checkpoint.
-        let exact = exact_every(&self.rates, &costs);
+        let (_, _, exact) = pattern(&self.rates, &costs);
         for ((_, k), (&(_, old), x)) in next
             .every
             .iter_mut()

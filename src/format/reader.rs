@@ -155,14 +155,7 @@ impl CheckpointFile {
             }
         })
         .map_err(err)?;
-        let mut check = ChunkCheck::new().map_err(err)?;
-        for c in &chunks {
-            // The layout was validated: every chunk lies inside the image.
-            let stored = image
-                .get(c.offset as usize..c.offset as usize + c.stored_len as usize)
-                .unwrap_or_default();
-            check.check(c, stored).map_err(err)?;
-        }
+        check_image(&chunks, image).map_err(err)?;
         Ok(header)
     }
 
@@ -173,13 +166,7 @@ impl CheckpointFile {
         self.file
             .read_exact_at(&mut bytes, 0)
             .map_err(|e| self.err(e.into()))?;
-        let mut check = ChunkCheck::new().map_err(|k| self.err(k))?;
-        for c in &self.chunks {
-            let stored = bytes
-                .get(c.offset as usize..c.offset as usize + c.stored_len as usize)
-                .unwrap_or_default();
-            check.check(c, stored).map_err(|k| self.err(k))?;
-        }
+        check_image(&self.chunks, &bytes).map_err(|k| self.err(k))?;
         Ok(bytes)
     }
 
@@ -428,6 +415,24 @@ fn read_head(
     let mut head = vec![0u8; header_len as usize];
     read_at(&mut head, 0)?;
     parse(&head, actual)
+}
+
+/// Checks every chunk of a whole file held in memory. The layout was
+/// validated against the image's length, so every chunk lies inside it; a
+/// chunk that does not is reported as truncation, never a panic.
+fn check_image(chunks: &[ChunkInfo], image: &[u8]) -> Result<(), FormatErrorKind> {
+    let mut check = ChunkCheck::new()?;
+    for c in chunks {
+        let stored = usize::try_from(c.offset)
+            .ok()
+            .and_then(|at| image.get(at..at.checked_add(c.stored_len as usize)?))
+            .ok_or(FormatErrorKind::Truncated {
+                expected: c.offset.saturating_add(u64::from(c.stored_len)),
+                actual: image.len() as u64,
+            })?;
+        check.check(c, stored)?;
+    }
+    Ok(())
 }
 
 /// Checks chunks' stored bytes: the CRC, and that compressed ones
