@@ -60,11 +60,15 @@ pub enum Error {
         /// Where and why.
         problems: Vec<RankProblem>,
     },
-    /// No checkpoint can be restored by every rank. Nothing was deleted.
-    #[error("not recoverable: {}\n(nothing was deleted; to start from the beginning, remove the job's checkpoints with `frame clean` in the directories named above, or use another job id)", list(.problems))]
+    /// No checkpoint can be restored by every rank, and the job had
+    /// saved some (or some are damaged): starting over would lose them.
+    /// Nothing was deleted.
+    #[error("not recoverable: {}\n{note}.\nNothing was deleted. To start from the beginning, remove the job's checkpoints with `frame clean` in the directories named above, or use another job id.", list(.problems))]
     NotRecoverable {
-        /// Where and why.
+        /// The ranks that cannot restore, and why.
         problems: Vec<RankProblem>,
+        /// The levels tried and what would have survived the loss.
+        note: String,
     },
     /// The protected regions do not match the checkpoint being restored.
     #[error("protected regions do not match checkpoint {id} on {}", list(.problems))]

@@ -314,7 +314,7 @@ fn a_different_number_of_ranks_is_not_recoverable() {
             e.contains("written by a job of 2 ranks, this run has 3"),
             "{e}"
         );
-        assert!(e.contains("rank 2: no checkpoint found"), "{e}");
+        assert!(e.contains("rank 2: holds no checkpoint"), "{e}");
     }
 }
 

@@ -97,6 +97,11 @@ const STEPS: &str = "200";
 
 /// Runs fti_heat on 8 ranks (96x80 grid, 200 steps).
 fn heat(dir: &Path, config: &Path, crash_at: Option<u32>) -> MpiJob {
+    heat_with(dir, config, crash_at, &LEVELS)
+}
+
+/// Runs fti_heat on 8 ranks with the levels `env` sets instead of [`LEVELS`].
+fn heat_with(dir: &Path, config: &Path, crash_at: Option<u32>, env: &[(&str, &str)]) -> MpiJob {
     let mut args = vec![
         config.to_str().unwrap().to_string(),
         "96".into(),
@@ -105,7 +110,94 @@ fn heat(dir: &Path, config: &Path, crash_at: Option<u32>) -> MpiJob {
     ];
     args.extend(crash_at.map(|c| c.to_string()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    mpiexec(dir, 8, &programs().heat, &args, &LEVELS)
+    mpiexec(dir, 8, &programs().heat, &args, env)
+}
+
+#[test]
+fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_deletes_nothing() {
+    let _serial = serial();
+    let l1_only = [
+        ("FRAME_SNAPSHOT_INTERVAL", "20"),
+        ("FRAME_L2_INTERVAL", "0"),
+        ("FRAME_L3_INTERVAL", "0"),
+        ("FRAME_L4_INTERVAL", "0"),
+    ];
+    let l2_only = [
+        ("FRAME_SNAPSHOT_INTERVAL", "20"),
+        ("FRAME_L2_INTERVAL", "1"),
+        ("FRAME_L3_INTERVAL", "0"),
+        ("FRAME_L4_INTERVAL", "0"),
+    ];
+    /// What is lost after the crash.
+    type Lose = fn(&Path);
+    /// A case: its name, the levels' settings, the loss, what the error names.
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], Lose, &'a [&'a str]);
+    let cases: [Case<'_>; 2] = [
+        (
+            "level 1: rank 3's files and records removed",
+            &l1_only,
+            |local| {
+                for f in common::files_under(&local.join("node-1")) {
+                    let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                    if name.starts_with("rank-000003.") && !f.to_string_lossy().contains("/spare/")
+                    {
+                        std::fs::remove_file(f).unwrap();
+                    }
+                }
+            },
+            &["rank 3:", "Level 1 keeps no copy off a node"],
+        ),
+        (
+            "level 2: adjacent nodes 0 and 1 removed (both copies of ranks 0-3)",
+            &l2_only,
+            |local| {
+                for n in [0, 1] {
+                    std::fs::remove_dir_all(local.join(format!("node-{n}"))).unwrap();
+                }
+            },
+            &["rank 0:", "rank 3:", "levels tried: L1, L2", "Only level 4"],
+        ),
+    ];
+    for (what, env, lose, named) in cases {
+        let dir = scratch();
+        let config = fti_config(dir.path(), 0, 2, 1);
+        let crashed = heat_with(dir.path(), &config, Some(130), env);
+        assert!(
+            crashed.out.contains("crashing at step 130"),
+            "{what}:\n{}",
+            crashed.out
+        );
+        let local = dir.path().join("local");
+        lose(&local);
+        let before = common::file_hashes(&local);
+        assert!(!before.is_empty(), "{what}");
+        let again = heat_with(dir.path(), &config, Some(130), env);
+        assert!(!again.status.success(), "{what}:\n{}", again.out);
+        assert!(
+            again.out.contains("FTI_Init returned -2"),
+            "{what}: FTI_Init must return FTI_NREC:\n{}",
+            again.out
+        );
+        for needle in named
+            .iter()
+            .chain(&["not recoverable", "Nothing was deleted"])
+        {
+            assert!(
+                again.out.contains(needle),
+                "{what}: no {needle:?} in:\n{}",
+                again.out
+            );
+        }
+        assert!(
+            !again.out.contains("final checksum"),
+            "{what}:\n{}",
+            again.out
+        );
+        let after = common::file_hashes(&local);
+        for file in &before {
+            assert!(after.contains(file), "{what}: {file:?} is gone or changed");
+        }
+    }
 }
 
 /// The checksum of a fault-free run.

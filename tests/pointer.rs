@@ -124,22 +124,50 @@ fn a_missing_or_wrong_pointer_neither_loses_nor_hides_a_checkpoint() {
 
 #[test]
 fn a_fresh_start_never_deletes_a_checkpoint() {
-    // Rank 1 alone holds checkpoint 4 (its partner died while writing it);
-    // checkpoints 2..=3 were removed on rank 0: nothing is restorable, the
-    // job starts over, and rank 1's files are still there afterwards.
+    // Rank 0 was killed while writing the first checkpoint, before any
+    // pointer: rank 1 alone holds checkpoint 1. Nothing is restorable and
+    // nothing committed, so the job starts over, and rank 1's files are
+    // still there afterwards.
     let dir = scratch();
-    write(dir.path(), 4);
-    for id in 2..=4u64 {
-        let ckpt = l1(dir.path(), 0).join(format!("ckpt-{id:020}"));
-        std::fs::remove_dir_all(ckpt).unwrap();
+    write(dir.path(), 1);
+    std::fs::remove_dir_all(l1(dir.path(), 0).join(format!("ckpt-{:020}", 1))).unwrap();
+    for node in 0..2 {
+        std::fs::remove_file(latest(dir.path(), node)).unwrap();
     }
-    let kept = l1(dir.path(), 1).join(format!("ckpt-{:020}", 4));
+    let kept = l1(dir.path(), 1).join(format!("ckpt-{:020}", 1));
     assert_eq!(recover(dir.path()), vec![None, None]);
     assert!(
         kept.join("rank-000001.fck").exists(),
         "a fresh start deleted a file"
     );
     assert!(kept.join("rank-000001.meta.json").exists());
+}
+
+#[test]
+fn a_rank_that_lost_committed_checkpoints_is_refused_not_started_over() {
+    // Rank 0's checkpoints 2..=4 are gone after they committed (its node's
+    // pointer still says 4): starting over would throw the job's progress
+    // away, so every rank refuses, naming rank 0, and deletes nothing.
+    let dir = scratch();
+    write(dir.path(), 4);
+    for id in 2..=4u64 {
+        let ckpt = l1(dir.path(), 0).join(format!("ckpt-{id:020}"));
+        std::fs::remove_dir_all(ckpt).unwrap();
+    }
+    let base = dir.path().to_path_buf();
+    let errors = ranks(2, 1, move |comm| {
+        Checkpointer::init(&cfg(&base, comm.node()), &comm)
+            .err()
+            .map(|e| e.to_string())
+    });
+    for e in &errors {
+        let e = e.as_deref().expect("recovery must refuse");
+        assert!(e.contains("not recoverable") && e.contains("rank 0"), "{e}");
+        assert!(e.contains("checkpoint 4 is recorded as committed"), "{e}");
+    }
+    assert_eq!(errors[0], errors[1]);
+    let kept = l1(dir.path(), 1).join(format!("ckpt-{:020}", 4));
+    assert!(kept.join("rank-000001.fck").exists(), "a file was deleted");
 }
 
 #[test]
@@ -189,10 +217,14 @@ fn nodes_that_disagree_about_the_pointer_still_recover() {
 
 #[test]
 fn a_kill_in_the_middle_of_finalize_leaves_a_recoverable_job() {
-    // Finalize had removed rank 1's older checkpoint and its newest record,
-    // but not yet the newest data file, when the job was killed.
+    // Finalize had removed every node's pointer (its first step), then
+    // rank 1's older checkpoint and its newest record, but not yet the
+    // newest data file, when the job was killed.
     let dir = scratch();
     write(dir.path(), 2);
+    for node in 0..2 {
+        std::fs::remove_file(latest(dir.path(), node)).unwrap();
+    }
     std::fs::remove_dir_all(l1(dir.path(), 1).join(format!("ckpt-{:020}", 1))).unwrap();
     let newest = l1(dir.path(), 1).join(format!("ckpt-{:020}", 2));
     std::fs::remove_file(newest.join("rank-000001.meta.json")).unwrap();

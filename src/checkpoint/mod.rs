@@ -34,6 +34,7 @@
 //! ```
 
 mod aware;
+mod evidence;
 mod fetch;
 mod levels;
 mod metrics;
@@ -206,7 +207,7 @@ impl<'c> Checkpointer<'c> {
             .err()
             .map(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")));
         let trouble = agree_on_problems(comm, local.as_deref())?;
-        let mut store = match opened {
+        let store = match opened {
             Ok(store) if trouble.is_empty() => store,
             _ => {
                 return Err(Error::Init {
@@ -219,7 +220,6 @@ impl<'c> Checkpointer<'c> {
         } else {
             None
         };
-        let mut inventory = store.inventory();
         let mut me = Self {
             comm,
             cfg: cfg.clone(),
@@ -235,6 +235,7 @@ impl<'c> Checkpointer<'c> {
             fetched: None,
             aware_excluded: Vec::new(),
         };
+        let mut inventory = me.inventory();
         if let Some(choice) = me.schedule.choice().cloned() {
             me.adopt(
                 &choice,
@@ -255,7 +256,7 @@ impl<'c> Checkpointer<'c> {
                     if let Some(found) = me.fetch_from_levels(&checked)? {
                         tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
                         me.fetched = Some(found);
-                        inventory = me.store.inventory();
+                        inventory = me.inventory();
                     }
                 }
                 me.stats.recovery_rounds += 1;
@@ -290,7 +291,7 @@ impl<'c> Checkpointer<'c> {
             aware::Found::Fetched { level, id, session } => {
                 tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
                 self.fetched = Some((level, id));
-                let inventory = self.store.inventory();
+                let inventory = self.inventory();
                 self.enter_recovery(id, session, inventory);
                 Ok(())
             }
@@ -319,16 +320,8 @@ impl<'c> Checkpointer<'c> {
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
         self.session = ballot.session();
         self.attempts = 0;
-        // With levels, a rank holding nothing while others hold a
-        // checkpoint that provably completed (a later one was begun: ids
-        // are reused until a checkpoint completes) lost it with its node,
-        // and no level could rebuild it: starting over would silently
-        // throw the job's progress away.
-        let lost = self.levels.is_some()
-            && ballot.newest_everywhere() == 0
-            && ballot.newest_anywhere() >= 2;
         match ballot.decide() {
-            Decision::Fresh { next_id } if excluded.is_empty() && !lost => {
+            Decision::Fresh { next_id } if excluded.is_empty() => {
                 self.phase = Phase::Running;
                 self.next_id = next_id;
                 Ok(())
@@ -350,10 +343,9 @@ impl<'c> Checkpointer<'c> {
                     Some(inventory.explain(None))
                 } else if excluded.contains(&wanted) {
                     Some(format!("checkpoint {wanted} failed to load"))
-                } else if lost && inventory.valid.is_empty() {
+                } else if inventory.valid.is_empty() && inventory.damaged.is_empty() {
                     Some(format!(
-                        "{}: its node's storage was lost, and no level (L2 partner copies, L3 parity, L4 global directory) holds a committed copy of a checkpoint for it",
-                        inventory.explain(Some(wanted))
+                        "holds no checkpoint (its node's storage was lost or removed), while other ranks hold checkpoint {wanted}"
                     ))
                 } else {
                     (!holds).then(|| inventory.explain(Some(wanted)))
@@ -368,7 +360,18 @@ impl<'c> Checkpointer<'c> {
                         ),
                     });
                 }
-                Err(Error::NotRecoverable { problems: trouble })
+                Err(Error::NotRecoverable {
+                    problems: trouble,
+                    note: evidence::refusal_note(
+                        &self.cfg,
+                        ballot.committed_anywhere(),
+                        // Some ranks hold what others lost, or a commit is
+                        // recorded and no rank holds anything: storage
+                        // went with a node.
+                        wanted > 0 || (ballot.nothing_damaged() && ballot.committed_anywhere() > 0),
+                        &ballot.levels_with_commits(),
+                    ),
+                })
             }
         }
     }
@@ -514,6 +517,10 @@ impl<'c> Checkpointer<'c> {
         if self.cfg.retention.keep_on_finalize {
             return Ok(());
         }
+        // Every rank reached the end: from here a failure may start over,
+        // as the files are about to go. The runtime forgets its record
+        // before anything is removed.
+        self.comm.note_committed(None);
         if let Some(levels) = self.levels.as_mut() {
             let local = levels.remove_all().err();
             let trouble = agree_on_problems(self.comm, local.as_deref())?;

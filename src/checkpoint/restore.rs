@@ -205,17 +205,23 @@ impl Checkpointer<'_> {
                         tracing::warn!(checkpoint = id, error = %e, "could not remove a damaged file");
                     }
                 }
-                let inventory = self.store.inventory();
+                let inventory = self.inventory();
                 self.start_aware(inventory, self.aware_excluded.clone())
             } else {
                 self.plan(inventory, excluded)
             };
             if let Err(e) = replanned {
                 return Err(match e {
-                    Error::NotRecoverable { problems: mut more } => {
+                    Error::NotRecoverable {
+                        problems: mut more,
+                        note,
+                    } => {
                         let mut all = trouble;
                         all.append(&mut more);
-                        Error::NotRecoverable { problems: all }
+                        Error::NotRecoverable {
+                            problems: all,
+                            note,
+                        }
                     }
                     other => other,
                 });
@@ -306,6 +312,13 @@ impl Checkpointer<'_> {
         });
         self.rebuild_levels(id)?;
         self.store.set_committed(id);
+        // The restored checkpoint is committed on every rank: a node that
+        // got it back from a higher level records it too, so that losing
+        // the others next never looks like a job with no checkpoint.
+        if let Err(e) = self.store.advance(id) {
+            tracing::warn!(checkpoint = id, error = %e, "could not record the restored checkpoint as the newest");
+        }
+        self.comm.note_committed(Some(id));
         self.phase = Phase::Running;
         self.next_id = id + 1;
         self.stats.last_id = Some(id);

@@ -93,6 +93,8 @@ impl Checkpointer<'_> {
                 problems: problems(trouble),
             });
         }
+        // Every rank advanced: the runtime keeps the fact off the nodes.
+        self.comm.note_committed(Some(id));
         if let Err(e) = self.store.retain(self.cfg.retention.keep_last as usize) {
             tracing::warn!(checkpoint = id, error = %e, "could not retire old checkpoints");
         }

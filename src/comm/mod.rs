@@ -112,6 +112,11 @@ pub struct Failures {
     pub ranks: Vec<u32>,
     /// Failed nodes.
     pub nodes: Vec<u32>,
+    /// The newest checkpoint the runtime was told had committed on every
+    /// rank (see [`Comm::note_committed`]), kept by the runtime outside
+    /// the nodes' storage: evidence that survives the loss of every node
+    /// that held the checkpoint.
+    pub committed: Option<u64>,
 }
 
 /// What frame needs from a parallel runtime.
@@ -138,6 +143,15 @@ pub trait Comm: Send {
     /// library plans its recovery from them.
     fn failures(&self) -> Failures {
         Failures::default()
+    }
+
+    /// Tells the runtime that checkpoint `id` committed on every rank, or
+    /// with `None` that the job is removing its checkpoints at its end (so
+    /// a failure from now on may start over). The runtime hands the newest
+    /// such id back in [`Failures::committed`] after a failure. Outside a
+    /// runtime that keeps it, this does nothing.
+    fn note_committed(&self, id: Option<u64>) {
+        let _ = id;
     }
 
     /// Transport primitive: sends bytes with a 64-bit tag. User tags occupy the

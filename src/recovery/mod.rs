@@ -9,10 +9,17 @@
 //! A checkpoint is restorable when every rank holds a sound copy of it (file
 //! and record consistent, in the right place) *with the same stamp*: the
 //! stamp identifies the collective attempt that wrote it, so copies of one
-//! id left by different runs are never mixed. Nothing else matters: no
-//! pointer file, no commit marker. Kills at any step leave either a
-//! checkpoint every rank holds, or leftovers some ranks lack, which are
-//! simply not restorable.
+//! id left by different runs are never mixed. Nothing else decides what is
+//! restored: no pointer file, no commit marker. Kills at any step leave
+//! either a checkpoint every rank holds, or leftovers some ranks lack, which
+//! are simply not restorable.
+//!
+//! Commit evidence decides only between starting over and refusing: when
+//! any rank knows that some checkpoint committed on every rank (its node's
+//! `LATEST` pointer, a higher level's commit marker, or the runtime's own
+//! record, see [`Inventory::committed`]) and no checkpoint is restorable,
+//! the job lost data it had saved, and the decision is
+//! [`Decision::Unrecoverable`], never a fresh start.
 //!
 //! The ballot holds:
 //! - the newest restorable-here id (minimised) and its complement
@@ -22,6 +29,10 @@
 //!   or incomplete included (minimised: the largest id anywhere), so that a
 //!   fresh start numbers its checkpoints past every leftover;
 //! - a random value (minimised: a number all ranks share, the session's);
+//! - the complement of the newest id the rank knows committed everywhere
+//!   (minimised: the newest such id anywhere);
+//! - for levels 2, 3 and 4, whether the rank saw none of the level's commit
+//!   markers (minimised: whether no rank saw one);
 //! - per id modulo [`WINDOW`], for ids within `WINDOW` of the rank's newest:
 //!   a presence flag, the stamp, and the stamp's complement.
 //!
@@ -43,8 +54,15 @@ pub const MAX_KEEP_LAST: u32 = 32;
 /// Number of consecutive checkpoint ids a ballot can tell apart.
 pub const WINDOW: u64 = 64;
 
+/// The levels above 1, in the ballot's order.
+const HIGHER: [crate::level::Level; 3] = [
+    crate::level::Level::L2,
+    crate::level::Level::L3,
+    crate::level::Level::L4,
+];
+
 /// Ballot elements before the per-id slots.
-const HEAD: usize = 5;
+const HEAD: usize = 9;
 const W: usize = WINDOW as usize;
 
 /// A sound copy of a checkpoint held by one rank.
@@ -67,6 +85,14 @@ pub struct Inventory {
     /// Leftovers of interrupted writes or removals (a data file without its
     /// record), each with the reason. They never block anything.
     pub incomplete: Vec<(u64, String)>,
+    /// The newest checkpoint id this rank has evidence of having committed
+    /// on every rank (0: none): its node's `LATEST` pointer, a commit
+    /// marker of a level above 1, or the runtime's record. Evidence never
+    /// picks what is restored; it turns "nothing restorable" from a fresh
+    /// start into an error.
+    pub committed: u64,
+    /// The levels above 1 whose commit markers this rank saw.
+    pub committed_levels: Vec<crate::level::Level>,
 }
 
 impl Inventory {
@@ -106,6 +132,10 @@ impl Inventory {
         }
         let ids: Vec<u64> = self.valid.iter().map(|h| h.id).collect();
         match (ids.is_empty(), self.damaged.first()) {
+            (true, None) if self.committed > 0 => format!(
+                "holds no checkpoint, although checkpoint {} is recorded as committed",
+                self.committed
+            ),
             (true, None) => "no checkpoint found".to_string(),
             (true, Some((i, why))) => format!("no sound checkpoint (checkpoint {i}: {why})"),
             (false, _) => format!("holds sound copies of checkpoints {ids:?}"),
@@ -116,8 +146,9 @@ impl Inventory {
 /// The agreed outcome of recovery planning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// No checkpoint is held soundly by every rank and nothing is damaged:
-    /// start from the beginning. Leftovers are kept (retention removes them
+    /// No checkpoint is held soundly by every rank, nothing is damaged and
+    /// no rank knows of a committed checkpoint (none ever committed, or the
+    /// job was removing its files at its end): start from the beginning. Leftovers are kept (retention removes them
     /// once newer checkpoints exist); new checkpoints start at `next_id`.
     Fresh {
         /// First id past every file any rank holds.
@@ -125,8 +156,10 @@ pub enum Decision {
     },
     /// Every rank restores this checkpoint id.
     Restore(u64),
-    /// Some ranks hold damaged checkpoints and no checkpoint is restorable
-    /// by all. Nothing is deleted in this case.
+    /// No checkpoint is restorable by all, and either some ranks hold
+    /// damaged checkpoints or some rank has evidence that a checkpoint
+    /// committed: data the job saved is lost. Nothing is deleted in this
+    /// case.
     Unrecoverable,
 }
 
@@ -149,6 +182,10 @@ impl Ballot {
         values[2] = u64::from(inventory.damaged.is_empty());
         values[3] = u64::MAX - inventory.largest_id();
         values[4] = random;
+        values[5] = u64::MAX - inventory.committed;
+        for (i, level) in HIGHER.iter().enumerate() {
+            values[6 + i] = u64::from(!inventory.committed_levels.contains(level));
+        }
         // Absent ids do not constrain the stamps.
         values[HEAD + W..].fill(u64::MAX);
         for held in inventory.usable(excluded) {
@@ -188,6 +225,28 @@ impl Ballot {
         self.values[4]
     }
 
+    /// The levels above 1 whose commit markers some rank saw, from a
+    /// reduced ballot.
+    pub fn levels_with_commits(&self) -> Vec<crate::level::Level> {
+        HIGHER
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.values[6 + i] == 0)
+            .map(|(_, l)| *l)
+            .collect()
+    }
+
+    /// Whether no rank holds a damaged checkpoint, from a reduced ballot.
+    pub fn nothing_damaged(&self) -> bool {
+        self.values[2] == 1
+    }
+
+    /// The newest id any rank has evidence committed everywhere (0 if
+    /// none), from a reduced ballot.
+    pub fn committed_anywhere(&self) -> u64 {
+        u64::MAX - self.values[5]
+    }
+
     fn common(&self, id: u64) -> bool {
         let slot = (id % WINDOW) as usize;
         let present = self.values[HEAD + slot] == 1;
@@ -201,14 +260,14 @@ impl Ballot {
     pub fn decide(&self) -> Decision {
         let min_newest = self.values[0];
         let max_newest = self.newest_anywhere();
-        let clean = self.values[2] == 1;
+        let clean = self.nothing_damaged();
         if min_newest > 0 {
             let lowest = (max_newest + 1).saturating_sub(WINDOW).max(1);
             if let Some(id) = (lowest..=min_newest).rev().find(|id| self.common(*id)) {
                 return Decision::Restore(id);
             }
         }
-        if clean {
+        if clean && self.committed_anywhere() == 0 {
             Decision::Fresh {
                 next_id: self.largest_anywhere() + 1,
             }

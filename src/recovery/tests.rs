@@ -178,6 +178,8 @@ fn explanations_name_the_problem() {
         valid: vec![Held { id: 3, stamp: 1 }],
         damaged: vec![(4, "truncated".into())],
         incomplete: vec![(5, "data file without its record".into())],
+        committed: 0,
+        committed_levels: Vec::new(),
     };
     assert_eq!(i.explain(Some(4)), "checkpoint 4 is unusable: truncated");
     assert_eq!(
@@ -186,4 +188,43 @@ fn explanations_name_the_problem() {
     );
     assert_eq!(i.explain(Some(6)), "holds no files of checkpoint 6");
     assert_eq!(inv(&[]).explain(None), "no checkpoint found");
+}
+
+fn with_evidence(mut i: Inventory, committed: u64) -> Inventory {
+    i.committed = committed;
+    i
+}
+
+#[test]
+fn a_lost_rank_with_commit_evidence_elsewhere_is_refused_not_started_over() {
+    // Rank 1's node and its files are gone; rank 0 still holds checkpoint 15
+    // and its node's pointer says 15 committed on every rank.
+    let d = agree(&[with_evidence(inv(&[14, 15]), 15), inv(&[])], &[]);
+    assert_eq!(d, Decision::Unrecoverable);
+    // The evidence may sit on the rank that lost everything (the runtime's
+    // record) or on any other.
+    let d = agree(&[inv(&[15]), with_evidence(inv(&[]), 15)], &[]);
+    assert_eq!(d, Decision::Unrecoverable);
+    // Without evidence, a checkpoint only some ranks completed is a
+    // leftover of an interrupted first checkpoint: start over.
+    assert_eq!(
+        agree(&[inv(&[1]), inv(&[])], &[]),
+        Decision::Fresh { next_id: 2 }
+    );
+}
+
+#[test]
+fn evidence_never_changes_what_is_restored() {
+    let d = agree(&[with_evidence(inv(&[4, 5]), 9), inv(&[4, 5])], &[]);
+    assert_eq!(d, Decision::Restore(5));
+    let d = agree(&[with_evidence(inv(&[4, 5]), 5), inv(&[4])], &[]);
+    assert_eq!(d, Decision::Restore(4));
+}
+
+#[test]
+fn evidence_is_named_when_a_rank_holds_nothing() {
+    let i = with_evidence(inv(&[]), 7);
+    assert!(i
+        .explain(None)
+        .contains("checkpoint 7 is recorded as committed"));
 }

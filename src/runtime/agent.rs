@@ -153,6 +153,35 @@ impl Agent {
         let _ = rx.recv_timeout(FLUSH_TIMEOUT);
     }
 
+    /// Where the rank's communicators pass the commits the checkpoint
+    /// library notes: to the daemon, which forwards them to the root. A
+    /// withdrawal (`None`) waits until the daemon forwarded it, so the root
+    /// knows of it before the rank removes anything.
+    pub(crate) fn commit_notes(&self) -> crate::comm::net::CommitNotes {
+        let handle = self.rt.handle().clone();
+        let to_daemon = Arc::clone(&self.to_daemon);
+        let flushed = Arc::clone(&self.flushed);
+        Arc::new(move |id: Option<u64>| {
+            let msg = FromRank::Committed { id };
+            let send = |msg: FromRank| {
+                let _ = handle.block_on(async {
+                    let mut tx = to_daemon.lock().await;
+                    tx.send(&msg).await
+                });
+            };
+            if id.is_some() {
+                send(msg);
+                return;
+            }
+            let (tx, rx) = mpsc::channel();
+            if let Ok(mut w) = flushed.lock() {
+                *w = Some(tx);
+            }
+            send(msg);
+            let _ = rx.recv_timeout(FLUSH_TIMEOUT);
+        })
+    }
+
     /// Announces that this rank listens and waits for the `Go` of `epoch`.
     pub(crate) fn ready(&self, epoch: u64) {
         self.send(FromRank::Ready {

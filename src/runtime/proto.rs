@@ -56,6 +56,9 @@ pub(crate) struct Go {
     pub failed_nodes: Vec<u32>,
     /// Injections that already fired (never fire again).
     pub fired: Vec<u32>,
+    /// The newest checkpoint the ranks reported committed, if any (see
+    /// [`crate::comm::Comm::note_committed`]).
+    pub committed: Option<u64>,
 }
 
 /// What a daemon tells the root.
@@ -97,6 +100,9 @@ pub(crate) enum ToRoot {
     Exited { rank: u32 },
     /// The daemon is alive; the slowest of its ranks reached this iteration.
     Heartbeat { progress: Option<u64> },
+    /// A rank reported checkpoint `id` committed on every rank (`None`:
+    /// the job is removing its checkpoints at its end).
+    Committed { id: Option<u64> },
 }
 
 /// What a daemon tells one of its ranks.
@@ -135,6 +141,9 @@ pub(crate) enum FromRank {
     /// The rank is alive (sent by its agent, whatever the program does);
     /// the program last called `fault_point` with this iteration.
     Alive { progress: Option<u64> },
+    /// Checkpoint `id` committed on every rank (`None`: the job is removing
+    /// its checkpoints at its end; answer `Flushed` once forwarded).
+    Committed { id: Option<u64> },
 }
 
 /// Longest a control message may wait for its peer to read.

@@ -105,7 +105,9 @@ where
             epoch,
             ranks: go.failed_ranks.clone(),
             nodes: go.failed_nodes.clone(),
-        });
+            committed: go.committed,
+        })
+        .with_commit_notes(agent.commit_notes());
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
         let mut ctx = Context {

@@ -225,11 +225,15 @@ pub fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// Path of a compiled example, building it first if cargo has not.
+/// Path of a compiled example, built (or found up to date) by cargo once
+/// per test process: `cargo test --test NAME` does not build examples, and
+/// an example left from an older build would test old code.
 pub fn example(name: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let profile_dir = profile_dir();
     let path = profile_dir.join("examples").join(name);
-    if !path.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
         let release = profile_dir.ends_with("release");
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args(["build", "--example", name]);
@@ -239,6 +243,7 @@ pub fn example(name: &str) -> PathBuf {
         cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
         let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
         assert!(status.success(), "building example {name} failed:\n{err}");
+        built.push(name.to_string());
     }
     path
 }
@@ -281,6 +286,19 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Every file under `dir` but spare files, with a hash of its contents (to
+/// show that nothing was removed or changed).
+pub fn file_hashes(dir: &Path) -> Vec<(PathBuf, u64)> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().contains("/spare/"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            (p, xxhash_rust::xxh3::xxh3_64(&bytes))
+        })
+        .collect()
 }
 
 /// Pids of live processes whose environment mentions `marker` (the job's

@@ -47,8 +47,11 @@ extern fti_id_t FTI_LDBE; /* long double */
 
 /* Reads configFile (FTI's INI format), sets FTI_COMM_WORLD, starts the
  * managers and finds a checkpoint to recover. FTI_NREC when the file asks
- * for a restart but nothing is recoverable. With head = 1 the first rank of
- * every node serves as its manager and does not return. Collective. */
+ * for a restart but nothing is recoverable, or when the job's checkpoints
+ * exist but some rank cannot restore any of them (the message names the
+ * ranks and the levels tried; nothing is deleted, and FTI stays
+ * uninitialised). With head = 1 the first rank of every node serves as its
+ * manager and does not return. Collective. */
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
 
 /* 1 while a checkpoint found by FTI_Init waits to be recovered, else 0. */

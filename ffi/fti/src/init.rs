@@ -167,7 +167,9 @@ fn start_logging(verbosity: u8, rank: i32) {
 /// Initialises FTI: reads `config_file` (FTI's INI format), finds the nodes,
 /// starts the managers and finds a checkpoint to recover. Returns
 /// `FTI_SCES`, `FTI_NREC` when the file asks for a restart
-/// (`failure` != 0) but no checkpoint is recoverable, or `FTI_NSCS`.
+/// (`failure` != 0) but no checkpoint is recoverable, or when the job's
+/// checkpoints exist but not every rank can restore one (nothing is
+/// deleted and no session is opened), or `FTI_NSCS`.
 /// With `head = 1`, the first rank of every node does not return.
 ///
 /// # Safety

@@ -41,7 +41,10 @@ impl Failure {
 impl From<frame_core::Error> for Failure {
     fn from(e: frame_core::Error) -> Self {
         match e {
-            frame_core::Error::NothingToRecover => Self::no_recovery(e.to_string()),
+            // FTI's code for checkpoints that exist but cannot be restored.
+            frame_core::Error::NothingToRecover | frame_core::Error::NotRecoverable { .. } => {
+                Self::no_recovery(e.to_string())
+            }
             // FTI calls protected regions variables.
             frame_core::Error::Region { id, reason } => {
                 Self::new(format!("variable {id} {reason}"))

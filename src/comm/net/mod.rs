@@ -277,7 +277,12 @@ pub struct NetComm {
     security: Arc<Security>,
     links: Vec<Mutex<Option<Link>>>,
     failures: Failures,
+    notes: Option<CommitNotes>,
 }
+
+/// Where a communicator passes the commits the library notes (see
+/// [`Comm::note_committed`]): the runtime's record of them.
+pub type CommitNotes = Arc<dyn Fn(Option<u64>) + Send + Sync>;
 
 impl NetComm {
     /// A communicator for `epoch`, reaching rank `r` at `table[r]`.
@@ -300,7 +305,15 @@ impl NetComm {
             security,
             links,
             failures: Failures::default(),
+            notes: None,
         }
+    }
+
+    /// The same communicator, passing the commits the library notes to
+    /// `notes`.
+    pub fn with_commit_notes(mut self, notes: CommitNotes) -> Self {
+        self.notes = Some(notes);
+        self
     }
 
     /// The same communicator, telling the library which failures led to
@@ -338,6 +351,12 @@ impl Comm for NetComm {
 
     fn failures(&self) -> Failures {
         self.failures.clone()
+    }
+
+    fn note_committed(&self, id: Option<u64>) {
+        if let Some(notes) = &self.notes {
+            notes(id);
+        }
     }
 
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {

@@ -1,13 +1,16 @@
 //! The reading side of level 1: what a rank holds, and opening a checkpoint
 //! after checking that its record and file belong where they were found.
 
-use super::L1Store;
+use super::{L1Store, Pointer};
 use crate::format::{CheckpointFile, Metadata, Place, MAX_RECORD};
 use crate::level::fsio::StorageError;
-use crate::level::names;
+use crate::level::names::{self, POINTER};
 use crate::level::Level;
 use crate::recovery::{Held, Inventory};
 use crate::safefs::{Dir, Kind};
+
+/// Largest `LATEST` pointer read (it holds a job id and a number).
+const MAX_POINTER: u64 = 4096;
 
 impl L1Store {
     /// What this rank holds: every checkpoint whose file and record are
@@ -15,9 +18,13 @@ impl L1Store {
     /// present but something is wrong (damaged), or whose data file lies
     /// there without a record (incomplete: an interrupted write or removal).
     /// Only headers are read. Leftover temporary files of this rank are
-    /// removed on the way.
+    /// removed on the way. The node's `LATEST` pointer is the rank's
+    /// evidence of a committed checkpoint ([`Inventory::committed`]); a
+    /// pointer that cannot be read counts as damage (it blocks a fresh
+    /// start, never a restore).
     pub fn inventory(&mut self) -> Inventory {
         let mut inv = Inventory::default();
+        self.read_pointer(&mut inv);
         let entries = match self.root.entries() {
             Ok(e) => e,
             Err(e) => {
@@ -47,6 +54,36 @@ impl L1Store {
             }
         }
         inv
+    }
+
+    /// Records what the node's `LATEST` pointer says in `inv`.
+    fn read_pointer(&self, inv: &mut Inventory) {
+        let path = self.root.join(POINTER);
+        let bad = match self.root.kind(POINTER) {
+            None => return,
+            Some(Kind::File) => match self.root.read_capped(POINTER, MAX_POINTER) {
+                Ok(bytes) => match serde_json::from_slice::<Pointer>(&bytes) {
+                    Ok(p) if p.job_id == self.owner.job_id => {
+                        inv.committed = p.checkpoint_id;
+                        return;
+                    }
+                    Ok(p) => format!("names job `{}`", p.job_id),
+                    Err(e) => format!("is unreadable ({e})"),
+                },
+                Err(e) => e.to_string(),
+            },
+            Some(Kind::Symlink) => {
+                "is a symbolic link (frame never follows links it did not create)".into()
+            }
+            Some(_) => "is not a regular file".into(),
+        };
+        inv.damaged.push((
+            0,
+            format!(
+                "the pointer to the newest committed checkpoint {} {bad}",
+                path.display()
+            ),
+        ));
     }
 
     /// Adds this rank's state in checkpoint directory `ckpt` to `inv`.

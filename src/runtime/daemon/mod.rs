@@ -136,6 +136,8 @@ struct Daemon {
     /// The manager process, and how often it was restarted.
     manager: Option<u32>,
     manager_restarts: u32,
+    /// The last commit note forwarded to the root (each is sent once).
+    committed: Option<Option<u64>>,
 }
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
@@ -205,6 +207,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         finishing: false,
         program_broken: false,
         program_joins: false,
+        committed: None,
         unjoined: HashMap::new(),
         manager: None,
         manager_restarts: 0,
@@ -482,7 +485,10 @@ impl Daemon {
     }
 
     async fn on_rank_message(&mut self, pid: u32, rank: u32, msg: FromRank) -> std::io::Result<()> {
-        let flush = matches!(msg, FromRank::Fired { .. } | FromRank::Abort { .. });
+        let flush = matches!(
+            msg,
+            FromRank::Fired { .. } | FromRank::Abort { .. } | FromRank::Committed { id: None }
+        );
         let forward = match msg {
             FromRank::Hello { .. } => None,
             FromRank::Alive { progress } => {
@@ -504,6 +510,10 @@ impl Daemon {
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
+            FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
+                self.committed = Some(id);
+                ToRoot::Committed { id }
+            }),
         };
         if let Some(m) = forward {
             self.to_root.send(&m).await?;

@@ -21,6 +21,7 @@ impl Cluster<'_> {
             failed_ranks: failed_ranks.into_iter().collect(),
             failed_nodes: failed_nodes.into_iter().collect(),
             fired: self.fired.iter().copied().collect(),
+            committed: self.committed,
         };
         self.broadcast(&ToDaemon::Go(go)).await;
         let at = now_ns();

@@ -94,6 +94,9 @@ struct Cluster<'a> {
     /// When the job started, and when progress was last printed (with what).
     began: Instant,
     last_progress: (Instant, Option<u64>),
+    /// The newest checkpoint the ranks reported committed (the job's
+    /// evidence of progress that outlives every node's storage).
+    committed: Option<u64>,
 }
 
 /// Runs a job from start to end.
@@ -155,6 +158,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         cleanup: Vec::new(),
         began,
         last_progress: (began, None),
+        committed: None,
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
@@ -383,6 +387,9 @@ impl Cluster<'_> {
         match msg {
             ToRoot::Hello { .. } => {}
             ToRoot::Heartbeat { progress } => self.nodes[node as usize].progress = progress,
+            ToRoot::Committed { id } => {
+                self.committed = id.map(|id| id.max(self.committed.unwrap_or(0)));
+            }
             ToRoot::NeverJoined { how, .. } => {
                 return Err(RunError::NeverJoined {
                     program: self.launch.program.clone(),
