@@ -316,21 +316,33 @@ fn differential(base: &Path, per_rank: usize) {
     let mut full = Vec::new();
     let mut diff = Vec::new();
     let (mut written, mut total) = (0, 0);
+    let source = base.join("diff-source.bin");
+    let pieces = |bytes: &[u8]| {
+        std::fs::write(&source, bytes).expect("source");
+        let file = std::fs::File::open(&source).expect("source");
+        frame::level::Pieces::new(file, source.clone(), bytes.len() as u64)
+    };
     for rep in 0..5u64 {
         let dir = base.join(format!("diff-{rep}"));
         let store = GlobalStore::open(&dir, "diff", 0).expect("store");
-        store.write(&meta(1), &bytes, chunk, true).expect("base");
+        store
+            .write_from(&meta(1), pieces(&bytes), chunk, true)
+            .expect("base");
         // Change one chunk in ten.
         for c in (0..per_rank / chunk).step_by(10) {
             bytes[c * chunk] ^= 0xff;
         }
+        let file = pieces(&bytes);
         let t = Instant::now();
-        let w = store.write(&meta(2), &bytes, chunk, true).expect("diff");
+        let w = store.write_from(&meta(2), file, chunk, true).expect("diff");
         diff.push(t.elapsed());
         written = w.written;
         total = w.written + w.referenced;
+        let file = pieces(&bytes);
         let t = Instant::now();
-        store.write(&meta(3), &bytes, chunk, false).expect("full");
+        store
+            .write_from(&meta(3), file, chunk, false)
+            .expect("full");
         full.push(t.elapsed());
         std::fs::remove_dir_all(&dir).expect("clean");
     }

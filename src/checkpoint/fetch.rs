@@ -19,16 +19,15 @@ use super::Checkpointer;
 use crate::comm::agree_on_problems;
 use crate::error::Result;
 use crate::format::Metadata;
-use crate::level::{CopyStore, GlobalStore, Level};
+use crate::level::stream::PIECE;
+use crate::level::{CopyStore, GlobalStore, Level, Pieces, StorageError};
 use crate::recovery::copies::{self, Copy, Offer};
 use crate::recovery::{Ballot, Decision, Held, Inventory};
 use serde::{Deserialize, Serialize};
 
-/// Tags of the level-2 transfers (above frame's collectives).
+/// Tags of the file transfers (above frame's collectives).
 const TAG_FETCH_HEAD: u64 = (1 << 32) + 0x1000;
 const TAG_FETCH_DATA: u64 = (1 << 32) + 0x1001;
-/// Largest message of a transfer.
-const PIECE: usize = 64 << 20;
 
 /// What a sender says before the bytes.
 #[derive(Serialize, Deserialize)]
@@ -71,7 +70,7 @@ impl Checkpointer<'_> {
             let world = self.comm.size() as u32;
             offer
                 .copies
-                .retain(|c| c.id == newest && s.read(c.id, c.rank, world).is_ok());
+                .retain(|c| c.id == newest && s.verify(c.id, c.rank, world).is_ok());
         }
         let offers: Vec<Offer> = self.exchange(&offer)?;
         self.stats.recovery_rounds += 1;
@@ -143,7 +142,7 @@ impl Checkpointer<'_> {
             if from == me {
                 let read = store
                     .ok_or_else(|| "this node keeps no copies".to_string())
-                    .and_then(|s| s.read(plan.id, rank, world).map_err(|e| e.to_string()));
+                    .and_then(|s| s.open_copy(plan.id, rank, world).map_err(|e| e.to_string()));
                 self.send_file(rank as usize, read)?;
             }
         }
@@ -158,34 +157,62 @@ impl Checkpointer<'_> {
         Ok(trouble.is_empty())
     }
 
+    /// Sends rank `to` its file, read piece by piece (or why it cannot).
     pub(super) fn send_file(
         &self,
         to: usize,
-        read: std::result::Result<(Metadata, Vec<u8>), String>,
+        read: std::result::Result<(Metadata, Pieces), String>,
     ) -> Result<()> {
         match read {
-            Ok((meta, bytes)) => {
-                let head = Head::File {
-                    meta: Box::new(meta),
-                    len: bytes.len() as u64,
-                };
-                let head = serde_json::to_vec(&head).unwrap_or_default();
-                self.comm.send_tagged(to, TAG_FETCH_HEAD, &head)?;
-                for piece in bytes.chunks(PIECE) {
-                    self.comm.send_tagged(to, TAG_FETCH_DATA, piece)?;
+            Ok((meta, mut pieces)) => {
+                self.send_head(to, Ok(&meta))?;
+                let mut buf = Vec::new();
+                loop {
+                    match pieces.next_into(&mut buf, PIECE) {
+                        Ok(true) => self.send_piece(to, &buf)?,
+                        Ok(false) => break,
+                        Err(e) => {
+                            tracing::warn!(to, error = %e, "could not read a file being sent");
+                            self.send_piece(to, &[])?;
+                            break;
+                        }
+                    }
                 }
             }
-            Err(why) => {
-                let head = serde_json::to_vec(&Head::Failed(why)).unwrap_or_default();
-                self.comm.send_tagged(to, TAG_FETCH_HEAD, &head)?;
-            }
+            Err(why) => self.send_head(to, Err(why))?,
         }
         Ok(())
     }
 
-    /// Receives this rank's file from `from` and installs it into level 1.
-    /// The outer error is a communication failure; the inner one a problem
-    /// with the file.
+    /// Announces rank `to`'s file (its pieces follow, see
+    /// [`send_piece`](Self::send_piece)), or why it cannot be sent.
+    pub(super) fn send_head(
+        &self,
+        to: usize,
+        meta: std::result::Result<&Metadata, String>,
+    ) -> Result<()> {
+        let head = match meta {
+            Ok(meta) => Head::File {
+                meta: Box::new(meta.clone()),
+                len: meta.file_len,
+            },
+            Err(why) => Head::Failed(why),
+        };
+        let head = serde_json::to_vec(&head).unwrap_or_default();
+        Ok(self.comm.send_tagged(to, TAG_FETCH_HEAD, &head)?)
+    }
+
+    /// Sends the next piece of rank `to`'s file; an empty piece says the
+    /// rest will not come.
+    pub(super) fn send_piece(&self, to: usize, piece: &[u8]) -> Result<()> {
+        Ok(self.comm.send_tagged(to, TAG_FETCH_DATA, piece)?)
+    }
+
+    /// Receives this rank's file from `from` piece by piece and installs it
+    /// into level 1 (checked as it arrives). The outer error is a
+    /// communication failure; the inner one a problem with the file. Every
+    /// piece announced is received, even after a problem, so that nothing
+    /// of this transfer is left waiting.
     pub(super) fn receive_and_install(
         &mut self,
         from: usize,
@@ -198,20 +225,46 @@ impl Checkpointer<'_> {
             }
             Err(e) => return Ok(Err(format!("rank {from} sent an unreadable header: {e}"))),
         };
-        if len != meta.file_len || meta.rank != self.comm.rank() as u32 {
-            return Ok(Err(format!(
+        let comm = self.comm;
+        let mut received = 0u64;
+        let mut ended = false;
+        let mine = len == meta.file_len && meta.rank == comm.rank() as u32;
+        let installed = if mine {
+            self.store.install_from(&meta, |buf: &mut Vec<u8>| {
+                if received == len {
+                    return Ok(false);
+                }
+                let piece = comm.recv_tagged(from, TAG_FETCH_DATA)?;
+                if piece.is_empty() {
+                    ended = true;
+                    return Err(Pull::File(format!(
+                        "rank {from} could not read the rest of the file"
+                    )));
+                }
+                received += piece.len() as u64;
+                if received > len {
+                    ended = true;
+                    return Err(Pull::File(format!("rank {from} sent more than announced")));
+                }
+                buf.clear();
+                buf.extend_from_slice(&piece);
+                Ok(true)
+            })
+        } else {
+            Err(Pull::File(format!(
                 "rank {from} sent a file that is not this rank's"
-            )));
-        }
-        let mut bytes = Vec::new();
-        while (bytes.len() as u64) < len {
+            )))
+        };
+        while !ended && received < len {
             let piece = self.comm.recv_tagged(from, TAG_FETCH_DATA)?;
-            if piece.is_empty() || bytes.len() as u64 + piece.len() as u64 > len {
-                return Ok(Err(format!("rank {from} sent more or less than announced")));
-            }
-            bytes.extend_from_slice(&piece);
+            ended = piece.is_empty();
+            received += piece.len() as u64;
         }
-        Ok(self.store.install(&meta, &bytes).map_err(|e| e.to_string()))
+        match installed {
+            Ok(()) => Ok(Ok(())),
+            Err(Pull::File(e)) => Ok(Err(e)),
+            Err(Pull::Comm(e)) => Err(e),
+        }
     }
 
     /// Level 4: each rank reads its own file of the newest checkpoint all
@@ -239,7 +292,7 @@ impl Checkpointer<'_> {
             // checkpoints. Older ones are checked while installing.
             let mut ids: Vec<u64> = inv.valid.iter().map(|h| h.id).collect();
             ids.sort_unstable_by(|a, b| b.cmp(a));
-            let sound = ids.into_iter().find(|&id| s.read(id, me, world).is_ok());
+            let sound = ids.into_iter().find(|&id| s.verify(id, me, world).is_ok());
             inv.valid.retain(|h| Some(h.id) <= sound);
         }
         let mut ballot = Ballot::new(&inv, &[], 0);
@@ -274,11 +327,12 @@ impl Checkpointer<'_> {
         let me = self.comm.rank() as u32;
         let local = match store {
             Some(s) => s
-                .read(id, me, world)
-                .map_err(|e| e.to_string())
-                .and_then(|(meta, bytes)| {
-                    self.store.install(&meta, &bytes).map_err(|e| e.to_string())
+                .open_copy(id, me, world)
+                .and_then(|(meta, mut chunks)| {
+                    self.store
+                        .install_from(&meta, |buf: &mut Vec<u8>| chunks.next_into(buf))
                 })
+                .map_err(|e| e.to_string())
                 .err(),
             None => Some("no level-4 directory".to_string()),
         };
@@ -324,5 +378,25 @@ impl Checkpointer<'_> {
     /// Whether this rank is the lowest rank of its node.
     pub(super) fn is_node_leader(&self) -> bool {
         self.levels.as_ref().map(|l| l.is_leader()).unwrap_or(false)
+    }
+}
+
+/// Why receiving a file stopped.
+enum Pull {
+    /// The communicator failed (recovery is interrupted).
+    Comm(crate::error::Error),
+    /// The file could not be had.
+    File(String),
+}
+
+impl From<StorageError> for Pull {
+    fn from(e: StorageError) -> Self {
+        Pull::File(e.to_string())
+    }
+}
+
+impl From<crate::comm::CommError> for Pull {
+    fn from(e: crate::comm::CommError) -> Self {
+        Pull::Comm(e.into())
     }
 }

@@ -448,8 +448,10 @@ impl Levels {
             return;
         }
         let keep_last = match f.level {
+            Level::L2 => self.cfg.l2.keep_last,
+            Level::L3 => self.cfg.l3.keep_last,
             Level::L4 => self.cfg.l4.keep_last,
-            _ => self.cfg.retention.keep_last,
+            Level::L1 => self.cfg.retention.keep_last,
         };
         let node = topology.node_of(self.rank).unwrap_or(0);
         let order = CommitOrder {

@@ -34,6 +34,7 @@
 //! ```
 
 mod aware;
+mod decode;
 mod evidence;
 mod fetch;
 mod levels;

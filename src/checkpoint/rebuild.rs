@@ -1,20 +1,28 @@
 //! Level 3 recovery: files kept whole on a surviving node are sent as
-//! they are; the data of lost nodes is decoded, stripe by stripe, by one
-//! rank of each affected group from the shards the surviving members send
-//! it, then sent to the ranks it belongs to. Every rank then installs its
-//! file into level 1 (see [`fetch`](super::fetch)).
+//! they are; the data of lost nodes is decoded by one rank of each
+//! affected group from the shards the surviving members send it, window
+//! by window ([`decode`](super::decode)), and sent on to the ranks it
+//! belongs to as it comes. Every rank then installs its file into level 1
+//! (see [`fetch`](super::fetch)).
+//!
+//! Members send a window only when the decoder has room for it: the first
+//! [`AHEAD`] at once, then one per credit the decoder returns as it
+//! consumes one. Nothing in the exchange grows with the checkpoint.
 
+use super::decode::{self, Cut, ShardReader, Splitter};
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
 use crate::error::Result;
-use crate::format::Metadata;
 use crate::level::erasure::{Codec, ErasureStore, GroupManifest, ParityKey, Stripes};
-use crate::level::Level;
 use crate::recovery::erasure::{self, Decode, Kept, Offer};
 use crate::recovery::Inventory;
 
-/// Tag of the shards sent to a decoder.
+/// Tag of the shard windows sent to a decoder.
 const TAG_SHARD: u64 = (1 << 32) + 0x1002;
+/// Tag of the decoder's credits.
+const TAG_CREDIT: u64 = (1 << 32) + 0x1003;
+/// Windows a member sends before it waits for credit.
+const AHEAD: usize = 4;
 
 impl Checkpointer<'_> {
     /// Level 3. Collective.
@@ -75,7 +83,7 @@ impl Checkpointer<'_> {
                         .iter()
                         .filter(|h| h.id == id && h.stamp == manifest.stamp)
                         .filter(|h| {
-                            check == Check::None || s.copies().read(id, h.rank, world).is_ok()
+                            check == Check::None || s.copies().verify(id, h.rank, world).is_ok()
                         })
                         .map(|h| h.rank)
                         .collect(),
@@ -115,7 +123,7 @@ impl Checkpointer<'_> {
                     .ok_or_else(|| "this node keeps no level-3 files".to_string())
                     .and_then(|s| {
                         s.copies()
-                            .read(plan.id, rank, world)
+                            .open_copy(plan.id, rank, world)
                             .map_err(|e| e.to_string())
                     });
                 self.send_file(rank as usize, read)?;
@@ -150,8 +158,9 @@ impl Checkpointer<'_> {
     }
 
     /// This rank's part in decoding group `d`: sending its node's shards
-    /// to the decoder, or (as the decoder) rebuilding the lost blobs and
-    /// sending each target rank its file. Returns a local problem.
+    /// to the decoder window by window, or (as the decoder) rebuilding the
+    /// lost blobs and sending each target rank its file as it comes.
+    /// Returns a local problem.
     fn decode_group(&mut self, d: &Decode, store: Option<&ErasureStore>) -> Result<Option<String>> {
         let me = self.comm.rank() as u32;
         let m = &d.manifest;
@@ -162,70 +171,177 @@ impl Checkpointer<'_> {
         let stripes: Vec<usize> = (0..s.g)
             .filter(|t| d.missing.iter().any(|pos| s.data_index(*t, *pos).is_some()))
             .collect();
+        let steps: Vec<(usize, u64, usize)> = stripes
+            .iter()
+            .flat_map(|&t| decode::windows(m.piece).map(move |(at, n)| (t, at, n)))
+            .collect();
         let mine = d
             .present
             .iter()
             .find(|(_, r)| *r == me)
             .map(|(pos, _)| *pos);
-        if let Some(pos) = mine.filter(|_| me != d.decoder) {
-            let shards = store
+        let open = |pos: usize| {
+            store
                 .ok_or("this node keeps no level-3 data".to_string())
-                .and_then(|st| shards_of(st, m, pos, &stripes));
-            match shards {
-                Ok(list) => {
-                    for shard in list {
-                        self.comm
-                            .send_tagged(d.decoder as usize, TAG_SHARD, &shard)?;
-                    }
-                }
-                Err(e) => {
-                    // Send empty shards so the decoder does not wait forever.
-                    for _ in &stripes {
-                        self.comm.send_tagged(d.decoder as usize, TAG_SHARD, &[])?;
-                    }
-                    return Ok(Some(e));
-                }
-            }
-            return Ok(None);
+                .and_then(|st| ShardReader::open(st, m, pos, &stripes))
+        };
+        if let Some(pos) = mine.filter(|_| me != d.decoder) {
+            return self.send_shards(d.decoder as usize, open(pos), &steps);
         }
         if me != d.decoder {
             return Ok(None);
         }
-        // The decoder: every present position's shards, per stripe.
-        let mut got: Vec<(usize, Vec<Vec<u8>>)> = Vec::new();
-        let mut problem = None;
+        // The decoder.
+        let mut problem: Option<String> = None;
+        let mut sources = Vec::new();
         for &(pos, rank) in &d.present {
-            let list = if rank == me {
-                store
-                    .ok_or("this node keeps no level-3 data".to_string())
-                    .and_then(|st| shards_of(st, m, pos, &stripes))
-                    .unwrap_or_else(|e| {
+            let local = if rank == me {
+                match open(pos) {
+                    Ok(r) => Some(r),
+                    Err(e) => {
                         problem.get_or_insert(e);
-                        Vec::new()
-                    })
-            } else {
-                let mut list = Vec::new();
-                for _ in &stripes {
-                    list.push(self.comm.recv_tagged(rank as usize, TAG_SHARD)?.to_vec());
+                        None
+                    }
                 }
-                list
+            } else {
+                None
             };
-            got.push((pos, list));
+            sources.push((pos, rank, local));
         }
-        let files = match problem {
-            Some(e) => Err(e),
-            None => decode(m, &s, &stripes, got, &d.missing),
-        };
+        let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string());
+        if let Err(e) = &codec {
+            problem.get_or_insert(e.clone());
+        }
+        let mut outs: Vec<(usize, Splitter)> = d
+            .missing
+            .iter()
+            .map(|&pos| {
+                (
+                    pos,
+                    Splitter::new(m.blobs.get(pos).cloned().unwrap_or_default()),
+                )
+            })
+            .collect();
+        // Per target: whether its head went out, and whether it is whole.
+        let mut sent: std::collections::BTreeMap<u32, bool> = Default::default();
+        let mut shards: Vec<Option<Vec<u8>>> = vec![None; s.g];
+        for (i, &(t, at, n)) in steps.iter().enumerate() {
+            for slot in shards.iter_mut() {
+                *slot = None;
+            }
+            for (pos, rank, local) in &sources {
+                let window = match local {
+                    Some(r) => {
+                        let mut buf = vec![0u8; n];
+                        r.read(t, at, &mut buf).map(|()| buf)
+                    }
+                    None if *rank == me => Err(String::new()),
+                    None => {
+                        let got = self.comm.recv_tagged(*rank as usize, TAG_SHARD)?;
+                        if i + AHEAD < steps.len() {
+                            self.comm.send_tagged(*rank as usize, TAG_CREDIT, &[])?;
+                        }
+                        if got.len() == n {
+                            Ok(got.to_vec())
+                        } else {
+                            Err(format!("position {pos} sent no usable shard of stripe {t}"))
+                        }
+                    }
+                };
+                match window {
+                    Ok(w) => {
+                        let slot = match s.data_index(t, *pos) {
+                            Some(x) => x,
+                            None => s.k() + s.parity_index(t, *pos).unwrap_or(0),
+                        };
+                        shards[slot] = Some(w);
+                    }
+                    Err(e) if !e.is_empty() => {
+                        problem.get_or_insert(e);
+                    }
+                    Err(_) => {}
+                }
+            }
+            if problem.is_some() {
+                continue;
+            }
+            let Ok(codec) = &codec else { continue };
+            if let Err(e) = codec.reconstruct(&mut shards) {
+                problem.get_or_insert(e.to_string());
+                continue;
+            }
+            let data = s.data_nodes(t);
+            for (pos, splitter) in outs.iter_mut() {
+                let Some(x) = data.iter().position(|p| p == pos) else {
+                    continue;
+                };
+                let Some(window) = shards[x].as_deref() else {
+                    problem.get_or_insert(format!("stripe {t} was not decoded"));
+                    break;
+                };
+                let fed = splitter.feed(window, &mut |cut| {
+                    match cut {
+                        Cut::Head(meta) if d.targets.contains(&meta.rank) => {
+                            self.send_head(meta.rank as usize, Ok(&meta))
+                                .map_err(|e| e.to_string())?;
+                            sent.insert(meta.rank, meta.file_len == 0);
+                        }
+                        Cut::Data(rank, bytes) if sent.contains_key(&rank) => {
+                            self.send_piece(rank as usize, bytes)
+                                .map_err(|e| e.to_string())?;
+                        }
+                        _ => {}
+                    }
+                    Ok(())
+                });
+                if let Err(e) = fed {
+                    problem.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        // Every target hears the end of its transfer: a file cut short is
+        // ended with an empty piece, one never started with the problem.
+        let why = problem
+            .clone()
+            .unwrap_or_else(|| "the decoded data holds no file of this rank".into());
         for &target in &d.targets {
-            let file = files.as_ref().map_err(Clone::clone).and_then(|f| {
-                f.iter()
-                    .find(|(meta, _)| meta.rank == target)
-                    .cloned()
-                    .ok_or_else(|| format!("rank {target}'s file is not in the decoded data"))
-            });
-            self.send_file(target as usize, file)?;
+            match sent.get(&target) {
+                None => self.send_head(target as usize, Err(why.clone()))?,
+                Some(_) if problem.is_some() => self.send_piece(target as usize, &[])?,
+                Some(_) => {}
+            }
         }
-        Ok(files.err())
+        Ok(problem)
+    }
+
+    /// A member's side of a decode: every window of its shards, in the
+    /// decoder's order, paced by the decoder's credits. A member that
+    /// cannot read its shards sends empty windows, so that the decoder
+    /// never waits for nothing.
+    fn send_shards(
+        &self,
+        decoder: usize,
+        reader: std::result::Result<ShardReader, String>,
+        steps: &[(usize, u64, usize)],
+    ) -> Result<Option<String>> {
+        let mut problem = reader.as_ref().err().cloned();
+        let mut buf = Vec::new();
+        for (i, &(t, at, n)) in steps.iter().enumerate() {
+            if i >= AHEAD {
+                self.comm.recv_tagged(decoder, TAG_CREDIT)?;
+            }
+            buf.clear();
+            if let (Ok(r), None) = (&reader, &problem) {
+                buf.resize(n, 0);
+                if let Err(e) = r.read(t, at, &mut buf) {
+                    problem = Some(e);
+                    buf.clear();
+                }
+            }
+            self.comm.send_tagged(decoder, TAG_SHARD, &buf)?;
+        }
+        Ok(problem)
     }
 }
 
@@ -254,7 +370,7 @@ fn held_parity(s: &ErasureStore, m: &GroupManifest, check: Check) -> Vec<ParityK
             };
             let held = match check {
                 Check::None => s.has_parity(m.checkpoint_id, key, m.piece),
-                Check::Newest => s.read_parity(m.checkpoint_id, key, m.piece).is_ok(),
+                Check::Newest => s.check_parity(m.checkpoint_id, key, m.piece).is_ok(),
             };
             if held {
                 keys.push(key);
@@ -262,143 +378,4 @@ fn held_parity(s: &ErasureStore, m: &GroupManifest, check: Check) -> Vec<ParityK
         }
     }
     keys
-}
-
-/// Position `pos`'s shard of each of `stripes`: a piece of its blob, or a
-/// parity shard it holds.
-fn shards_of(
-    st: &ErasureStore,
-    m: &GroupManifest,
-    pos: usize,
-    stripes: &[usize],
-) -> Result<Vec<Vec<u8>>, String> {
-    let s = Stripes {
-        g: m.nodes.len(),
-        p: m.parity as usize,
-    };
-    let piece = m.piece as usize;
-    let ranks: Vec<u32> = m
-        .blobs
-        .get(pos)
-        .map(|b| b.iter().map(|e| e.rank).collect())
-        .unwrap_or_default();
-    let (mut blob, _) = st
-        .blob(m.checkpoint_id, &ranks)
-        .map_err(|e| e.to_string())?;
-    blob.resize(piece * s.k(), 0);
-    let order = s.data_stripes(pos);
-    stripes
-        .iter()
-        .map(|&t| match s.parity_index(t, pos) {
-            Some(j) => st
-                .read_parity(
-                    m.checkpoint_id,
-                    ParityKey {
-                        stripe: t as u32,
-                        index: j as u32,
-                    },
-                    m.piece,
-                )
-                .map_err(|e| e.to_string()),
-            None => {
-                let q = order.iter().position(|x| *x == t).unwrap_or(0);
-                Ok(blob[q * piece..(q + 1) * piece].to_vec())
-            }
-        })
-        .collect()
-}
-
-/// Rebuilds the blobs of `missing` positions and splits them into files.
-/// The shards received are moved, not copied, and the stripes are decoded
-/// on every core (the other ranks wait for this decoder's files).
-fn decode(
-    m: &GroupManifest,
-    s: &Stripes,
-    stripes: &[usize],
-    got: Vec<(usize, Vec<Vec<u8>>)>,
-    missing: &[usize],
-) -> Result<Vec<(Metadata, Vec<u8>)>, String> {
-    let piece = m.piece as usize;
-    let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
-    let mut per_stripe: Vec<Vec<Option<Vec<u8>>>> = vec![vec![None; s.g]; stripes.len()];
-    for (pos, list) in got {
-        let mut list = list.into_iter();
-        for (i, &t) in stripes.iter().enumerate() {
-            let Some(shard) = list.next().filter(|b| b.len() == piece) else {
-                return Err(format!("position {pos} sent no usable shard of stripe {t}"));
-            };
-            let slot = match s.data_index(t, pos) {
-                Some(x) => x,
-                None => s.k() + s.parity_index(t, pos).unwrap_or(0),
-            };
-            per_stripe[i][slot] = Some(shard);
-        }
-    }
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, stripes.len().max(1));
-    let share = stripes.len().div_ceil(threads).max(1);
-    let codec = &codec;
-    let failed = std::thread::scope(|scope| {
-        let workers: Vec<_> = per_stripe
-            .chunks_mut(share)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter_mut()
-                        .try_for_each(|shards| codec.reconstruct(shards))
-                        .map_err(|e| e.to_string())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err("a decoding thread panicked".into()))
-            })
-            .find_map(Result::err)
-    });
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    let mut blobs: Vec<Vec<u8>> = missing.iter().map(|_| vec![0u8; piece * s.k()]).collect();
-    for (shards, &t) in per_stripe.iter_mut().zip(stripes) {
-        let data = s.data_nodes(t);
-        for (b, &pos) in missing.iter().enumerate() {
-            if let Some(x) = data.iter().position(|p| *p == pos) {
-                let q = s
-                    .data_stripes(pos)
-                    .iter()
-                    .position(|y| *y == t)
-                    .unwrap_or(0);
-                let shard = shards[x].take().ok_or("stripe not decoded")?;
-                blobs[b][q * piece..(q + 1) * piece].copy_from_slice(&shard);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    for (b, &pos) in missing.iter().enumerate() {
-        let mut at = 0usize;
-        for e in m.blobs.get(pos).into_iter().flatten() {
-            let (rl, dl) = (e.record_len as usize, e.data_len as usize);
-            let record = blobs[b]
-                .get(at..at + rl)
-                .ok_or("blob shorter than its layout")?;
-            let mut meta =
-                Metadata::from_json(record, "decoded level-3 record").map_err(|e| e.to_string())?;
-            if meta.rank != e.rank || meta.file_len != e.data_len {
-                return Err(format!(
-                    "decoded record of rank {} does not match the layout",
-                    e.rank
-                ));
-            }
-            meta.level = Level::L1.number();
-            let data = blobs[b]
-                .get(at + rl..at + rl + dl)
-                .ok_or("blob shorter than its layout")?;
-            files.push((meta, data.to_vec()));
-            at += rl + dl;
-        }
-    }
-    Ok(files)
 }

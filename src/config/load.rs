@@ -359,15 +359,17 @@ impl Config {
                 ),
             ));
         }
-        if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&self.l4.keep_last) {
-            return Err(bad(
-                "l4.keep_last",
-                format!(
-                    "{} is outside 1..={}",
-                    self.l4.keep_last,
-                    crate::recovery::MAX_KEEP_LAST
-                ),
-            ));
+        for (key, keep) in [
+            ("l2.keep_last", self.l2.keep_last),
+            ("l3.keep_last", self.l3.keep_last),
+            ("l4.keep_last", self.l4.keep_last),
+        ] {
+            if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&keep) {
+                return Err(bad(
+                    key,
+                    format!("{keep} is outside 1..={}", crate::recovery::MAX_KEEP_LAST),
+                ));
+            }
         }
         let l4_chunk = self.l4.chunk_size.as_u64();
         if !(crate::format::MIN_CHUNK..=crate::format::MAX_CHUNK).contains(&l4_chunk) {

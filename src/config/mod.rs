@@ -19,9 +19,11 @@
 
 pub mod fti;
 mod load;
+mod storage;
 mod types;
 
 pub use load::{ConfigError, Source};
+pub use storage::{NodeData, StorageNeed};
 pub use types::{Compression, Interval};
 
 use bytesize::ByteSize;
@@ -115,7 +117,8 @@ pub struct SnapshotConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetentionConfig {
-    /// Number of committed checkpoints kept per level (the newest ones).
+    /// Number of committed level-1 checkpoints kept (the newest ones; the
+    /// one being written comes on top).
     pub keep_last: u32,
     /// Keep the checkpoints when the job finalizes normally (otherwise they
     /// are removed, so the next run of the job starts fresh).
@@ -129,6 +132,9 @@ pub struct PartnerConfig {
     /// How often a checkpoint is copied to each node's partner: every N
     /// checkpoints, or a duration; 0 turns level 2 off.
     pub interval: Interval,
+    /// Level-2 checkpoints kept on each node (the newest committed ones;
+    /// the one being promoted comes on top).
+    pub keep_last: u32,
 }
 
 /// `[l3]`
@@ -142,6 +148,9 @@ pub struct ErasureConfig {
     pub group_size: u32,
     /// Nodes of a group that may fail together without losing data.
     pub parity: u32,
+    /// Level-3 checkpoints kept on each node (the newest committed ones;
+    /// the one being promoted comes on top).
+    pub keep_last: u32,
 }
 
 /// `[l4]`
@@ -268,6 +277,7 @@ impl Default for PartnerConfig {
     fn default() -> Self {
         Self {
             interval: Interval::Calls(0),
+            keep_last: 1,
         }
     }
 }
@@ -278,6 +288,7 @@ impl Default for ErasureConfig {
             interval: Interval::Calls(0),
             group_size: 4,
             parity: 1,
+            keep_last: 1,
         }
     }
 }
@@ -297,7 +308,7 @@ impl Default for ManagerConfig {
     fn default() -> Self {
         Self {
             mode: ManagerMode::Auto,
-            queue: 4,
+            queue: 1,
             when_full: WhenFull::Wait,
             address: "local".into(),
         }

@@ -6,6 +6,7 @@
 //!   chunk's CRC32 in the same pass as the copy, optionally compressing
 //!   chunks with zstd.
 //! - [`CheckpointFile`]: opens, validates and loads a file, checking CRCs.
+//! - [`StreamCheck`]: checks a file piece by piece as it is copied.
 //! - [`Metadata`]: the per-checkpoint record kept beside each file.
 //!
 //! Nothing here knows where files live or how they are committed; that is the
@@ -18,12 +19,14 @@ mod meta;
 mod parse;
 mod reader;
 mod sink;
+mod stream;
 mod writer;
 
 pub use error::{is_no_space as error_is_no_space, FormatError, FormatErrorKind};
 pub use meta::{Metadata, Place, MAX_RECORD};
 pub use reader::{CheckpointFile, ChunkInfo, FileHeader};
 pub use sink::{FileSink, MemSink, Sink, SliceSink};
+pub use stream::StreamCheck;
 pub use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};
 
 /// Current format version, written into every file.

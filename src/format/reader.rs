@@ -375,9 +375,29 @@ impl CheckpointFile {
     }
 }
 
+/// The length of the header and tables a file announces in its fixed
+/// header `fixed` (the first [`HEADER_SIZE`] bytes), after checking the
+/// magic, the version and that length's bounds.
+pub(super) fn header_len_of(fixed: &[u8]) -> Result<u64, FormatErrorKind> {
+    let raw = RawHeader::read_from_prefix(fixed)
+        .map(|(h, _)| h)
+        .map_err(|_| inconsistent("header size"))?;
+    if raw.magic != layout::MAGIC {
+        return Err(FormatErrorKind::BadMagic);
+    }
+    if raw.version.get() != VERSION {
+        return Err(FormatErrorKind::Version(raw.version.get()));
+    }
+    let header_len = u64::from(raw.header_len.get());
+    if header_len < HEADER_SIZE as u64 || header_len > MAX_HEADER {
+        return Err(inconsistent(format!("header length {header_len}")));
+    }
+    Ok(header_len)
+}
+
 /// Reads and validates a file's fixed header, tables and length through
 /// `read_at` (a positioned read of the file, `actual` bytes long).
-fn read_head(
+pub(super) fn read_head(
     actual: u64,
     read_at: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
 ) -> Result<(FileHeader, Vec<RegionEntry>, Vec<ChunkInfo>), FormatErrorKind> {
@@ -395,17 +415,7 @@ fn read_head(
         });
     }
     read_at(&mut fixed, 0)?;
-    let raw = RawHeader::read_from_bytes(&fixed[..]).map_err(|_| inconsistent("header size"))?;
-    if raw.magic != layout::MAGIC {
-        return Err(FormatErrorKind::BadMagic);
-    }
-    if raw.version.get() != VERSION {
-        return Err(FormatErrorKind::Version(raw.version.get()));
-    }
-    let header_len = u64::from(raw.header_len.get());
-    if header_len < HEADER_SIZE as u64 || header_len > MAX_HEADER {
-        return Err(inconsistent(format!("header length {header_len}")));
-    }
+    let header_len = header_len_of(&fixed)?;
     if actual < header_len {
         return Err(FormatErrorKind::Truncated {
             expected: header_len,
@@ -437,20 +447,20 @@ fn check_image(chunks: &[ChunkInfo], image: &[u8]) -> Result<(), FormatErrorKind
 
 /// Checks chunks' stored bytes: the CRC, and that compressed ones
 /// decompress to their original length.
-struct ChunkCheck {
+pub(super) struct ChunkCheck {
     decoder: zstd::bulk::Decompressor<'static>,
     raw: Vec<u8>,
 }
 
 impl ChunkCheck {
-    fn new() -> Result<Self, FormatErrorKind> {
+    pub(super) fn new() -> Result<Self, FormatErrorKind> {
         Ok(Self {
             decoder: zstd::bulk::Decompressor::new()?,
             raw: Vec::new(),
         })
     }
 
-    fn check(&mut self, c: &ChunkInfo, stored: &[u8]) -> Result<(), FormatErrorKind> {
+    pub(super) fn check(&mut self, c: &ChunkInfo, stored: &[u8]) -> Result<(), FormatErrorKind> {
         let computed = crc32fast::hash(stored);
         if computed != c.crc {
             return Err(crc_error(c, computed));
@@ -463,7 +473,7 @@ impl ChunkCheck {
     }
 }
 
-fn crc_error(c: &ChunkInfo, computed: u32) -> FormatErrorKind {
+pub(super) fn crc_error(c: &ChunkInfo, computed: u32) -> FormatErrorKind {
     FormatErrorKind::ChunkCrc {
         region: c.region,
         chunk: c.index,

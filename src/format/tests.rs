@@ -135,6 +135,25 @@ fn zstd_round_trip_stores_noise_raw() {
     assert_eq!(file.data_crc(), written.data_crc);
 }
 
+/// The verdict of a [`StreamCheck`] fed `bytes` in pieces of varying
+/// sizes (1 byte to 64 KiB), announced as `expected` bytes long.
+fn streamed(bytes: &[u8], expected: u64, seed: u64) -> Result<FileHeader, FormatError> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut check = StreamCheck::new("streamed.fck", expected)?;
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let n = match rng.u8(..4) {
+            0 => 1,
+            1 => rng.usize(1..200),
+            _ => rng.usize(1..65_536),
+        }
+        .min(rest.len());
+        check.feed(&rest[..n])?;
+        rest = &rest[n..];
+    }
+    check.finish()
+}
+
 #[test]
 fn every_header_byte_is_protected() {
     let f = fixture();
@@ -154,8 +173,14 @@ fn every_header_byte_is_protected() {
             .err()
             .unwrap_or_else(|| panic!("flip at {at} undetected in memory"));
         assert!(err.to_string().contains("bad.fck"), "{err}");
+        assert!(
+            streamed(&b, b.len() as u64, at as u64).is_err(),
+            "flip at {at} undetected while streaming"
+        );
     }
     assert!(CheckpointFile::verify_image(&good, &path).is_ok());
+    let header = streamed(&good, good.len() as u64, 1).unwrap();
+    assert_eq!(&header, CheckpointFile::open(&path).unwrap().header());
     let read = CheckpointFile::open(&path)
         .unwrap()
         .read_verified()
@@ -198,6 +223,7 @@ fn data_flips_are_found_by_load_and_verify() {
                 for err in [
                     file.read_verified().unwrap_err(),
                     CheckpointFile::verify_image(&b, &path).unwrap_err(),
+                    streamed(&b, b.len() as u64, at).unwrap_err(),
                 ] {
                     assert!(
                         matches!(err.kind, FormatErrorKind::ChunkCrc { chunk, .. } if chunk == c.index),
@@ -230,6 +256,14 @@ fn truncation_and_trailing_bytes_are_detected() {
             matches!(err.kind, FormatErrorKind::Truncated { .. }),
             "len {len} in memory: {err}"
         );
+        // Streamed: the sender announced the whole file and stopped early,
+        // or announced the cut length.
+        let err = streamed(&good[..len], good.len() as u64, len as u64).unwrap_err();
+        assert!(
+            matches!(err.kind, FormatErrorKind::Truncated { .. }),
+            "len {len} streamed: {err}"
+        );
+        assert!(streamed(&good[..len], len as u64, len as u64).is_err());
     }
     let mut longer = good.clone();
     longer.extend_from_slice(b"junk");
@@ -238,6 +272,9 @@ fn truncation_and_trailing_bytes_are_detected() {
         CheckpointFile::open(&cut).unwrap_err().kind,
         FormatErrorKind::Inconsistent(_)
     ));
+    // More bytes than announced, or announced longer than the file says.
+    assert!(streamed(&longer, good.len() as u64, 7).is_err());
+    assert!(streamed(&longer, longer.len() as u64, 7).is_err());
 }
 
 #[test]
@@ -269,6 +306,8 @@ fn garbage_never_panics() {
         let in_memory = CheckpointFile::verify_image(&bytes, &path).is_ok();
         let on_disk = CheckpointFile::open(&path).is_ok_and(|f| f.verify().is_empty());
         assert_eq!(in_memory, on_disk, "round {round}");
+        let stream = streamed(&bytes, bytes.len() as u64, round).is_ok();
+        assert_eq!(stream, on_disk, "round {round} streamed");
         if let Ok(file) = CheckpointFile::open(&path) {
             assert_eq!(file.read_verified().is_ok(), on_disk, "round {round}");
             let _ = file.verify();

@@ -20,6 +20,7 @@
 use super::commit::{self, Commit};
 use super::fsio::StorageError;
 use super::names;
+use super::stream::{Arriving, Pieces};
 use super::Level;
 use crate::format::{CheckpointFile, Metadata};
 use crate::safefs::{Dir, Kind};
@@ -117,14 +118,35 @@ impl CopyStore {
         m
     }
 
-    /// Stores a copy of a rank's file (`bytes`, described by `meta`) as
-    /// checkpoint `meta.checkpoint_id`: data, then record, each durable.
-    pub fn put(&self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
+    /// Starts keeping a copy of a rank's file, described by `meta`, whose
+    /// bytes arrive in pieces ([`IncomingCopy::write`]): its record goes
+    /// first (an earlier copy's record must never pair with new data), the
+    /// data is written under a temporary name and checked on the way, and
+    /// [`IncomingCopy::finish`] names it and writes the record.
+    pub fn begin_put(&self, meta: &Metadata) -> Result<IncomingCopy, StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));
         ckpt.remove_file(&record)?;
-        ckpt.write_atomic(&data, bytes, &meta.rank.to_string())
-            .map_err(|e| StorageError::from_fs(e, bytes.len() as u64))?;
+        let arriving = Arriving::begin(&ckpt, &data, meta.file_len, &meta.rank.to_string())?;
+        Ok(IncomingCopy {
+            ckpt,
+            arriving,
+            record: self.record_for(meta),
+            level: self.level,
+        })
+    }
+
+    /// Keeps a node's own rank file at this level without copying it: a
+    /// second name (hard link) of the file `meta` describes in `from`
+    /// (the staged level-1 file, which nothing rewrites once it has other
+    /// names), then its record.
+    pub fn link_from(&self, from: &Dir, meta: &Metadata) -> Result<(), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
+        let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));
+        ckpt.remove_file(&record)?;
+        ckpt.remove_file(&data)?;
+        from.link(&data, &ckpt, &data)?;
+        ckpt.sync()?;
         let tag = format!("l{}", self.level.number());
         ckpt.write_atomic(&record, &self.record_for(meta).to_json(), &tag)?;
         Ok(())
@@ -175,19 +197,31 @@ impl CopyStore {
         super::l1::open_rank_file(ckpt, &self.job_id, id, rank, self.level, world_size)
     }
 
-    /// Reads `rank`'s copy of checkpoint `id` whole (one read), checked chunk by chunk,
-    /// with its record turned back into a level-1 record.
-    pub fn read(
+    /// Opens `rank`'s copy of checkpoint `id` for reading in pieces (its
+    /// record and header checked; its chunks are checked by whoever
+    /// receives the pieces), with its record turned back into a level-1
+    /// record.
+    pub fn open_copy(
         &self,
         id: u64,
         rank: u32,
         world_size: u32,
-    ) -> Result<(Metadata, Vec<u8>), StorageError> {
+    ) -> Result<(Metadata, Pieces), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
-        let (file, mut meta) = self.open_in(&ckpt, id, rank, world_size)?;
-        let bytes = file.read_verified()?;
+        let (_, mut meta) = self.open_in(&ckpt, id, rank, world_size)?;
+        let pieces = Pieces::open(&ckpt, &names::data_file(rank), meta.file_len)?;
         meta.level = Level::L1.number();
-        Ok((meta, bytes))
+        Ok((meta, pieces))
+    }
+
+    /// Checks `rank`'s copy of checkpoint `id` whole, chunk by chunk.
+    pub fn verify(&self, id: u64, rank: u32, world_size: u32) -> Result<(), StorageError> {
+        let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
+        let (file, _) = self.open_in(&ckpt, id, rank, world_size)?;
+        match file.verify().into_iter().next() {
+            Some(problem) => Err(problem.into()),
+            None => Ok(()),
+        }
     }
 
     /// Records that checkpoint `id` is committed at this level.
@@ -258,6 +292,46 @@ impl CopyStore {
         for id in self.ids() {
             self.remove(id)?;
         }
+        Ok(())
+    }
+}
+
+/// A copy being received (see [`CopyStore::begin_put`]).
+pub struct IncomingCopy {
+    ckpt: Dir,
+    arriving: Arriving,
+    record: Metadata,
+    level: Level,
+}
+
+impl IncomingCopy {
+    /// Checks and writes the next piece of the file.
+    pub fn write(&mut self, piece: &[u8]) -> Result<(), StorageError> {
+        self.arriving.write(piece)
+    }
+
+    /// Ends the copy: the file must be whole, sound and the one its record
+    /// describes; then it is named, and its record written.
+    pub fn finish(self) -> Result<(), StorageError> {
+        let m = &self.record;
+        let path = self.ckpt.join(&names::data_file(m.rank));
+        self.arriving.finish(|h| {
+            if (h.checkpoint_id, h.rank, h.stamp) == (m.checkpoint_id, m.rank, m.stamp) {
+                Ok(())
+            } else {
+                Err(crate::format::FormatError::new(
+                    &path,
+                    crate::format::FormatErrorKind::Metadata(format!(
+                        "the file received is checkpoint {} of rank {}, its record says checkpoint {} of rank {}",
+                        h.checkpoint_id, h.rank, m.checkpoint_id, m.rank
+                    )),
+                )
+                .into())
+            }
+        })?;
+        let tag = format!("l{}", self.level.number());
+        self.ckpt
+            .write_atomic(&names::record_file(m.rank), &m.to_json(), &tag)?;
         Ok(())
     }
 }

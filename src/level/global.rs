@@ -23,6 +23,7 @@ use super::commit::{self, Commit, COMMITTED};
 use super::copies::Held;
 use super::fsio::StorageError;
 use super::names;
+use super::stream::Pieces;
 use super::Level;
 use crate::format::{FormatError, FormatErrorKind, Metadata, Place, MAX_RECORD};
 use crate::safefs::{Dir, Kind};
@@ -87,6 +88,32 @@ pub fn chunk_hash(bytes: &[u8]) -> String {
     h.to_hex()[..32].to_string()
 }
 
+/// A rank's level-4 file being read back, chunk by chunk.
+pub struct Chunks {
+    dir: Dir,
+    refs: std::vec::IntoIter<ChunkRef>,
+}
+
+impl Chunks {
+    /// Reads the next chunk into `buf`, checked against its hash; `false`
+    /// at the end.
+    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<bool, StorageError> {
+        let Some(c) = self.refs.next() else {
+            buf.clear();
+            return Ok(false);
+        };
+        *buf = self.dir.read_capped(&c.hash, c.len)?;
+        if buf.len() as u64 != c.len || chunk_hash(buf) != c.hash {
+            return Err(FormatError::new(
+                self.dir.join(&c.hash),
+                FormatErrorKind::Metadata("chunk content does not match its hash".into()),
+            )
+            .into());
+        }
+        Ok(true)
+    }
+}
+
 /// A job's level-4 directory.
 pub struct GlobalStore {
     job_id: String,
@@ -124,13 +151,14 @@ impl GlobalStore {
         self.root.path()
     }
 
-    /// Stores `rank`'s file `bytes` (described by `meta`) as its level-4
-    /// copy of checkpoint `meta.checkpoint_id`, in `chunk_size` pieces,
-    /// reusing existing chunks when `differential`.
-    pub fn write(
+    /// Stores `rank`'s file (described by `meta`, read from `file` one
+    /// chunk at a time) as its level-4 copy of checkpoint
+    /// `meta.checkpoint_id`, in `chunk_size` pieces, reusing existing
+    /// chunks when `differential`.
+    pub fn write_from(
         &self,
         meta: &Metadata,
-        bytes: &[u8],
+        mut file: Pieces,
         chunk_size: usize,
         differential: bool,
     ) -> Result<Written, StorageError> {
@@ -138,8 +166,9 @@ impl GlobalStore {
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
         let mut stats = Written::default();
         let mut refs = Vec::new();
-        for piece in bytes.chunks(chunk_size.max(1)) {
-            let hash = chunk_hash(piece);
+        let mut piece = Vec::new();
+        while file.next_into(&mut piece, chunk_size.max(1))? {
+            let hash = chunk_hash(&piece);
             let len = piece.len() as u64;
             let present = differential
                 && chunks.kind(&hash) == Some(Kind::File)
@@ -152,7 +181,7 @@ impl GlobalStore {
             if present {
                 stats.referenced += len;
             } else {
-                write_chunk(&chunks, &hash, piece, rank)?;
+                write_chunk(&chunks, &hash, &piece, rank)?;
                 stats.written += len;
             }
             refs.push(ChunkRef { hash, len });
@@ -260,34 +289,36 @@ impl GlobalStore {
         (held, bad)
     }
 
-    /// Reads `rank`'s file of checkpoint `id` back, every chunk checked
-    /// against its hash; the record comes back as a level-1 record.
-    pub fn read(
+    /// Opens `rank`'s file of checkpoint `id` for reading back chunk by
+    /// chunk, every chunk checked against its hash as it is read; the
+    /// record comes back as a level-1 record.
+    pub fn open_copy(
         &self,
         id: u64,
         rank: u32,
         world: u32,
-    ) -> Result<(Metadata, Vec<u8>), StorageError> {
+    ) -> Result<(Metadata, Chunks), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
         let manifest = self.manifest(&ckpt, id, rank, world)?;
-        let chunks = self.root.sub(CHUNKS, false)?.sub(&chunk_dir(rank), false)?;
-        let mut bytes = Vec::with_capacity(manifest.record.file_len as usize);
-        for c in &manifest.chunks {
-            let piece = chunks.read_capped(&c.hash, c.len)?;
-            if piece.len() as u64 != c.len || chunk_hash(&piece) != c.hash {
-                return Err(FormatError::new(
-                    chunks.join(&c.hash),
-                    FormatErrorKind::Metadata("chunk content does not match its hash".into()),
-                )
-                .into());
-            }
-            bytes.extend_from_slice(&piece);
-        }
+        let dir = self.root.sub(CHUNKS, false)?.sub(&chunk_dir(rank), false)?;
         // The record is checked against the file, and every chunk's CRC,
-        // once the file is back in level 1 and loaded from there.
+        // as the file is installed into level 1.
         let mut meta = manifest.record;
         meta.level = Level::L1.number();
-        Ok((meta, bytes))
+        let chunks = Chunks {
+            dir,
+            refs: manifest.chunks.into_iter(),
+        };
+        Ok((meta, chunks))
+    }
+
+    /// Reads `rank`'s file of checkpoint `id` through, checking every
+    /// chunk against its hash (one chunk in memory at a time).
+    pub fn verify(&self, id: u64, rank: u32, world: u32) -> Result<(), StorageError> {
+        let (_, mut chunks) = self.open_copy(id, rank, world)?;
+        let mut buf = Vec::new();
+        while chunks.next_into(&mut buf)? {}
+        Ok(())
     }
 
     /// Records that checkpoint `id` is committed at level 4.

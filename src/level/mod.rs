@@ -22,12 +22,14 @@ pub mod l1;
 pub mod names;
 mod slot;
 pub mod staging;
+pub mod stream;
 
-pub use copies::CopyStore;
+pub use copies::{CopyStore, IncomingCopy};
 pub use fsio::StorageError;
 pub use global::GlobalStore;
 pub(crate) use l1::open_rank_file as open_rank_file_in;
 pub use l1::L1Store;
+pub use stream::Pieces;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -12,7 +12,8 @@
 
 use super::fsio::StorageError;
 use crate::format::{
-    self, FileSink, FormatError, FormatErrorKind, RegionSource, SliceSink, WriteSpec,
+    self, FileHeader, FileSink, FormatError, FormatErrorKind, RegionSource, SliceSink, StreamCheck,
+    WriteSpec,
 };
 use crate::safefs::{crash, Dir};
 use memmap2::{MmapMut, MmapOptions};
@@ -176,24 +177,48 @@ impl Slot {
         result
     }
 
-    /// Writes a whole checkpoint file brought from another level into the
-    /// slot (with `pwrite`; its mapping is dropped) and makes it durable.
-    pub(crate) fn fill_bytes(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+    /// Writes a checkpoint file brought from another level into the slot
+    /// (with `pwrite`; its mapping is dropped), piece by piece as `next`
+    /// gives them (`false` at the end), each piece checked by `check`, and
+    /// makes it durable. After a failure the file is emptied.
+    pub(crate) fn fill_from<E: From<StorageError>>(
+        &mut self,
+        mut check: StreamCheck,
+        mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
+    ) -> Result<FileHeader, E> {
         use std::os::unix::fs::FileExt;
         self.map = None;
         let path = self.path.clone();
-        let need = bytes.len() as u64;
-        let io_err = |op, e| StorageError::io(op, &path, need, e);
+        let io_err = |op, need, e| StorageError::io(op, &path, need, e);
         self.crash_point("truncate");
-        self.file.set_len(0).map_err(|e| io_err("truncate", e))?;
+        self.file.set_len(0).map_err(|e| io_err("truncate", 0, e))?;
         self.len = 0;
         self.crash_point("write");
-        self.file
-            .write_all_at(bytes, 0)
-            .map_err(|e| io_err("write", e))?;
-        self.len = need;
-        self.crash_point("fsync");
-        self.file.sync_data().map_err(|e| io_err("sync", e))
+        let mut buf = Vec::new();
+        let mut at = 0u64;
+        let result = (|| {
+            while next(&mut buf)? {
+                check.feed(&buf).map_err(StorageError::from)?;
+                self.file
+                    .write_all_at(&buf, at)
+                    .map_err(|e| io_err("write", at + buf.len() as u64, e))?;
+                at += buf.len() as u64;
+            }
+            let header = check.finish().map_err(StorageError::from)?;
+            self.crash_point("fsync");
+            self.file.sync_data().map_err(|e| io_err("sync", at, e))?;
+            Ok(header)
+        })();
+        match result {
+            Ok(header) => {
+                self.len = at;
+                Ok(header)
+            }
+            Err(e) => {
+                let _ = self.file.set_len(0);
+                Err(e)
+            }
+        }
     }
 
     fn try_fill(

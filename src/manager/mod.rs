@@ -201,37 +201,56 @@ impl Shared {
         )
     }
 
-    /// Adds a member's terms of a parity shard; writes the node's level-3
-    /// part once everything arrived.
+    /// Adds a window of a member's terms of a parity shard to its sum;
+    /// seals the node's level-3 part once everything arrived. Sums are
+    /// read, added and written under the state's lock, so that windows
+    /// of one shard from several members never interleave.
     fn add_term(&self, job_id: &str, term: &proto::Term, bytes: &[u8]) -> Result<(), String> {
-        let ready = self
-            .lock()
-            .parity
-            .term(job_id, self.opts.node, term, bytes)?;
-        self.write_parity(job_id, ready);
+        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())
+            .map_err(|e| e.to_string())?;
+        let ready =
+            self.lock()
+                .parity
+                .term(job_id, self.opts.node, term, bytes.len() as u64, |fresh| {
+                    if fresh {
+                        store.drop_sums(term.group.id);
+                    }
+                    store
+                        .add_to_parity(term.group.id, term.key, term.offset, bytes)
+                        .map_err(|e| e.to_string())
+                })?;
+        self.write_parity(&store, job_id, ready);
         Ok(())
     }
 
     /// Records a member's blob layout (see [`add_term`](Self::add_term)).
     fn add_layout(&self, job_id: &str, layout: &proto::Layout) -> Result<(), String> {
-        let ready = self.lock().parity.layout(job_id, self.opts.node, layout)?;
-        self.write_parity(job_id, ready);
+        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())
+            .map_err(|e| e.to_string())?;
+        let ready = self
+            .lock()
+            .parity
+            .layout(job_id, self.opts.node, layout, |fresh| {
+                if fresh {
+                    store.drop_sums(layout.group.id);
+                }
+            })?;
+        self.write_parity(&store, job_id, ready);
         Ok(())
     }
 
-    fn write_parity(&self, job_id: &str, ready: Option<parity::Ready>) {
+    fn write_parity(&self, store: &ErasureStore, job_id: &str, ready: Option<parity::Ready>) {
         let Some(mut ready) = ready else {
             return;
         };
         let id = ready.manifest.checkpoint_id;
         ready.manifest.job_id = job_id.to_string();
-        let who = self.who();
-        let written = ErasureStore::open(&self.opts.local_dir, job_id, who).and_then(|store| {
-            for (key, bytes) in &ready.shards {
-                store.write_parity(id, *key, bytes)?;
-            }
-            store.write_manifest(&ready.manifest)
-        });
+        let piece = ready.manifest.piece;
+        let written = ready
+            .shards
+            .iter()
+            .try_for_each(|key| store.seal_parity(id, *key, piece))
+            .and_then(|()| store.write_manifest(&ready.manifest));
         let result = written.map_err(|e| e.to_string());
         if let Err(e) = &result {
             tracing::warn!(checkpoint = id, error = %e, "could not write parity");

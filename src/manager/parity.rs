@@ -1,13 +1,16 @@
-//! Parity shards being summed on a node: the terms group members send for
-//! the shards this node holds, and the members' blob layouts, until the
-//! node has everything for a checkpoint and writes it out.
+//! Parity shards being summed on a node: which windows of which members'
+//! terms arrived for the shards this node holds, and the members' blob
+//! layouts, until the node has everything for a checkpoint and seals it.
+//! The sums themselves are files (see
+//! [`ErasureStore::add_to_parity`](crate::level::erasure::ErasureStore::add_to_parity)):
+//! nothing here grows with the checkpoint's size.
 
-use super::proto::{GroupInfo, Layout, Term};
+use super::proto::{self, GroupInfo, Layout, Term};
 use super::task::Progress;
-use crate::level::erasure::{BlobEntry, Codec, GroupManifest, ParityKey, Stripes};
+use crate::level::erasure::{BlobEntry, GroupManifest, ParityKey, Stripes};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Bytes of parity that may be summed at once on a node.
+/// Bytes of parity that may be summed at once on a node (in files).
 pub(crate) const MAX_PENDING_BYTES: u64 = 8 << 30;
 /// Finished checkpoints remembered per job.
 const KEEP_FINISHED: usize = 16;
@@ -22,7 +25,9 @@ enum Stage {
 
 struct Acc {
     group: GroupInfo,
-    shards: BTreeMap<ParityKey, (Vec<u8>, BTreeSet<u32>)>,
+    /// Per shard held here, per window offset, the positions whose term
+    /// was added.
+    shards: BTreeMap<ParityKey, BTreeMap<u64, BTreeSet<u32>>>,
     layouts: BTreeMap<u32, Vec<BlobEntry>>,
     sent: Option<Result<(), String>>,
     stage: Stage,
@@ -31,7 +36,7 @@ struct Acc {
 /// Everything a node needs to write its part of a checkpoint's level 3.
 pub(crate) struct Ready {
     pub(crate) manifest: GroupManifest,
-    pub(crate) shards: Vec<(ParityKey, Vec<u8>)>,
+    pub(crate) shards: Vec<ParityKey>,
 }
 
 /// The parity being summed on one node, per (job, checkpoint).
@@ -44,19 +49,21 @@ impl Parity {
     fn bytes(&self) -> u64 {
         self.accs
             .values()
-            .flat_map(|a| a.shards.values())
-            .map(|(b, _)| b.len() as u64)
+            .filter(|a| matches!(a.stage, Stage::Collecting | Stage::Writing))
+            .map(|a| a.shards.len() as u64 * a.group.piece)
             .sum()
     }
 
-    fn acc(&mut self, job: &str, group: &GroupInfo, node: u32) -> Result<&mut Acc, String> {
+    /// The accumulator of `group`'s checkpoint, and whether it is new.
+    fn acc(&mut self, job: &str, group: &GroupInfo, node: u32) -> Result<(&mut Acc, bool), String> {
         let key = (job.to_string(), group.id);
         // A checkpoint promoted again under a new placement (rebuilt after a
         // failure) starts over: the new group replaces the old one.
         if self.accs.get(&key).is_some_and(|a| a.group != *group) {
             self.accs.remove(&key);
         }
-        if !self.accs.contains_key(&key) {
+        let fresh = !self.accs.contains_key(&key);
+        if fresh {
             let me = group
                 .nodes
                 .iter()
@@ -85,10 +92,7 @@ impl Parity {
                     "more than {MAX_PENDING_BYTES} bytes of parity are being summed"
                 ));
             }
-            let shards = mine
-                .into_iter()
-                .map(|k| (k, (vec![0u8; group.piece as usize], BTreeSet::new())))
-                .collect();
+            let shards = mine.into_iter().map(|k| (k, BTreeMap::new())).collect();
             self.accs.insert(
                 key.clone(),
                 Acc {
@@ -102,18 +106,22 @@ impl Parity {
         }
         self.accs
             .get_mut(&key)
+            .map(|a| (a, fresh))
             .ok_or_else(|| "lost accumulator".to_string())
     }
 
-    /// Adds a member's terms of a shard held here.
+    /// Adds a window of a member's terms of a shard held here: checks it,
+    /// has `add` sum it (told whether the checkpoint's sums start over),
+    /// and records it once added.
     pub(crate) fn term(
         &mut self,
         job: &str,
         node: u32,
         term: &Term,
-        bytes: &[u8],
+        len: u64,
+        add: impl FnOnce(bool) -> Result<(), String>,
     ) -> Result<Option<Ready>, String> {
-        let acc = self.acc(job, &term.group, node)?;
+        let (acc, fresh) = self.acc(job, &term.group, node)?;
         let s = Stripes {
             g: acc.group.nodes.len(),
             p: acc.group.parity as usize,
@@ -122,35 +130,41 @@ impl Parity {
         if t >= s.g || s.data_index(t, term.from as usize).is_none() {
             return Err(format!("position {} has no data in stripe {t}", term.from));
         }
-        if bytes.len() as u64 != acc.group.piece {
+        if proto::window_len(acc.group.piece, term.offset) != Some(len) {
             return Err(format!(
-                "a term of {} bytes, not {}",
-                bytes.len(),
-                acc.group.piece
+                "a window of {len} bytes at {} of a {}-byte shard",
+                term.offset, acc.group.piece
             ));
         }
-        let (sum, from) = acc
+        let windows = acc
             .shards
             .get_mut(&term.key)
             .ok_or_else(|| format!("this node does not hold parity shard {:?}", term.key))?;
-        if !from.insert(term.from) {
+        if windows
+            .get(&term.offset)
+            .is_some_and(|from| from.contains(&term.from))
+        {
             return Err(format!(
-                "position {} sent its term of {:?} twice",
-                term.from, term.key
+                "position {} sent its term of {:?} at {} twice",
+                term.from, term.key, term.offset
             ));
         }
-        Codec::add(sum, bytes);
+        add(fresh)?;
+        windows.entry(term.offset).or_default().insert(term.from);
         Ok(Self::ready(acc))
     }
 
     /// Records a member's blob layout.
+    /// `fresh` is told whether the checkpoint's sums start over.
     pub(crate) fn layout(
         &mut self,
         job: &str,
         node: u32,
         layout: &Layout,
+        fresh: impl FnOnce(bool),
     ) -> Result<Option<Ready>, String> {
-        let acc = self.acc(job, &layout.group, node)?;
+        let (acc, new) = self.acc(job, &layout.group, node)?;
+        fresh(new);
         if layout.pos as usize >= acc.group.nodes.len() {
             return Err(format!("no position {} in the group", layout.pos));
         }
@@ -170,17 +184,17 @@ impl Parity {
             return None;
         }
         let k = acc.group.nodes.len() - acc.group.parity as usize;
+        let windows = acc.group.piece.div_ceil(proto::WINDOW) as usize;
         let complete = acc.layouts.len() == acc.group.nodes.len()
-            && acc.shards.values().all(|(_, from)| from.len() == k);
+            && acc
+                .shards
+                .values()
+                .all(|w| w.len() == windows && w.values().all(|from| from.len() == k));
         if !complete {
             return None;
         }
         acc.stage = Stage::Writing;
-        let shards = acc
-            .shards
-            .iter_mut()
-            .map(|(k, (b, _))| (*k, std::mem::take(b)))
-            .collect();
+        let shards = acc.shards.keys().copied().collect();
         let g = &acc.group;
         Some(Ready {
             manifest: GroupManifest {

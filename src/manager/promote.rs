@@ -1,14 +1,18 @@
 //! The transformations a manager runs for a promotion, one per level. They
-//! read the node's level-1 files and write (or send) the level's copies;
-//! each returns only once what it wrote is durable.
+//! read the node's staged level-1 files and write (or send) the level's
+//! copies, one piece at a time (a node's own files are kept at levels 2
+//! and 3 as second names, never copied); each returns only once what it
+//! wrote is durable.
 
-use super::proto::{Client, GroupInfo, Layout, Put, Reply, Request, Term};
+use super::proto::{self, Client, GroupInfo, Layout, Put, PutError, Reply, Request, Source, Term};
 use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
+use crate::format::Metadata;
 use crate::level::erasure::{Codec, ErasureStore, ParityKey, Stripes};
 use crate::level::staging::Staging;
-use crate::level::{CopyStore, GlobalStore, Level};
+use crate::level::{CopyStore, GlobalStore, Level, Pieces};
+use crate::safefs::Dir;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -27,21 +31,31 @@ impl Peers {
         }
     }
 
-    /// Sends bytes to the manager at `to` (see [`Client::put`]),
-    /// reconnecting once if a kept connection broke.
-    fn put(&mut self, to: &Endpoint, job_id: &str, what: Put, bytes: &[u8]) -> Result<(), String> {
-        self.call(to, |c| c.put(job_id, what.clone(), bytes))
+    /// Sends bytes to the manager at `to` (see [`Client::put_from`]),
+    /// read from a source `open` makes, reconnecting once (with a new
+    /// source) if a kept connection broke.
+    fn put<S: Source>(
+        &mut self,
+        to: &Endpoint,
+        job_id: &str,
+        what: Put,
+        mut open: impl FnMut() -> Result<S, String>,
+    ) -> Result<(), String> {
+        self.call(to, |c| {
+            let mut source = open().map_err(PutError::Source)?;
+            c.put_from(job_id, what.clone(), &mut source)
+        })
     }
 
     /// Sends a request to the manager at `to`.
     fn request(&mut self, to: &Endpoint, req: &Request) -> Result<(), String> {
-        self.call(to, |c| c.call(req))
+        self.call(to, |c| Ok(c.call(req)?))
     }
 
     fn call(
         &mut self,
         to: &Endpoint,
-        mut f: impl FnMut(&mut Client) -> std::io::Result<Reply>,
+        mut f: impl FnMut(&mut Client) -> Result<Reply, PutError>,
     ) -> Result<(), String> {
         let key = to.to_string();
         for attempt in 0..2 {
@@ -56,7 +70,12 @@ impl Peers {
                 Ok(Reply::Ok) => return Ok(()),
                 Ok(Reply::Error(e)) => return Err(format!("manager at {to}: {e}")),
                 Ok(other) => return Err(format!("manager at {to} answered {other:?}")),
-                Err(e) => {
+                Err(PutError::Source(e)) => {
+                    // The connection is left mid-put: never reused.
+                    self.clients.remove(&key);
+                    return Err(e);
+                }
+                Err(PutError::Io(e)) => {
                     self.clients.remove(&key);
                     if attempt == 1 {
                         return Err(e.to_string());
@@ -88,13 +107,9 @@ pub(crate) fn run(
     Ok(t)
 }
 
-/// `rank`'s level-1 file of the task's checkpoint: its directory, record
-/// and bytes (which must be of the task's attempt).
-fn own_file(
-    task: &Task,
-    reader: &Staging,
-    rank: u32,
-) -> Result<(crate::safefs::Dir, crate::format::Metadata, Vec<u8>), String> {
+/// `rank`'s staged level-1 file of the task's checkpoint: its directory
+/// and record (which must be of the task's attempt).
+fn own_file(task: &Task, reader: &Staging, rank: u32) -> Result<(Dir, Metadata), String> {
     let (ckpt, meta) = reader
         .record(task.id, rank, task.world())
         .map_err(|e| e.to_string())?;
@@ -104,12 +119,21 @@ fn own_file(
             task.id
         ));
     }
-    let bytes = reader.bytes(&ckpt, &meta).map_err(|e| e.to_string())?;
-    Ok((ckpt, meta, bytes))
+    Ok((ckpt, meta))
 }
 
-/// Level 2: keep a copy of the node's own files and send one of each to
-/// the partner node's manager.
+/// The data file `meta` describes, in `ckpt`, for reading in pieces.
+fn pieces(ckpt: &Dir, meta: &Metadata) -> Result<Pieces, String> {
+    Pieces::open(
+        ckpt,
+        &crate::level::names::data_file(meta.rank),
+        meta.file_len,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Level 2: keep the node's own files (as second names) and send a copy
+/// of each to the partner node's manager.
 fn partner(
     task: &Task,
     reader: &Staging,
@@ -133,15 +157,16 @@ fn partner(
         CopyStore::open(local_dir, &task.job_id, Level::L2, who).map_err(|e| e.to_string())?;
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
-        let (_, meta, bytes) = own_file(task, reader, rank)?;
-        own.put(&meta, &bytes).map_err(|e| e.to_string())?;
+        let (ckpt, meta) = own_file(task, reader, rank)?;
+        own.link_from(&ckpt, &meta).map_err(|e| e.to_string())?;
+        let len = meta.file_len;
         let what = Put::File {
             level: Level::L2,
-            meta: Box::new(meta),
+            meta: Box::new(meta.clone()),
         };
-        peers.put(endpoint, &task.job_id, what, &bytes)?;
-        t.bytes_in += bytes.len() as u64;
-        t.bytes_out += bytes.len() as u64;
+        peers.put(endpoint, &task.job_id, what, || pieces(&ckpt, &meta))?;
+        t.bytes_in += len;
+        t.bytes_out += len;
     }
     Ok(t)
 }
@@ -153,11 +178,12 @@ fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> 
     let chunk = usize::try_from(task.l4_chunk).unwrap_or(usize::MAX);
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
-        let (_, meta, bytes) = own_file(task, reader, rank)?;
+        let (ckpt, meta) = own_file(task, reader, rank)?;
+        let file = pieces(&ckpt, &meta)?;
         let w = store
-            .write(&meta, &bytes, chunk, task.differential)
+            .write_from(&meta, file, chunk, task.differential)
             .map_err(|e| e.to_string())?;
-        t.bytes_in += bytes.len() as u64;
+        t.bytes_in += meta.file_len;
         t.bytes_out += w.written;
     }
     Ok(t)
@@ -202,46 +228,60 @@ fn erasure(
     let store = ErasureStore::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let ranks = task.topology.ranks_on(task.node);
     for &rank in &ranks {
-        let (_, meta, bytes) = own_file(task, reader, rank)?;
+        let (ckpt, meta) = own_file(task, reader, rank)?;
         store
             .copies()
-            .put(&meta, &bytes)
+            .link_from(&ckpt, &meta)
             .map_err(|e| e.to_string())?;
     }
-    let (mut blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
+    let (blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
     let expected = task.blob_lens.get(&task.node).copied();
-    if expected != Some(blob.len() as u64) {
+    if expected != Some(blob.len()) {
         return Err(format!(
             "node {}'s blob holds {} bytes, the ranks announced {expected:?}",
             task.node,
             blob.len()
         ));
     }
-    let piece = info.piece as usize;
-    blob.resize(piece * s.k(), 0);
+    let piece = info.piece;
     let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
     let mut terms = vec![Vec::new(); s.p];
+    let mut window = Vec::new();
     let endpoint = |node: u32| {
         task.peers
             .get(&node)
             .ok_or_else(|| format!("no manager is known for node {node}"))
     };
+    // One window of one piece in memory at a time, with its terms.
     for (q, t) in s.data_stripes(me).into_iter().enumerate() {
         let index = s.data_index(t, me).unwrap_or(0);
-        codec
-            .contribution(index, &blob[q * piece..(q + 1) * piece], &mut terms)
-            .map_err(|e| e.to_string())?;
-        for (j, term) in terms.iter().enumerate() {
-            let holder = group.nodes[s.parity_holder(t, j)];
-            let what = Put::Term(Box::new(Term {
-                group: info.clone(),
-                key: ParityKey {
-                    stripe: t as u32,
-                    index: j as u32,
-                },
-                from: me as u32,
-            }));
-            peers.put(endpoint(holder)?, &task.job_id, what, term)?;
+        let mut offset = 0;
+        while let Some(len) = proto::window_len(piece, offset) {
+            window.resize(len as usize, 0);
+            blob.read_at(&mut window, q as u64 * piece + offset)
+                .map_err(|e| e.to_string())?;
+            codec
+                .contribution(index, &window, &mut terms)
+                .map_err(|e| e.to_string())?;
+            for (j, term) in terms.iter().enumerate() {
+                let holder = group.nodes[s.parity_holder(t, j)];
+                let what = Put::Term(Box::new(Term {
+                    group: info.clone(),
+                    key: ParityKey {
+                        stripe: t as u32,
+                        index: j as u32,
+                    },
+                    from: me as u32,
+                    offset,
+                }));
+                peers.put(
+                    endpoint(holder)?,
+                    &task.job_id,
+                    what,
+                    || Ok(term.as_slice()),
+                )?;
+            }
+            offset += len;
         }
     }
     let layout = Layout {
@@ -256,7 +296,7 @@ fn erasure(
         };
         peers.request(endpoint(node)?, &req)?;
     }
-    let sent = (piece * s.k()) as u64;
+    let sent = piece * s.k() as u64;
     Ok(Transform {
         micros: 0,
         bytes_in: sent,

@@ -102,7 +102,8 @@ pub struct GroupInfo {
     pub piece: u64,
 }
 
-/// A term of a parity shard.
+/// A window of a member's terms of a parity shard: bytes
+/// `offset..offset + window_len(piece, offset)` of its term.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Term {
     /// The group and checkpoint.
@@ -111,6 +112,17 @@ pub struct Term {
     pub key: crate::level::erasure::ParityKey,
     /// Group position of the sender.
     pub from: u32,
+    /// Where the window starts in the shard (a multiple of [`WINDOW`]).
+    pub offset: u64,
+}
+
+/// Bytes of a parity term sent (and summed) at once.
+pub const WINDOW: u64 = DATA_PIECE as u64;
+
+/// The length of the window at `offset` of a shard of `piece` bytes, if
+/// `offset` starts one.
+pub fn window_len(piece: u64, offset: u64) -> Option<u64> {
+    (offset % WINDOW == 0 && offset < piece).then(|| WINDOW.min(piece - offset))
 }
 
 /// A member's blob layout.
@@ -295,17 +307,67 @@ impl Client {
         self.reply()
     }
 
-    /// Sends bytes for the manager to keep (a file copy or parity terms).
-    pub fn put(&mut self, job_id: &str, what: Put, bytes: &[u8]) -> io::Result<Reply> {
+    /// Sends bytes for the manager to keep (a file copy or a window of
+    /// parity terms), read from `source` one piece (at most [`DATA_PIECE`]
+    /// bytes) at a time. A source that fails leaves the connection
+    /// unusable: drop the client.
+    pub fn put_from(
+        &mut self,
+        job_id: &str,
+        what: Put,
+        source: &mut dyn Source,
+    ) -> Result<Reply, PutError> {
         let head = Request::Put {
             job_id: job_id.to_string(),
             what,
         };
         self.send(&head, &[])?;
-        for piece in bytes.chunks(DATA_PIECE) {
-            self.send(&Request::Data, piece)?;
+        let mut buf = Vec::new();
+        while source
+            .next_into(&mut buf, DATA_PIECE)
+            .map_err(PutError::Source)?
+        {
+            self.send(&Request::Data, &buf)?;
         }
         self.send(&Request::End, &[])?;
-        self.reply()
+        Ok(self.reply()?)
     }
+}
+
+/// Where the bytes of a put come from, piece by piece.
+pub trait Source {
+    /// Reads the next piece (at most `max` bytes) into `buf`; `false` at
+    /// the end.
+    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String>;
+}
+
+impl Source for crate::level::Pieces {
+    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String> {
+        crate::level::Pieces::next_into(self, buf, max).map_err(|e| e.to_string())
+    }
+}
+
+impl Source for &[u8] {
+    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String> {
+        if self.is_empty() {
+            buf.clear();
+            return Ok(false);
+        }
+        let n = self.len().min(max.max(1));
+        buf.clear();
+        buf.extend_from_slice(&self[..n]);
+        *self = &self[n..];
+        Ok(true)
+    }
+}
+
+/// Why a put failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError {
+    /// The connection failed (worth a retry on a new one).
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The bytes could not be read here.
+    #[error("{0}")]
+    Source(String),
 }

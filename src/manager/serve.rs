@@ -1,13 +1,13 @@
 //! The manager's listener: accepts connections, checks the job's secret,
 //! and answers requests. Slow work (queueing under the `wait` policy,
-//! draining, writing received copies) runs on blocking threads, so one
+//! draining, writing received copies piece by piece) runs on blocking threads, so one
 //! connection never holds up another.
 
-use super::proto::{self, Put, Reply, Request, MAX_COPY};
+use super::proto::{self, Put, Reply, Request, Term, MAX_COPY};
 use super::Shared;
 use crate::auth::{self, Channel};
 use crate::comm::net::{bind_private, Bind, Endpoint};
-use crate::level::{CopyStore, Level};
+use crate::level::{CopyStore, IncomingCopy, Level};
 use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
@@ -73,27 +73,95 @@ pub(super) fn start(
     Ok((endpoint, stop, thread))
 }
 
-/// Bytes being received.
-struct Incoming {
-    job_id: String,
-    what: Put,
-    len: u64,
-    bytes: Vec<u8>,
+/// What a connection is receiving.
+enum Incoming {
+    /// A copy of a rank's file, written piece by piece as it arrives
+    /// (`None` while a piece is being written, or after a failure).
+    File {
+        copy: Option<Box<IncomingCopy>>,
+        left: u64,
+        failed: Option<String>,
+    },
+    /// A window of parity terms (at most [`WINDOW`](proto::WINDOW) bytes), summed once
+    /// whole.
+    Term {
+        job_id: String,
+        term: Box<Term>,
+        len: u64,
+        bytes: Vec<u8>,
+    },
 }
 
-/// How many bytes a `Put` announces, if acceptable.
-fn announced(what: &Put) -> Result<u64, String> {
-    let len = match what {
-        Put::File { level, meta } if *level == Level::L2 => meta.file_len,
-        Put::File { level, .. } => {
-            return Err(format!("no copies are kept at level {}", level.number()))
+/// Starts receiving what a `Put` announces.
+async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incoming, String> {
+    match what {
+        Put::File { level, meta } if level == Level::L2 => {
+            if meta.file_len > MAX_COPY {
+                return Err(format!("refusing a copy of {} bytes", meta.file_len));
+            }
+            let local = shared.opts.local_dir.clone();
+            let who = shared.who();
+            let left = meta.file_len;
+            let copy = tokio::task::spawn_blocking(move || {
+                CopyStore::open(&local, &job_id, level, who).and_then(|s| s.begin_put(&meta))
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+            Ok(Incoming::File {
+                copy: Some(Box::new(copy)),
+                left,
+                failed: None,
+            })
         }
-        Put::Term(t) => t.group.piece,
-    };
-    if len > MAX_COPY {
-        return Err(format!("refusing {len} bytes"));
+        Put::File { level, .. } => Err(format!("no copies are kept at level {}", level.number())),
+        Put::Term(term) => {
+            let len = proto::window_len(term.group.piece, term.offset).ok_or_else(|| {
+                format!(
+                    "no window of a {}-byte shard starts at {}",
+                    term.group.piece, term.offset
+                )
+            })?;
+            Ok(Incoming::Term {
+                job_id,
+                term,
+                len,
+                bytes: Vec::new(),
+            })
+        }
     }
-    Ok(len)
+}
+
+/// Takes the next piece of what is being received; `false` if the peer
+/// sent more than it announced.
+async fn piece(inc: &mut Incoming, payload: &[u8]) -> bool {
+    match inc {
+        Incoming::File { copy, left, failed } => {
+            let n = payload.len() as u64;
+            if n > *left {
+                return false;
+            }
+            *left -= n;
+            let Some(mut c) = copy.take() else {
+                return true;
+            };
+            let bytes = payload.to_vec();
+            let wrote = tokio::task::spawn_blocking(move || c.write(&bytes).map(|()| c)).await;
+            match wrote {
+                Ok(Ok(c)) => *copy = Some(c),
+                Ok(Err(e)) => *failed = Some(e.to_string()),
+                Err(e) => *failed = Some(e.to_string()),
+            }
+            true
+        }
+        Incoming::Term { len, bytes, .. } => {
+            if (bytes.len() + payload.len()) as u64 > *len {
+                return false;
+            }
+            bytes.extend_from_slice(payload);
+            true
+        }
+    }
 }
 
 /// Serves one connection until it closes or misbehaves.
@@ -119,30 +187,35 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let reply = match req {
-            Request::Put { job_id, what } => match announced(&what) {
-                Ok(len) => {
-                    incoming = Some(Incoming {
-                        job_id,
-                        what,
-                        len,
-                        bytes: Vec::new(),
+            Request::Put { job_id, what } => match begin(&shared, job_id, what).await {
+                Ok(inc) => {
+                    incoming = Some(inc);
+                    None
+                }
+                // The data frames that follow are dropped, the error is
+                // the answer to the put.
+                Err(e) => {
+                    incoming = Some(Incoming::File {
+                        copy: None,
+                        left: MAX_COPY,
+                        failed: Some(e),
                     });
                     None
                 }
-                Err(e) => Some(Reply::Error(e)),
             },
-            Request::Data => match incoming.as_mut() {
-                Some(inc) if (inc.bytes.len() + payload.len()) as u64 <= inc.len => {
-                    inc.bytes.extend_from_slice(&payload);
-                    None
-                }
-                _ => {
+            Request::Data => {
+                let taken = match incoming.as_mut() {
+                    Some(inc) => piece(inc, &payload).await,
+                    None => false,
+                };
+                if !taken {
                     tracing::warn!(
                         "manager: dropping a connection that sent more data than announced"
                     );
                     return;
                 }
-            },
+                None
+            }
             Request::End => {
                 let Some(inc) = incoming.take() else {
                     return;
@@ -159,19 +232,28 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
-/// Keeps what a `Put` brought: a file copy is written at once; a parity
-/// term is added to its shard (written once complete).
+/// Ends what a `Put` brought: a file copy is checked whole and named; a
+/// window of parity terms is added to its shard (written once complete).
 async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
-    if inc.bytes.len() as u64 != inc.len {
-        return Reply::Error(format!("got {} of {} bytes", inc.bytes.len(), inc.len));
-    }
     let shared = Arc::clone(shared);
-    let local = shared.opts.local_dir.clone();
-    let done = tokio::task::spawn_blocking(move || match inc.what {
-        Put::File { level, meta } => CopyStore::open(&local, &inc.job_id, level, shared.who())
-            .and_then(|s| s.put(&meta, &inc.bytes))
-            .map_err(|e| e.to_string()),
-        Put::Term(term) => shared.add_term(&inc.job_id, &term, &inc.bytes),
+    let done = tokio::task::spawn_blocking(move || match inc {
+        Incoming::File {
+            failed: Some(e), ..
+        } => Err(e),
+        Incoming::File { left, .. } if left > 0 => Err(format!("{left} bytes short")),
+        Incoming::File { copy, .. } => match copy {
+            Some(c) => c.finish().map_err(|e| e.to_string()),
+            None => Err("the copy was not received".into()),
+        },
+        Incoming::Term { len, ref bytes, .. } if bytes.len() as u64 != len => {
+            Err(format!("got {} of {len} bytes", bytes.len()))
+        }
+        Incoming::Term {
+            job_id,
+            term,
+            bytes,
+            ..
+        } => shared.add_term(&job_id, &term, &bytes),
     })
     .await;
     match done {
@@ -187,6 +269,14 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
     let done = tokio::task::spawn_blocking(move || match req {
         Request::Submit(task) => shared.submit(task),
         Request::Status { job_id, keys } => shared.status(&job_id, &keys),
+        // Levels 2 and 3 prune at once, not after the promotions queued
+        // before the order: what a node holds stays within its retention
+        // however far the promotions lag. Level 4's pruning shares chunks
+        // with the level-4 write in progress, so it waits its turn.
+        Request::Commit { commit } if commit.level != crate::level::Level::L4 => {
+            shared.commit(&commit);
+            Reply::Ok
+        }
         Request::Commit { commit } => shared.chore(super::Work::Commit(commit)),
         Request::Remove { order } => shared.chore(super::Work::Remove(order)),
         Request::Drain => shared.drain(),

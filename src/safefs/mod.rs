@@ -11,15 +11,17 @@
 //! Every call that changes the file system passes a crash point (see
 //! [`crash`]), which tests use to kill a process at each step of a protocol.
 
+mod atomic;
 pub mod crash;
 mod path;
 
+pub use atomic::AtomicFile;
 pub use path::{append_json_line, check_base, open_append, open_nofollow, read_nofollow};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -440,31 +442,6 @@ impl Dir {
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
-    }
-
-    /// Replaces `name` with `bytes` atomically and durably: a temporary file
-    /// (`.<name>.tmp-<tag>`, created exclusively) is written and synced, then
-    /// renamed over `name`, then the directory is synced. `tag` keeps
-    /// concurrent writers of the same name apart.
-    pub fn write_atomic(&self, name: &str, bytes: &[u8], tag: &str) -> FsResult<()> {
-        let tmp = format!(".{name}.tmp-{tag}");
-        let mut f = self.create_replacing(&tmp)?;
-        let written = (|| {
-            self.crash_point("write", &tmp);
-            f.write_all(bytes)?;
-            self.crash_point("fsync", &tmp);
-            f.sync_all()
-        })();
-        if let Err(e) = written {
-            let _ = self.remove_file(&tmp);
-            return Err(FsError::io("write", self.join(&tmp), e));
-        }
-        drop(f);
-        if let Err(e) = self.rename(&tmp, self, name) {
-            let _ = self.remove_file(&tmp);
-            return Err(e);
-        }
-        self.sync()
     }
 
     /// Takes the lock file `name` (created if missing, mode 0600) without

@@ -1,4 +1,5 @@
 use super::*;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 
 fn scratch() -> tempfile::TempDir {

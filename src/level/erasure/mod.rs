@@ -24,7 +24,7 @@
 
 mod store;
 
-pub use store::{is_parity_file, parity_file, ErasureStore, ParityKey, MANIFEST};
+pub use store::{is_parity_file, parity_file, Blob, ErasureStore, ParityKey, MANIFEST};
 
 use reed_solomon_erasure::galois_8::{self, ReedSolomon};
 use serde::{Deserialize, Serialize};

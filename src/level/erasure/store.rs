@@ -8,12 +8,22 @@
 //!                                                written after the parity
 //! ```
 
-use super::{BlobEntry, GroupManifest};
-use crate::format::Metadata;
+use super::{BlobEntry, Codec, GroupManifest};
+use crate::format::{FormatError, FormatErrorKind, Metadata};
 use crate::level::fsio::StorageError;
-use crate::level::{commit, names, CopyStore, Level};
+use crate::level::{names, CopyStore, Level, Pieces};
 use crate::safefs::Dir;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+/// The tag of the temporary names of parity shards being summed.
+const SUM_TAG: &str = "sum";
+
+/// The temporary name of a parity shard being summed (a temporary name
+/// in the sense of [`names::is_temporary`]).
+fn sum_file(key: ParityKey) -> String {
+    format!(".{}.tmp-{SUM_TAG}", parity_file(key))
+}
 
 /// The name of the group manifest.
 pub const MANIFEST: &str = "group.json";
@@ -65,43 +75,103 @@ impl ErasureStore {
         &self.copies
     }
 
-    /// The node's blob of checkpoint `id`: each entry's record (as stored
-    /// here) then data file, concatenated in order, with the entries.
-    pub fn blob(&self, id: u64, ranks: &[u32]) -> Result<(Vec<u8>, Vec<BlobEntry>), StorageError> {
+    /// The node's blob of checkpoint `id` (each rank's record as stored
+    /// here, then its data file, in order), opened for reading at any
+    /// offset, with its entries.
+    pub fn blob(&self, id: u64, ranks: &[u32]) -> Result<(Blob, Vec<BlobEntry>), StorageError> {
         let ckpt = self.copies.checkpoint_dir(id, false)?;
-        let mut parts = Vec::with_capacity(ranks.len());
+        let mut parts = Vec::with_capacity(2 * ranks.len());
+        let mut entries = Vec::with_capacity(ranks.len());
         for &rank in ranks {
             let record = ckpt.read_capped(&names::record_file(rank), crate::format::MAX_RECORD)?;
             let meta = Metadata::from_json(&record, ckpt.join(&names::record_file(rank)))?;
-            let data = commit::read_exact(&ckpt, &names::data_file(rank), meta.file_len)?;
-            parts.push((rank, record, data));
-        }
-        let total = parts.iter().map(|(_, r, d)| r.len() + d.len()).sum();
-        let mut blob = Vec::with_capacity(total);
-        let mut entries = Vec::with_capacity(parts.len());
-        for (rank, record, data) in parts {
+            let data = Pieces::open(&ckpt, &names::data_file(rank), meta.file_len)?;
             entries.push(BlobEntry {
                 rank,
                 record_len: record.len() as u64,
-                data_len: data.len() as u64,
+                data_len: meta.file_len,
             });
-            blob.extend_from_slice(&record);
-            blob.extend_from_slice(&data);
+            parts.push(Part::Bytes(record));
+            parts.push(Part::File(data));
         }
-        Ok((blob, entries))
+        Ok((Blob { parts }, entries))
     }
 
-    /// Stores a parity shard of checkpoint `id`, durably.
-    pub fn write_parity(&self, id: u64, key: ParityKey, bytes: &[u8]) -> Result<(), StorageError> {
+    /// Adds `term` into bytes `offset..` of the sum of parity shard `key`
+    /// of checkpoint `id` (kept under a temporary name until
+    /// [`seal_parity`](Self::seal_parity)).
+    pub fn add_to_parity(
+        &self,
+        id: u64,
+        key: ParityKey,
+        offset: u64,
+        term: &[u8],
+    ) -> Result<(), StorageError> {
         let ckpt = self.copies.checkpoint_dir(id, true)?;
-        ckpt.write_atomic(&parity_file(key), bytes, "parity")
-            .map_err(|e| StorageError::from_fs(e, bytes.len() as u64))
+        let name = sum_file(key);
+        let file = match ckpt.kind(&name) {
+            Some(_) => ckpt.open_rw(&name)?,
+            None => ckpt.create_new(&name)?,
+        };
+        let path = ckpt.join(&name);
+        let need = term.len() as u64;
+        let io = |op: &'static str, e: std::io::Error| StorageError::io(op, &path, need, e);
+        let len = file.metadata().map_err(|e| io("stat", e))?.len();
+        let mut sum = vec![0u8; term.len()];
+        let have = len.saturating_sub(offset).min(term.len() as u64) as usize;
+        file.read_exact_at(&mut sum[..have], offset)
+            .map_err(|e| io("read", e))?;
+        Codec::add(&mut sum, term);
+        file.write_all_at(&sum, offset).map_err(|e| io("write", e))
     }
 
-    /// Reads a parity shard of checkpoint `id` (exactly `len` bytes).
-    pub fn read_parity(&self, id: u64, key: ParityKey, len: u64) -> Result<Vec<u8>, StorageError> {
+    /// Makes the sum of parity shard `key` of checkpoint `id` (which must
+    /// be `len` bytes) durable and gives it its name.
+    pub fn seal_parity(&self, id: u64, key: ParityKey, len: u64) -> Result<(), StorageError> {
         let ckpt = self.copies.checkpoint_dir(id, false)?;
-        commit::read_exact(&ckpt, &parity_file(key), len)
+        let name = sum_file(key);
+        let file = ckpt.open_rw(&name)?;
+        let path = ckpt.join(&name);
+        let have = file
+            .metadata()
+            .map_err(|e| StorageError::io("stat", &path, 0, e))?
+            .len();
+        if have != len {
+            return Err(FormatError::new(
+                &path,
+                FormatErrorKind::Metadata(format!("sums {have} bytes of a {len}-byte shard")),
+            )
+            .into());
+        }
+        file.sync_all()
+            .map_err(|e| StorageError::io("fsync", &path, 0, e))?;
+        ckpt.rename(&name, &ckpt, &parity_file(key))?;
+        Ok(ckpt.sync()?)
+    }
+
+    /// Removes the sums of checkpoint `id` left unfinished.
+    pub fn drop_sums(&self, id: u64) {
+        if let Ok(ckpt) = self.copies.checkpoint_dir(id, false) {
+            for (name, _) in ckpt.entries().unwrap_or_default() {
+                if name.starts_with(".parity-") && name.ends_with(&format!(".tmp-{SUM_TAG}")) {
+                    let _ = ckpt.remove_file(&name);
+                }
+            }
+        }
+    }
+
+    /// Opens a parity shard of checkpoint `id` (exactly `len` bytes) for
+    /// reading in pieces.
+    pub fn open_parity(&self, id: u64, key: ParityKey, len: u64) -> Result<Pieces, StorageError> {
+        let ckpt = self.copies.checkpoint_dir(id, false)?;
+        Pieces::open(&ckpt, &parity_file(key), len)
+    }
+
+    /// Reads a parity shard of checkpoint `id` through (exactly `len`
+    /// bytes, one piece in memory at a time).
+    pub fn check_parity(&self, id: u64, key: ParityKey, len: u64) -> Result<(), StorageError> {
+        self.open_parity(id, key, len)?
+            .for_each(|_| Ok::<(), StorageError>(()))
     }
 
     /// Whether a parity shard of checkpoint `id` is here with `len` bytes
@@ -135,5 +205,60 @@ impl ErasureStore {
     /// Ids of the checkpoints here, ascending.
     pub fn ids(&self) -> Vec<u64> {
         self.copies.ids()
+    }
+}
+
+/// A node's blob being read: its parts in order.
+pub struct Blob {
+    parts: Vec<Part>,
+}
+
+enum Part {
+    Bytes(Vec<u8>),
+    File(Pieces),
+}
+
+impl Part {
+    fn len(&self) -> u64 {
+        match self {
+            Part::Bytes(b) => b.len() as u64,
+            Part::File(f) => f.len(),
+        }
+    }
+}
+
+impl Blob {
+    /// The blob's length.
+    pub fn len(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
+    }
+
+    /// Whether the blob is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills `buf` with bytes `at..at + buf.len()` of the blob, padded with
+    /// zeros past its end.
+    pub fn read_at(&self, buf: &mut [u8], at: u64) -> Result<(), StorageError> {
+        buf.fill(0);
+        let mut start = 0u64;
+        for part in &self.parts {
+            let len = part.len();
+            let end = at + buf.len() as u64;
+            if start < end && at < start + len {
+                let from = at.max(start);
+                let to = end.min(start + len);
+                let out = &mut buf[(from - at) as usize..(to - at) as usize];
+                match part {
+                    Part::Bytes(b) => {
+                        out.copy_from_slice(&b[(from - start) as usize..(to - start) as usize])
+                    }
+                    Part::File(f) => f.read_at(out, from - start)?,
+                }
+            }
+            start += len;
+        }
+        Ok(())
     }
 }

@@ -29,16 +29,18 @@ use super::names::{self, L1_DIR, POINTER, SPARE};
 use super::slot::Slot;
 use super::{Level, Owner};
 use crate::format::{
-    self, CheckpointFile, Compression, FormatError, FormatErrorKind, Metadata, RegionSource,
-    WriteSpec,
+    self, Compression, FormatError, FormatErrorKind, Metadata, RegionSource, StreamCheck, WriteSpec,
 };
 use crate::safefs::{Dir, Lock};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Spare files kept beyond this number are deleted instead.
-const MAX_SPARES: usize = 2;
+/// Spare files kept beyond this number are deleted instead. One is enough:
+/// a checkpoint is written into it, and the checkpoint retention retires
+/// then becomes the next spare, so a rank never holds more than
+/// `keep_last + 1` files (docs/STORAGE.md).
+const MAX_SPARES: usize = 1;
 
 /// The mapped files of stores dropped in this process, by (directory, rank).
 ///
@@ -323,31 +325,41 @@ impl L1Store {
     }
 
     /// Puts back this rank's file of checkpoint `meta.checkpoint_id`, fetched
-    /// from a higher level (`bytes`, described by the level-1 record
-    /// `meta`), as a level-1 checkpoint. Every chunk is checked in memory
-    /// first, so that a copy damaged at its level (or decoded from damaged
-    /// parity) is refused before it is written and recovery tries the next
-    /// level instead of failing to load; then the file is made durable,
-    /// then visible. Recovery then loads it like any other.
-    pub fn install(&mut self, meta: &Metadata, bytes: &[u8]) -> Result<(), StorageError> {
+    /// from a higher level (its pieces given by `next`, `false` at the end;
+    /// described by the level-1 record `meta`), as a level-1 checkpoint.
+    /// Every chunk is checked as it arrives, so that a copy damaged at its
+    /// level (or decoded from damaged parity) is refused and recovery tries
+    /// the next level instead of failing to load; then the file is made
+    /// durable, then visible. Recovery then loads it like any other. No
+    /// more than a piece of the file is in memory at a time.
+    pub fn install_from<E: From<StorageError>>(
+        &mut self,
+        meta: &Metadata,
+        next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
+    ) -> Result<(), E> {
         let id = meta.checkpoint_id;
         let mut meta = meta.clone();
         meta.level = Level::L1.number();
-        let header = CheckpointFile::verify_image(bytes, self.data_path(id))?;
+        let check =
+            StreamCheck::new(self.data_path(id), meta.file_len).map_err(StorageError::from)?;
+        let mut slot = self.take_spare()?;
+        let header = match slot.fill_from(check, next) {
+            Ok(h) => h,
+            Err(e) => {
+                self.spares.push(slot);
+                return Err(e);
+            }
+        };
         if (header.checkpoint_id, header.rank, header.stamp) != (id, meta.rank, meta.stamp) {
-            return Err(FormatError::new(
+            self.spares.push(slot);
+            return Err(StorageError::from(FormatError::new(
                 self.data_path(id),
                 FormatErrorKind::Metadata(format!(
                     "the file fetched is checkpoint {} of rank {} (stamp {:#x}), its record says checkpoint {id} of rank {} (stamp {:#x})",
                     header.checkpoint_id, header.rank, header.stamp, meta.rank, meta.stamp
                 )),
-            )
+            ))
             .into());
-        }
-        let mut slot = self.take_spare()?;
-        if let Err(e) = slot.fill_bytes(bytes) {
-            self.spares.push(slot);
-            return Err(e);
         }
         // An earlier copy of this rank (damaged, or of another run) goes.
         self.live.remove(&id);
@@ -358,7 +370,7 @@ impl L1Store {
             if let Err(r) = self.abort(id) {
                 tracing::warn!(checkpoint = id, error = %r, "could not remove a damaged copy");
             }
-            return Err(e);
+            return Err(e.into());
         }
         Ok(())
     }

@@ -1,0 +1,190 @@
+//! The pieces of a level-3 rebuild that move bytes: reading a group
+//! member's shards a window at a time, and cutting the blobs being
+//! decoded back into the files of their ranks as they come.
+//!
+//! A decoder never holds more than one window of every member's shard of
+//! one stripe, and the windows it decoded; see
+//! [`rebuild`](super::rebuild) for the exchange.
+
+use crate::format::Metadata;
+use crate::level::erasure::{Blob, BlobEntry, ErasureStore, GroupManifest, ParityKey, Stripes};
+use crate::level::{Level, Pieces};
+use std::collections::BTreeMap;
+
+/// Bytes of a shard moved and decoded at a time.
+pub(super) const WINDOW: u64 = 4 << 20;
+
+/// The windows of a shard of `piece` bytes: (offset, length).
+pub(super) fn windows(piece: u64) -> impl Iterator<Item = (u64, usize)> {
+    (0..piece.div_ceil(WINDOW)).map(move |i| {
+        let at = i * WINDOW;
+        (at, WINDOW.min(piece - at) as usize)
+    })
+}
+
+/// A group member's shards of some stripes, read a window at a time: the
+/// pieces of its blob, or the parity shards it holds.
+pub(super) struct ShardReader {
+    blob: Blob,
+    parity: BTreeMap<usize, Pieces>,
+    stripes: Stripes,
+    pos: usize,
+    piece: u64,
+}
+
+impl ShardReader {
+    /// Opens position `pos`'s shards of `stripes` of group `m`.
+    pub(super) fn open(
+        store: &ErasureStore,
+        m: &GroupManifest,
+        pos: usize,
+        stripes: &[usize],
+    ) -> Result<Self, String> {
+        let s = Stripes {
+            g: m.nodes.len(),
+            p: m.parity as usize,
+        };
+        let ranks: Vec<u32> = m
+            .blobs
+            .get(pos)
+            .map(|b| b.iter().map(|e| e.rank).collect())
+            .unwrap_or_default();
+        let (blob, _) = store
+            .blob(m.checkpoint_id, &ranks)
+            .map_err(|e| e.to_string())?;
+        let mut parity = BTreeMap::new();
+        for &t in stripes {
+            if let Some(j) = s.parity_index(t, pos) {
+                let key = ParityKey {
+                    stripe: t as u32,
+                    index: j as u32,
+                };
+                let file = store
+                    .open_parity(m.checkpoint_id, key, m.piece)
+                    .map_err(|e| e.to_string())?;
+                parity.insert(t, file);
+            }
+        }
+        Ok(Self {
+            blob,
+            parity,
+            stripes: s,
+            pos,
+            piece: m.piece,
+        })
+    }
+
+    /// Fills `buf` with the window at `offset` of this member's shard of
+    /// stripe `t`.
+    pub(super) fn read(&self, t: usize, offset: u64, buf: &mut [u8]) -> Result<(), String> {
+        if let Some(file) = self.parity.get(&t) {
+            return file.read_at(buf, offset).map_err(|e| e.to_string());
+        }
+        let q = self
+            .stripes
+            .data_stripes(self.pos)
+            .iter()
+            .position(|x| *x == t)
+            .ok_or_else(|| format!("position {} has no shard in stripe {t}", self.pos))?;
+        self.blob
+            .read_at(buf, q as u64 * self.piece + offset)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// What a [`Splitter`] found in the bytes fed to it.
+pub(super) enum Cut<'a> {
+    /// A rank's file starts: its level-1 record.
+    Head(Metadata),
+    /// The next bytes of the current rank's file.
+    Data(u32, &'a [u8]),
+}
+
+/// A blob being decoded, fed in order and cut into its ranks' records
+/// and files (the padding after the last file is dropped).
+pub(super) struct Splitter {
+    entries: std::vec::IntoIter<BlobEntry>,
+    current: Option<BlobEntry>,
+    record: Vec<u8>,
+    data_left: u64,
+}
+
+impl Splitter {
+    /// Cuts a blob of these entries.
+    pub(super) fn new(entries: Vec<BlobEntry>) -> Self {
+        let mut entries = entries.into_iter();
+        let current = entries.next();
+        Self {
+            entries,
+            current,
+            record: Vec::new(),
+            data_left: 0,
+        }
+    }
+
+    /// Feeds the next bytes of the blob; `out` gets every file start and
+    /// data piece they complete, in order.
+    pub(super) fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        out: &mut dyn FnMut(Cut<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        while !bytes.is_empty() {
+            let Some(e) = self.current.clone() else {
+                return Ok(());
+            };
+            let want = e.record_len as usize - self.record.len();
+            if want > 0 {
+                let n = want.min(bytes.len());
+                self.record.extend_from_slice(&bytes[..n]);
+                bytes = &bytes[n..];
+                if self.record.len() == e.record_len as usize {
+                    let mut meta = Metadata::from_json(&self.record, "decoded level-3 record")
+                        .map_err(|e| e.to_string())?;
+                    if meta.rank != e.rank || meta.file_len != e.data_len {
+                        return Err(format!(
+                            "decoded record of rank {} does not match the layout",
+                            e.rank
+                        ));
+                    }
+                    meta.level = Level::L1.number();
+                    self.data_left = e.data_len;
+                    out(Cut::Head(meta))?;
+                    if self.data_left == 0 {
+                        self.next_entry();
+                    }
+                }
+                continue;
+            }
+            let n = usize::try_from(self.data_left)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            out(Cut::Data(e.rank, &bytes[..n]))?;
+            bytes = &bytes[n..];
+            self.data_left -= n as u64;
+            if self.data_left == 0 {
+                self.next_entry();
+            }
+        }
+        Ok(())
+    }
+
+    fn next_entry(&mut self) {
+        self.current = self.entries.next();
+        self.record.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_cover_a_shard_exactly() {
+        for piece in [1, WINDOW - 1, WINDOW, WINDOW + 1, 3 * WINDOW + 64] {
+            let w: Vec<_> = windows(piece).collect();
+            assert_eq!(w.iter().map(|(_, n)| *n as u64).sum::<u64>(), piece);
+            assert!(w.windows(2).all(|p| p[0].0 + p[0].1 as u64 == p[1].0));
+        }
+    }
+}

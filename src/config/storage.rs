@@ -1,0 +1,118 @@
+//! The node-local storage a configuration needs: the one place the
+//! formula of `docs/STORAGE.md` is computed.
+//!
+//! Counted in checkpoints of a node's own data `D` (its ranks' files of
+//! one checkpoint), with `K1`..`K3` the levels' `keep_last` and `Q` the
+//! manager's queue. A snapshot waits while its node's queue is full, so
+//! no node is more than `Q + 1` checkpoints behind the newest, and a
+//! level commits a checkpoint at the first snapshot after every node
+//! promoted it: at most `Q + 2` checkpoints of a level are in flight.
+//!
+//! - own files (level 1, staged, and kept at levels 2 and 3 as second
+//!   names of one file): `(max(K1, Q + 2) + 1 + K2 + K3) D`: the newest
+//!   `max(K1, Q + 2) + 1` checkpoints, and the committed ones levels 2
+//!   and 3 keep;
+//! - level 2, the partner's copies: `(K2 + Q + 2) D_partner`;
+//! - level 3, parity: `(K3 + Q + 2) p P`, `P` the group's piece size
+//!   ([`Stripes::piece`](crate::level::erasure::Stripes::piece) of the
+//!   group's largest blob), `p` the parity.
+//!
+//! A level that is off counts nothing.
+
+use super::Config;
+
+/// A node's storage need, per part, in bytes (see the module's doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StorageNeed {
+    /// The node's own files, whichever levels name them.
+    pub own: u64,
+    /// Level 2: the partner's copies.
+    pub partner: u64,
+    /// Level 3: parity.
+    pub parity: u64,
+}
+
+impl StorageNeed {
+    /// The whole need.
+    pub fn total(&self) -> u64 {
+        self.own + self.partner + self.parity
+    }
+}
+
+/// The sizes a node's need depends on, per checkpoint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeData {
+    /// The node's own ranks' files.
+    pub own: u64,
+    /// The files of the node whose level-2 copies this node keeps.
+    pub partner: u64,
+    /// The largest node blob of the node's level-3 group (its ranks' files
+    /// and records).
+    pub largest_blob: u64,
+    /// Nodes in that group.
+    pub group: u32,
+}
+
+impl Config {
+    /// The node-local storage a node with `data` needs under this
+    /// configuration, at most (records and markers, a few KiB per file,
+    /// come on top).
+    pub fn storage_need(&self, data: NodeData) -> StorageNeed {
+        let q = u64::from(self.manager.queue);
+        let k1 = u64::from(self.retention.keep_last);
+        let (l2, l3, l4) = (
+            !self.l2.interval.is_zero(),
+            !self.l3.interval.is_zero(),
+            !self.l4.interval.is_zero(),
+        );
+        let k2 = if l2 { u64::from(self.l2.keep_last) } else { 0 };
+        let k3 = if l3 { u64::from(self.l3.keep_last) } else { 0 };
+        let newest = if l2 || l3 || l4 { k1.max(q + 2) } else { k1 };
+        let mut need = StorageNeed {
+            own: (newest + 1 + k2 + k3) * data.own,
+            ..StorageNeed::default()
+        };
+        if l2 {
+            need.partner = (k2 + q + 2) * data.partner;
+        }
+        let p = u64::from(self.l3.parity);
+        let g = u64::from(data.group);
+        if l3 && g > p {
+            let stripes = crate::level::erasure::Stripes {
+                g: g as usize,
+                p: p as usize,
+            };
+            need.parity = (k3 + q + 2) * p * stripes.piece(data.largest_blob);
+        }
+        need
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Interval;
+
+    #[test]
+    fn only_the_levels_on_count() {
+        let mut cfg = Config::default();
+        let data = NodeData {
+            own: 100,
+            partner: 50,
+            largest_blob: 300,
+            group: 4,
+        };
+        let k1 = cfg.retention.keep_last as u64;
+        let l1_only = cfg.storage_need(data);
+        assert_eq!(l1_only.total(), (k1 + 1) * 100);
+        cfg.l2.interval = Interval::Calls(1);
+        cfg.l3.interval = Interval::Calls(2);
+        let all = cfg.storage_need(data);
+        let q = cfg.manager.queue as u64;
+        let (k2, k3) = (cfg.l2.keep_last as u64, cfg.l3.keep_last as u64);
+        assert_eq!(all.own, (k1.max(q + 2) + 1 + k2 + k3) * 100);
+        assert_eq!(all.partner, (k2 + q + 2) * 50);
+        // 300 bytes over 3 data shards: pieces of 128 bytes (64-aligned).
+        assert_eq!(all.parity, (k3 + q + 2) * 128);
+    }
+}

@@ -1,0 +1,191 @@
+//! Checking a checkpoint file while its bytes go by, in bounded memory.
+//!
+//! A file that arrives from elsewhere (a partner's copy, a decoded file, a
+//! file read back from level 4) is written piece by piece; [`StreamCheck`]
+//! is fed the same pieces in order and checks what [`CheckpointFile::open`]
+//! and [`CheckpointFile::verify`] check on disk: the header and tables, the
+//! length, and every chunk's CRC (and that compressed chunks decompress).
+//! It holds the header and tables, and at most one compressed chunk (raw
+//! chunks are hashed as they pass): never the file.
+//!
+//! [`CheckpointFile::open`]: super::CheckpointFile::open
+//! [`CheckpointFile::verify`]: super::CheckpointFile::verify
+
+use super::layout::HEADER_SIZE;
+use super::reader::{crc_error, header_len_of, read_head, ChunkCheck};
+use super::{ChunkInfo, Codec, FileHeader, FormatError, FormatErrorKind};
+use std::path::{Path, PathBuf};
+
+/// The part of the file being checked.
+enum Part {
+    /// The header and tables, up to the given length once known.
+    Head(Option<u64>),
+    /// The chunks: the index of the current one.
+    Chunks(usize),
+}
+
+/// Checks a checkpoint file fed in order, piece by piece.
+pub struct StreamCheck {
+    path: PathBuf,
+    expected: u64,
+    seen: u64,
+    part: Part,
+    head: Vec<u8>,
+    header: Option<FileHeader>,
+    chunks: Vec<ChunkInfo>,
+    /// Bytes of the current chunk seen so far.
+    in_chunk: u64,
+    /// A raw chunk's running CRC.
+    crc: crc32fast::Hasher,
+    /// A compressed chunk's stored bytes (checked whole).
+    stored: Vec<u8>,
+    check: ChunkCheck,
+}
+
+impl StreamCheck {
+    /// A check of a file that must be `expected` bytes long; `path` names it
+    /// in errors.
+    pub fn new(path: impl AsRef<Path>, expected: u64) -> Result<Self, FormatError> {
+        let path = path.as_ref().to_path_buf();
+        let check = ChunkCheck::new().map_err(|k| FormatError::new(&path, k))?;
+        Ok(Self {
+            path,
+            expected,
+            seen: 0,
+            part: Part::Head(None),
+            head: Vec::with_capacity(HEADER_SIZE),
+            header: None,
+            chunks: Vec::new(),
+            in_chunk: 0,
+            crc: crc32fast::Hasher::new(),
+            stored: Vec::new(),
+            check,
+        })
+    }
+
+    fn err(&self, kind: FormatErrorKind) -> FormatError {
+        FormatError::new(&self.path, kind)
+    }
+
+    /// Checks the next `bytes` of the file.
+    pub fn feed(&mut self, mut bytes: &[u8]) -> Result<(), FormatError> {
+        if self.seen + bytes.len() as u64 > self.expected {
+            return Err(self.err(FormatErrorKind::Inconsistent(format!(
+                "more than the {} bytes announced",
+                self.expected
+            ))));
+        }
+        self.seen += bytes.len() as u64;
+        while !bytes.is_empty() {
+            bytes = match self.part {
+                Part::Head(len) => self.feed_head(len, bytes)?,
+                Part::Chunks(i) => self.feed_chunk(i, bytes)?,
+            };
+        }
+        Ok(())
+    }
+
+    /// Takes header bytes from `bytes`; returns the rest.
+    fn feed_head<'a>(
+        &mut self,
+        len: Option<u64>,
+        bytes: &'a [u8],
+    ) -> Result<&'a [u8], FormatError> {
+        let want = len.unwrap_or(HEADER_SIZE as u64) as usize;
+        let take = (want - self.head.len()).min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        if self.head.len() == want {
+            match len {
+                None => {
+                    let header_len = header_len_of(&self.head).map_err(|k| self.err(k))?;
+                    if header_len > self.expected {
+                        return Err(self.err(FormatErrorKind::Truncated {
+                            expected: header_len,
+                            actual: self.expected,
+                        }));
+                    }
+                    self.head.reserve(header_len as usize - self.head.len());
+                    self.part = Part::Head(Some(header_len));
+                    if header_len as usize == self.head.len() {
+                        self.parse_head()?;
+                    }
+                }
+                Some(_) => self.parse_head()?,
+            }
+        }
+        Ok(&bytes[take..])
+    }
+
+    fn parse_head(&mut self) -> Result<(), FormatError> {
+        let head = std::mem::take(&mut self.head);
+        let (header, _, chunks) = read_head(self.expected, |buf, at| {
+            let start = usize::try_from(at).unwrap_or(usize::MAX);
+            match head.get(start..start.saturating_add(buf.len())) {
+                Some(src) => {
+                    buf.copy_from_slice(src);
+                    Ok(())
+                }
+                None => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            }
+        })
+        .map_err(|k| self.err(k))?;
+        self.header = Some(header);
+        self.chunks = chunks;
+        self.part = Part::Chunks(0);
+        Ok(())
+    }
+
+    /// Takes bytes of chunk `i` from `bytes`; returns the rest.
+    fn feed_chunk<'a>(&mut self, i: usize, bytes: &'a [u8]) -> Result<&'a [u8], FormatError> {
+        let Some(c) = self.chunks.get(i).copied() else {
+            // The layout tiles the file exactly: nothing follows the last chunk.
+            return Err(self.err(FormatErrorKind::Inconsistent(
+                "bytes after the last chunk".into(),
+            )));
+        };
+        let left = u64::from(c.stored_len) - self.in_chunk;
+        let take = usize::try_from(left).unwrap_or(usize::MAX).min(bytes.len());
+        let piece = &bytes[..take];
+        match c.codec {
+            Codec::Raw => self.crc.update(piece),
+            Codec::Zstd => self.stored.extend_from_slice(piece),
+        }
+        self.in_chunk += take as u64;
+        if self.in_chunk == u64::from(c.stored_len) {
+            let result = match c.codec {
+                Codec::Raw => {
+                    let computed = std::mem::take(&mut self.crc).finalize();
+                    if computed == c.crc {
+                        Ok(())
+                    } else {
+                        Err(crc_error(&c, computed))
+                    }
+                }
+                Codec::Zstd => {
+                    let stored = std::mem::take(&mut self.stored);
+                    let done = self.check.check(&c, &stored);
+                    self.stored = stored;
+                    self.stored.clear();
+                    done
+                }
+            };
+            result.map_err(|k| self.err(k))?;
+            self.in_chunk = 0;
+            self.part = Part::Chunks(i + 1);
+        }
+        Ok(&bytes[take..])
+    }
+
+    /// Ends the check: the whole file arrived and every chunk was sound.
+    /// Returns its header.
+    pub fn finish(self) -> Result<FileHeader, FormatError> {
+        let complete = matches!(self.part, Part::Chunks(i) if i == self.chunks.len());
+        match self.header {
+            Some(h) if complete && self.seen == self.expected => Ok(h),
+            _ => Err(self.err(FormatErrorKind::Truncated {
+                expected: self.expected,
+                actual: self.seen,
+            })),
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Moving checkpoint files in bounded pieces: reading one in order, and
+//! writing one that arrives in pieces while checking it.
+//!
+//! No level holds a whole file in memory to copy, send, receive or install
+//! it: files are read [`PIECE`] bytes at a time, and a file arriving from
+//! elsewhere is written under a temporary name while a
+//! [`StreamCheck`] checks every chunk, and only gets its name once the
+//! whole file arrived sound.
+
+use super::fsio::StorageError;
+use crate::format::{FileHeader, StreamCheck};
+use crate::safefs::{AtomicFile, Dir};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+/// Bytes moved at a time when a file is copied, sent or installed.
+pub const PIECE: usize = 8 << 20;
+
+/// A file read from its start, piece by piece.
+pub struct Pieces {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    at: u64,
+}
+
+impl Pieces {
+    /// Reads the `len` bytes of `file` (named `path` in errors).
+    pub fn new(file: File, path: PathBuf, len: u64) -> Self {
+        Self {
+            file,
+            path,
+            len,
+            at: 0,
+        }
+    }
+
+    /// Opens `name` in `dir`, which must be exactly `len` bytes long.
+    pub fn open(dir: &Dir, name: &str, len: u64) -> Result<Self, StorageError> {
+        let file = dir.open_read(name)?;
+        let path = dir.join(name);
+        let actual = file
+            .metadata()
+            .map_err(|e| StorageError::io("stat", &path, 0, e))?
+            .len();
+        if actual != len {
+            return Err(crate::format::FormatError::new(
+                &path,
+                crate::format::FormatErrorKind::Metadata(format!(
+                    "holds {actual} bytes, its record says {len}"
+                )),
+            )
+            .into());
+        }
+        Ok(Self::new(file, path, len))
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the next piece (at most `max` bytes) into `buf`; `false` at
+    /// the end.
+    pub fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, StorageError> {
+        let left = self.len - self.at;
+        if left == 0 {
+            buf.clear();
+            return Ok(false);
+        }
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(max.max(1));
+        buf.resize(n, 0);
+        self.file
+            .read_exact_at(buf, self.at)
+            .map_err(|e| StorageError::io("read", &self.path, 0, e))?;
+        self.at += n as u64;
+        Ok(true)
+    }
+
+    /// Reads bytes `at..at + buf.len()` of the file, wherever the reading
+    /// stands.
+    pub fn read_at(&self, buf: &mut [u8], at: u64) -> Result<(), StorageError> {
+        self.file
+            .read_exact_at(buf, at)
+            .map_err(|e| StorageError::io("read", &self.path, 0, e))
+    }
+
+    /// Calls `f` with every piece of the file, in order.
+    pub fn for_each<E: From<StorageError>>(
+        mut self,
+        mut f: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut buf = Vec::new();
+        while self.next_into(&mut buf, PIECE)? {
+            f(&buf)?;
+        }
+        Ok(())
+    }
+}
+
+/// A checkpoint file arriving in pieces: written under a temporary name and
+/// checked on the way; it gets its name only when whole and sound.
+pub struct Arriving {
+    file: AtomicFile,
+    check: StreamCheck,
+}
+
+impl Arriving {
+    /// Starts receiving `name` in `dir`, `len` bytes long; `tag` keeps
+    /// concurrent writers of the name apart.
+    pub fn begin(dir: &Dir, name: &str, len: u64, tag: &str) -> Result<Self, StorageError> {
+        let check = StreamCheck::new(dir.join(name), len)?;
+        let file = dir
+            .begin_atomic(name, tag)
+            .map_err(|e| StorageError::from_fs(e, len))?;
+        Ok(Self { file, check })
+    }
+
+    /// Checks and writes the next piece.
+    pub fn write(&mut self, piece: &[u8]) -> Result<(), StorageError> {
+        self.check.feed(piece)?;
+        let need = piece.len() as u64;
+        self.file
+            .write(piece)
+            .map_err(|e| StorageError::from_fs(e, need))
+    }
+
+    /// Ends the file: it must be whole and sound, and `accept` must take
+    /// its header; then it is made durable and named. Returns its header.
+    pub fn finish(
+        self,
+        accept: impl FnOnce(&FileHeader) -> Result<(), StorageError>,
+    ) -> Result<FileHeader, StorageError> {
+        let header = self.check.finish()?;
+        accept(&header)?;
+        self.file.commit()?;
+        Ok(header)
+    }
+}
