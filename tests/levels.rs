@@ -20,11 +20,14 @@ const PER_NODE: usize = 2;
 struct Shape {
     size: usize,
     per_node: usize,
+    /// Values in each rank's field.
+    len: usize,
 }
 
 const USUAL: Shape = Shape {
     size: SIZE,
     per_node: PER_NODE,
+    len: 40_000,
 };
 
 fn node_dir(base: &Path, node: u32) -> std::path::PathBuf {
@@ -43,8 +46,8 @@ fn level_config(base: &Path, job: &str, l2: u64, l4: u64) -> Config {
 
 /// The state of `rank` after `step` steps: a field that changes a little
 /// every step (so level 4 has unchanged chunks to skip).
-fn field(rank: usize, step: u64) -> Vec<f64> {
-    (0..40_000)
+fn field(rank: usize, step: u64, len: usize) -> Vec<f64> {
+    (0..len)
         .map(|i| {
             if i % 97 == 0 {
                 (i as f64 + step as f64 * 0.5 + rank as f64).sin()
@@ -74,7 +77,7 @@ fn run_and_crash_as(base: &Path, cfg: &Config, steps: u64, shape: Shape) -> u64 
         let mut last = 0;
         while step.get() < steps {
             step.set(step.get() + 1);
-            *data.write() = field(comm.rank(), step.get());
+            *data.write() = field(comm.rank(), step.get(), shape.len);
             if let Some(id) = ckpt.snapshot().unwrap() {
                 last = id;
             }
@@ -108,13 +111,13 @@ fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
         let id = ckpt.recover().unwrap();
         assert_eq!(
             *data.read(),
-            field(comm.rank(), step.get()),
+            field(comm.rank(), step.get(), shape.len),
             "rank {}",
             comm.rank()
         );
         // Carry on: the next checkpoints work at every level.
         step.set(step.get() + 1);
-        *data.write() = field(comm.rank(), step.get());
+        *data.write() = field(comm.rank(), step.get(), shape.len);
         ckpt.checkpoint().unwrap();
         ckpt.wait_for_promotions().unwrap();
         ckpt.finalize().unwrap();
@@ -163,7 +166,7 @@ fn level_2_rebuilds_copies_so_a_second_node_loss_is_survivable() {
         let data = ckpt.protect(1, Vec::<f64>::new());
         assert_eq!(ckpt.recover().unwrap(), 4);
         step.set(5);
-        *data.write() = field(comm.rank(), 5);
+        *data.write() = field(comm.rank(), 5, USUAL.len);
         ckpt.checkpoint().unwrap();
         ckpt.wait_for_promotions().unwrap();
     });
@@ -209,6 +212,7 @@ fn level_3_survives_any_lost_node_of_each_group() {
     let shape = Shape {
         size: 9,
         per_node: 2,
+        ..USUAL
     };
     let mut lose: Vec<Vec<u32>> = (0..5).map(|n| vec![n]).collect();
     for a in 0..3 {
@@ -236,6 +240,35 @@ fn level_3_survives_any_lost_node_of_each_group() {
     }
 }
 
+/// Files larger than the windows level 3 moves at a time: parity summed
+/// over several windows per shard, and a rebuild paced by the decoder's
+/// credits over more windows than it lets members send ahead.
+#[test]
+fn level_3_rebuilds_files_of_many_windows_bit_for_bit() {
+    let _serial = common::serial();
+    // 13 MiB per rank, two ranks per node: 26 MiB blobs in pieces of
+    // 8.7 MiB (two 8 MiB encoding windows, three 4 MiB decoding windows).
+    let shape = Shape {
+        size: 8,
+        per_node: 2,
+        len: 13 << 17,
+    };
+    let dir = scratch();
+    let mut cfg = level_config(dir.path(), "l3big", 0, 0);
+    cfg.l3.interval = Interval::Calls(2);
+    cfg.l3.group_size = 4;
+    cfg.l3.parity = 1;
+    run_and_crash_as(dir.path(), &cfg, 2, shape);
+    stop_managers("l3big");
+    std::fs::remove_dir_all(node_dir(dir.path(), 1)).unwrap();
+    let got = recover_as(dir.path(), &cfg, shape);
+    assert!(
+        got.iter().all(|&(id, step)| id == 2 && step == 2),
+        "{got:?}"
+    );
+    stop_managers("l3big");
+}
+
 /// Two parity shards per group: any two of five nodes may go.
 #[test]
 fn level_3_with_two_parity_shards_survives_any_two_nodes() {
@@ -243,6 +276,7 @@ fn level_3_with_two_parity_shards_survives_any_two_nodes() {
     let shape = Shape {
         size: 10,
         per_node: 2,
+        ..USUAL
     };
     for a in 0..5u32 {
         for b in (a + 1)..5 {
@@ -395,7 +429,7 @@ fn an_explicit_level_is_promoted_whatever_the_intervals() {
         let mut cfg = c.clone();
         cfg.storage.local_dir = node_dir(&base, comm.node());
         let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
-        let _data = ckpt.protect(0, field(comm.rank(), 1));
+        let _data = ckpt.protect(0, field(comm.rank(), 1, USUAL.len));
         ckpt.checkpoint().unwrap();
         let id = ckpt.checkpoint_at(frame::level::Level::L4).unwrap();
         ckpt.wait_for_promotions().unwrap();

@@ -153,6 +153,7 @@ impl Checkpointer<'_> {
                 let offers: Vec<copies::Offer> = reports
                     .iter()
                     .map(|r| copies::Offer {
+                        node: r.node,
                         own: only(&r.copies.own),
                         copies: r
                             .copies

@@ -87,6 +87,7 @@ impl Checkpointer<'_> {
     pub(super) fn copies_offer(&self, l1: &Inventory, level: Level) -> (Offer, Option<CopyStore>) {
         let world = self.comm.size() as u32;
         let mut offer = Offer {
+            node: self.comm.node(),
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
             copies: Vec::new(),
         };

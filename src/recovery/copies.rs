@@ -24,6 +24,8 @@ pub struct Copy {
 /// What one rank can provide.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offer {
+    /// Its node.
+    pub node: u32,
     /// Its own sound level-1 checkpoints: (id, stamp).
     pub own: Vec<(u64, u64)>,
     /// Copies of any rank's files it can read and send.
@@ -44,6 +46,10 @@ pub struct CopyPlan {
 
 /// The newest checkpoint not in `excluded` (ids whose transfer failed)
 /// that every rank can restore from `offers` (indexed by rank), or `None`.
+///
+/// A copy kept on another node than the rank's is preferred: a node keeps
+/// its own ranks' copies as second names of their level-1 files, so a
+/// level-1 file found damaged is damaged there too.
 pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()
@@ -68,7 +74,11 @@ pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
                 rank: rank as u32,
                 stamp,
             };
-            match offers.iter().position(|o| o.copies.contains(&wanted)) {
+            let holds = |o: &&Offer| o.copies.contains(&wanted);
+            let elsewhere = offers
+                .iter()
+                .position(|o| holds(&o) && o.node != offer.node);
+            match elsewhere.or_else(|| offers.iter().position(|o| holds(&o))) {
                 Some(from) => fetch.push((rank as u32, from as u32)),
                 None => continue 'next,
             }
@@ -94,10 +104,12 @@ mod tests {
             Offer::default(),
             Offer::default(),
             Offer {
+                node: 1,
                 own: vec![(4, 9), (5, 10)],
                 copies: vec![copy(4, 0, 9), copy(4, 1, 9), copy(5, 0, 10), copy(5, 1, 10)],
             },
             Offer {
+                node: 1,
                 own: vec![(4, 9), (5, 10)],
                 copies: vec![],
             },
@@ -112,9 +124,10 @@ mod tests {
         let offers = vec![
             Offer {
                 own: vec![(7, 1)],
-                copies: vec![],
+                ..Offer::default()
             },
             Offer {
+                node: 1,
                 // Checkpoint 7 of another attempt: not the same checkpoint.
                 own: vec![(6, 5)],
                 copies: vec![copy(7, 1, 2), copy(6, 0, 5)],
@@ -126,5 +139,29 @@ mod tests {
         assert_eq!(plan(&[Offer::default(), Offer::default()], &[]), None);
         // Once 6 failed to arrive, nothing older is complete.
         assert_eq!(plan(&offers, &[6]), None);
+    }
+
+    #[test]
+    fn a_copy_on_another_node_is_preferred_to_the_ranks_own_node() {
+        // Rank 1's level-1 file is damaged; node 0 (rank 0) keeps its own
+        // ranks' copies as names of the same files, node 1 (rank 2) a copy.
+        let offers = vec![
+            Offer {
+                own: vec![(3, 1)],
+                copies: vec![copy(3, 0, 1), copy(3, 1, 1)],
+                ..Offer::default()
+            },
+            Offer::default(),
+            Offer {
+                node: 1,
+                own: vec![(3, 1)],
+                copies: vec![copy(3, 0, 1), copy(3, 1, 1)],
+            },
+        ];
+        assert_eq!(plan(&offers, &[]).unwrap().fetch, vec![(1, 2)]);
+        // Without one elsewhere, the own node's copy is used.
+        let mut only_own = offers.clone();
+        only_own[2].copies.clear();
+        assert_eq!(plan(&only_own, &[]).unwrap().fetch, vec![(1, 0)]);
     }
 }
