@@ -179,7 +179,16 @@ impl Levels {
         let mut manager = None;
         let mut client = None;
         let mut local: Option<String> = None;
-        if leader {
+        // A level that cannot be used is the program's error now, not a
+        // failed promotion in the metrics file later.
+        if leader && !cfg.l4.interval.is_zero() {
+            if let Err(e) =
+                crate::level::GlobalStore::check_usable(&cfg.storage.global_dir, &cfg.job.id)
+            {
+                local = Some(format!("level 4 cannot use storage.global_dir: {e}"));
+            }
+        }
+        if leader && local.is_none() {
             match connect_manager(cfg, node, &secret, link) {
                 Ok((m, c)) => {
                     manager = m;

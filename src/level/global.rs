@@ -132,6 +132,20 @@ impl GlobalStore {
         })
     }
 
+    /// Checks, without creating anything, that level 4 can use
+    /// `global_dir` for `job_id`: what exists of it must be safe (a
+    /// directory of this user that no one else can write, not a link).
+    pub fn check_usable(global_dir: &Path, job_id: &str) -> Result<(), StorageError> {
+        if !global_dir.exists() {
+            return Ok(());
+        }
+        let base = Dir::open(global_dir)?;
+        if let Some(job) = base.try_sub(job_id)? {
+            job.try_sub(L4_DIR)?;
+        }
+        Ok(())
+    }
+
     /// Opens the level-4 directory if it exists.
     pub fn open_existing(global_dir: &Path, job_id: &str) -> Result<Option<Self>, StorageError> {
         if !global_dir.exists() {

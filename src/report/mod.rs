@@ -31,9 +31,32 @@ pub enum ReportError {
         /// The cause.
         error: std::io::Error,
     },
+    /// A line is longer than any record frame writes.
+    #[error("{path}: line {line} is longer than {MAX_LINE} bytes; no metrics record is that long")]
+    LineTooLong {
+        /// The file.
+        path: PathBuf,
+        /// The line's number (from 1).
+        line: usize,
+    },
     /// The plot could not be drawn.
     #[error("cannot draw the plot: {0}")]
     Plot(String),
+}
+
+/// The longest line read: records are a few hundred bytes.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// The fields of a metrics line a report looks at; everything else in the
+/// line is skipped unread (no value is built for it).
+#[derive(Deserialize)]
+struct Line {
+    event: Option<String>,
+    blocked_us_max: Option<f64>,
+    level: Option<u64>,
+    micros: Option<f64>,
+    ok: Option<bool>,
+    runtime_recovery_ms: Option<f64>,
 }
 
 /// One recovered failure: the library's recovery record, and the
@@ -74,6 +97,13 @@ pub struct Report {
     pub skipped: usize,
 }
 
+/// The records of one file awaiting their match.
+#[derive(Default)]
+struct Lines {
+    runtime: Vec<RuntimeLine>,
+    recovered: Vec<RecoveryRecord>,
+}
+
 #[derive(Deserialize)]
 struct RuntimeLine {
     epoch: u64,
@@ -82,54 +112,100 @@ struct RuntimeLine {
 }
 
 impl Report {
-    /// Reads the metrics files `paths`.
+    /// Reads the metrics files `paths`, line by line (a line longer than
+    /// [`MAX_LINE`] is an error naming it).
     pub fn read(paths: &[PathBuf]) -> Result<Self, ReportError> {
+        use std::io::{BufRead, Read};
         let mut report = Self::default();
         for path in paths {
-            let text = std::fs::read_to_string(path).map_err(|error| ReportError::Read {
+            let read_error = |error| ReportError::Read {
                 path: path.clone(),
                 error,
-            })?;
-            report.add(path, &text);
+            };
+            let file = std::fs::File::open(path).map_err(read_error)?;
+            let mut reader = std::io::BufReader::new(file);
+            let mut lines = Lines::default();
+            let mut buf = Vec::new();
+            for number in 1.. {
+                buf.clear();
+                let n = reader
+                    .by_ref()
+                    .take(MAX_LINE as u64 + 1)
+                    .read_until(b'\n', &mut buf)
+                    .map_err(read_error)?;
+                if n == 0 {
+                    break;
+                }
+                if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+                    return Err(ReportError::LineTooLong {
+                        path: path.clone(),
+                        line: number,
+                    });
+                }
+                match std::str::from_utf8(&buf) {
+                    Ok(line) => report.add_line(&mut lines, line),
+                    Err(_) => report.skipped += 1,
+                }
+                // Whatever the reader grew to for a long line goes.
+                if buf.capacity() > 64 << 10 {
+                    buf = Vec::new();
+                }
+            }
+            report.finish(path, lines);
         }
         Ok(report)
     }
 
     /// Adds the lines of one file.
     pub fn add(&mut self, path: &Path, text: &str) {
-        let mut runtime: Vec<RuntimeLine> = Vec::new();
-        let mut recovered: Vec<RecoveryRecord> = Vec::new();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-                self.skipped += 1;
-                continue;
-            };
-            let known = match value.get("event").and_then(|e| e.as_str()) {
-                Some("recovery") => serde_json::from_value(value)
-                    .map(|r| recovered.push(r))
-                    .is_ok(),
-                Some("checkpoint") => value["blocked_us_max"]
-                    .as_f64()
-                    .map(|us| self.checkpoint_ms.push(us / 1000.0))
-                    .is_some(),
-                Some("promotion") => match (value["level"].as_u64(), value["micros"].as_f64()) {
-                    (Some(level @ 2..=4), Some(us)) if value["ok"] == true => {
-                        self.transform_ms[level as usize - 2].push(us / 1000.0);
-                        true
-                    }
-                    _ => value["ok"] == false,
-                },
-                None if value.get("runtime_recovery_ms").is_some() => serde_json::from_value(value)
-                    .map(|r| runtime.push(r))
-                    .is_ok(),
-                _ => false,
-            };
-            if !known {
-                self.skipped += 1;
-            }
+        let mut lines = Lines::default();
+        for line in text.lines() {
+            self.add_line(&mut lines, line);
         }
-        for r in recovered {
-            let run = runtime.iter().find(|x| x.epoch == r.epoch && r.epoch > 0);
+        self.finish(path, lines);
+    }
+
+    /// Takes one line of a file.
+    fn add_line(&mut self, lines: &mut Lines, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        let Ok(fields) = serde_json::from_str::<Line>(line) else {
+            self.skipped += 1;
+            return;
+        };
+        let known = match fields.event.as_deref() {
+            Some("recovery") => serde_json::from_str(line)
+                .map(|r| lines.recovered.push(r))
+                .is_ok(),
+            Some("checkpoint") => fields
+                .blocked_us_max
+                .map(|us| self.checkpoint_ms.push(us / 1000.0))
+                .is_some(),
+            Some("promotion") => match (fields.level, fields.micros, fields.ok) {
+                (Some(level @ 2..=4), Some(us), Some(true)) => {
+                    self.transform_ms[level as usize - 2].push(us / 1000.0);
+                    true
+                }
+                (_, _, ok) => ok == Some(false),
+            },
+            None if fields.runtime_recovery_ms.is_some() => serde_json::from_str(line)
+                .map(|r| lines.runtime.push(r))
+                .is_ok(),
+            _ => false,
+        };
+        if !known {
+            self.skipped += 1;
+        }
+    }
+
+    /// Matches a file's recovery records with the runtime's.
+    fn finish(&mut self, path: &Path, lines: Lines) {
+        for r in lines.recovered {
+            let run = lines
+                .runtime
+                .iter()
+                .find(|x| x.epoch == r.epoch && r.epoch > 0);
             self.failures.push(Recovered {
                 file: path.to_path_buf(),
                 mode: run.map_or("none".into(), |x| x.mode.clone()),

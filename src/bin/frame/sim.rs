@@ -96,6 +96,51 @@ fn measured(source: &str) -> anyhow::Result<projection::Measured> {
     serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))
 }
 
+/// Most runs per point.
+const MAX_RUNS: u64 = 10_000_000;
+/// Most simulation steps one `frame sim` may take: runs times steps per
+/// run (planned over step), over every point simulated. About a minute
+/// on one core.
+const MAX_STEPS: f64 = 5e9;
+
+/// Checks the job every path simulates (`points` simulations of
+/// `a.runs` runs each): finite positive times, and work within
+/// [`MAX_STEPS`].
+fn check_job(a: &SimArgs, points: u64) -> anyhow::Result<()> {
+    if a.mtbf
+        .iter()
+        .chain(&a.checkpoint)
+        .any(|v| !(v.is_finite() && *v > 0.0))
+    {
+        anyhow::bail!("--mtbf and --checkpoint: times must be finite and positive");
+    }
+    if a.recovery.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+        anyhow::bail!("--recovery: times must be finite and not negative");
+    }
+    if !(a.planned.is_finite() && a.planned > 0.0) {
+        anyhow::bail!("--planned {}: must be finite and positive", a.planned);
+    }
+    if !(a.step.is_finite() && a.step > 0.0 && a.step <= a.planned) {
+        anyhow::bail!(
+            "--step {}: must be positive and at most --planned ({})",
+            a.step,
+            a.planned
+        );
+    }
+    if !(1..=MAX_RUNS).contains(&a.runs) {
+        anyhow::bail!("--runs {}: must be between 1 and {MAX_RUNS}", a.runs);
+    }
+    let steps = (a.planned / a.step).ceil() * a.runs as f64 * points as f64;
+    if steps > MAX_STEPS {
+        anyhow::bail!(
+            "this simulation would take {steps:.3e} steps ({} runs of {:.3e} steps, {points} point(s)), more than the {MAX_STEPS:.0e} allowed: raise --step or lower --runs or --planned",
+            a.runs,
+            (a.planned / a.step).ceil()
+        );
+    }
+    Ok(())
+}
+
 /// `frame sim`.
 pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
     if let Some(source) = &a.retrieval {
@@ -104,6 +149,8 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         if !(1..=4).contains(&levels) || a.checkpoint.len() != levels {
             anyhow::bail!("--mtbf and --checkpoint need one value per level, 1 to 4 levels");
         }
+        // Three strategies at each of 16, 64, 256 and 1024 nodes.
+        check_job(a, 12)?;
         let job = sim::retrieval::Job {
             planned: a.planned,
             step: a.step,
@@ -146,6 +193,13 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(Paper::Paper003) = a.reproduce {
+        if !(1..=MAX_RUNS / 10).contains(&a.runs) {
+            anyhow::bail!(
+                "--runs {}: must be between 1 and {} with --reproduce",
+                a.runs,
+                MAX_RUNS / 10
+            );
+        }
         let rows = table3::reproduce(a.runs, a.seed);
         if a.json {
             for r in &rows {
@@ -170,15 +224,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
             "--mtbf, --checkpoint and --recovery need one value per level ({levels} MTBF given)"
         );
     }
-    if a.mtbf
-        .iter()
-        .chain(&a.checkpoint)
-        .any(|v| !(v.is_finite() && *v > 0.0))
-        || a.recovery.iter().any(|v| !(v.is_finite() && *v >= 0.0))
-        || !(a.planned > 0.0 && a.step > 0.0 && a.planned.is_finite())
-    {
-        anyhow::bail!("times must be finite and positive (recoveries may be 0)");
-    }
+    check_job(a, 1)?;
     let model = Model::with_optimal_periods(
         a.planned,
         a.step,

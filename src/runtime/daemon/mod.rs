@@ -38,6 +38,8 @@ enum Event {
         tx: Sender<OwnedWriteHalf>,
     },
     Rank(u32, u64, FromRank),
+    /// A process's control connection closed.
+    Closed(u32, u64),
     Exit {
         pid: u32,
         status: std::io::Result<ExitStatus>,
@@ -132,6 +134,9 @@ struct Daemon {
     program_joins: bool,
     /// Processes that exited before their hello was seen, by pid.
     unjoined: HashMap<u32, Unjoined>,
+    /// Processes that joined for one the daemon started (a program run
+    /// under a wrapper: `bash -c`, `strace -f`, `time`): joiner -> started.
+    joiners: HashMap<u32, u32>,
     timeout: Duration,
     /// The manager process, and how often it was restarted.
     manager: Option<u32>,
@@ -209,6 +214,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         program_joins: false,
         committed: None,
         unjoined: HashMap::new(),
+        joiners: HashMap::new(),
         manager: None,
         manager_restarts: 0,
     };
@@ -222,8 +228,11 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
             break;
         }
     }
-    for pid in d.procs.keys().chain(d.manager.iter()) {
-        procs::kill(*pid);
+    for (pid, p) in &d.procs {
+        p.signal(*pid, rustix::process::Signal::KILL);
+    }
+    if let Some(pid) = d.manager {
+        procs::kill(pid);
     }
     let _ = std::fs::remove_file(&d.socket);
     let _ = std::fs::remove_file(&manager_socket);
@@ -274,9 +283,25 @@ async fn process_connection(
             return;
         }
     }
+    let _ = ev.send(Event::Closed(pid, conn));
 }
 
 impl Daemon {
+    /// The process the daemon started that `pid` is, or descends from
+    /// (recorded as its joiner); `None` for any other process.
+    fn started_for(&mut self, pid: u32) -> Option<u32> {
+        if self.procs.contains_key(&pid) {
+            return Some(pid);
+        }
+        let started = procs::ancestors(pid).find(|a| {
+            self.procs
+                .get(a)
+                .is_some_and(|p| !p.has_joined() && p.joiner.is_none())
+        })?;
+        self.joiners.insert(pid, started);
+        Some(started)
+    }
+
     /// Reacts to one event; returns `false` when the daemon should stop.
     async fn handle(&mut self, event: Event) -> std::io::Result<bool> {
         match event {
@@ -286,11 +311,20 @@ impl Daemon {
                 return Ok(false);
             }
             Event::Hello {
-                pid,
+                pid: joiner,
                 epoch,
                 conn,
                 mut tx,
             } => {
+                let Some(pid) = self.started_for(joiner) else {
+                    tracing::warn!(pid = joiner, "a process the daemon did not start, nor one of its descendants, tried to join");
+                    return Ok(true);
+                };
+                if pid != joiner {
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.joiner = Some(joiner);
+                    }
+                }
                 let current = self.epoch;
                 if let Some((rank, incarnation, how)) = self.unjoined.remove(&pid) {
                     // It joined, then died: an ordinary failure.
@@ -304,7 +338,8 @@ impl Daemon {
                     p.joined(conn, tx);
                 }
             }
-            Event::Rank(pid, conn, msg) => {
+            Event::Rank(joiner, conn, msg) => {
+                let pid = self.joiners.get(&joiner).copied().unwrap_or(joiner);
                 let Some(p) = self.procs.get_mut(&pid).filter(|p| p.is_conn(conn)) else {
                     return Ok(true);
                 };
@@ -313,7 +348,29 @@ impl Daemon {
                     self.on_rank_message(pid, rank, msg).await?;
                 }
             }
-            Event::Exit { pid, status } => self.on_exit(pid, status).await?,
+            Event::Closed(joiner, conn) => {
+                // A program under a wrapper that left without finishing:
+                // its wrapper may run on (`bash -c "prog; echo"`), so it
+                // goes too, and its exit reports the rank's failure.
+                if let Some(pid) = self.joiners.remove(&joiner) {
+                    if let Some(p) = self.procs.get_mut(&pid).filter(|p| p.is_conn(conn)) {
+                        p.joiner = None;
+                        if !p.finishing && p.killed_for.is_none() {
+                            p.killed_for = Some(format!(
+                                "its program (pid {joiner}) closed its connection without finishing"
+                            ));
+                            procs::kill(pid);
+                        }
+                    }
+                }
+            }
+            Event::Exit { pid, status } => {
+                if let Some(joiner) = self.procs.get(&pid).and_then(|p| p.joiner) {
+                    procs::kill(joiner);
+                    self.joiners.remove(&joiner);
+                }
+                self.on_exit(pid, status).await?
+            }
             Event::Unjoined(pid) => {
                 if let Some((rank, _, how)) = self.unjoined.remove(&pid) {
                     self.program_broken = true;
@@ -364,7 +421,7 @@ impl Daemon {
             if let Some(why) = p.overdue(timeout) {
                 tracing::warn!(pid, rank = ?p.rank, %why, "killing an unresponsive process");
                 p.killed_for = Some(why);
-                procs::kill(*pid);
+                p.signal(*pid, rustix::process::Signal::KILL);
             }
         }
     }
@@ -463,8 +520,8 @@ impl Daemon {
                 self.fill_standby();
             }
             ToDaemon::Kill { rank, action } => {
-                for (pid, _) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
-                    procs::signal(*pid, action.signal());
+                for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
+                    p.signal(*pid, action.signal());
                 }
             }
             ToDaemon::Finish => {

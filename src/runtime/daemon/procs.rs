@@ -26,6 +26,8 @@ pub(super) struct Proc {
     pub(super) killed_for: Option<String>,
     /// The last iteration its program reported.
     pub(super) progress: Option<u64>,
+    /// The descendant that joined for it, when it is a wrapper.
+    pub(super) joiner: Option<u32>,
 }
 
 impl Proc {
@@ -41,7 +43,17 @@ impl Proc {
             rejoin_by: None,
             killed_for: None,
             progress: None,
+            joiner: None,
         }
+    }
+
+    /// Sends `sig` to the process started as `pid` and to the descendant
+    /// that joined for it.
+    pub(super) fn signal(&self, pid: u32, sig: rustix::process::Signal) {
+        if let Some(j) = self.joiner {
+            signal(j, sig);
+        }
+        signal(pid, sig);
     }
 
     /// The process connected and said hello on connection `conn`.
@@ -94,6 +106,35 @@ impl Proc {
     }
 }
 
+/// Most ancestors looked at for a joining process.
+const MAX_DEPTH: usize = 32;
+
+/// The ancestors of `pid`, nearest first (from `/proc`; at most
+/// [`MAX_DEPTH`], stopping at the first this user does not own).
+pub(super) fn ancestors(pid: u32) -> impl Iterator<Item = u32> {
+    let me = crate::safefs::my_uid();
+    std::iter::successors(parent(pid, me), move |p| parent(*p, me)).take(MAX_DEPTH)
+}
+
+/// The parent of `pid`, if `pid` is owned by `uid` and has one.
+fn parent(pid: u32, uid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = format!("/proc/{pid}");
+    if std::fs::metadata(&dir).ok()?.uid() != uid {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
+    // The name in parentheses may hold anything: the fields follow the last ')'.
+    let ppid: u32 = stat
+        .rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    (ppid > 1).then_some(ppid)
+}
+
 /// SIGKILLs process `pid`.
 pub(super) fn kill(pid: u32) {
     signal(pid, rustix::process::Signal::KILL);
@@ -131,7 +172,7 @@ impl Daemon {
                     .await;
             }
             // An unreachable standby is useless: drop it (its exit is ignored).
-            kill(pid);
+            p.signal(pid, rustix::process::Signal::KILL);
             self.procs.remove(&pid);
         }
         self.start(Some(rank), epoch, State::Restarted).await

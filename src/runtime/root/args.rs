@@ -14,13 +14,14 @@ use std::time::Duration;
 /// Options of a launch, as `clap` arguments.
 #[derive(Clone, Debug, clap::Args)]
 pub struct LaunchArgs {
-    /// Nodes that run ranks.
+    /// Nodes that run ranks (at most 4096 nodes in all, spares included).
     #[arg(long, default_value_t = 2)]
     pub nodes: usize,
-    /// Ranks per node.
+    /// Ranks per node (1 to 1024; at most 65536 ranks in all).
     #[arg(long, default_value_t = 2)]
     pub ranks_per_node: usize,
-    /// Spare nodes, started without ranks, that take the ranks of failed nodes.
+    /// Spare nodes, started without ranks, that take the ranks of failed
+    /// nodes.
     #[arg(long, default_value_t = 0)]
     pub spare_nodes: usize,
     /// frame configuration file: its storage.local_dir holds the node
@@ -61,12 +62,12 @@ pub struct LaunchArgs {
     /// more for one message).
     #[arg(long, default_value = "1 GiB", value_name = "SIZE")]
     pub max_message: ByteSize,
-    /// Give up after this many failures.
+    /// Give up after this many failures (at most 1000000).
     #[arg(long, default_value_t = 32)]
     pub max_failures: usize,
     /// Standby processes per node, started ahead of time to replace failed
     /// ranks without a process launch (spare nodes keep one per slot; 0
-    /// disables them).
+    /// disables them; at most 64).
     #[arg(long, default_value_t = 1)]
     pub standby: usize,
     /// Print the job's progress (the slowest rank's iteration, as passed to

@@ -38,6 +38,17 @@ pub enum RecoveryMode {
     Redeploy,
 }
 
+/// Most nodes of a job, spare nodes included.
+pub const MAX_NODES: usize = 4096;
+/// Most ranks on one node.
+pub const MAX_RANKS_PER_NODE: usize = 1024;
+/// Most ranks of a job.
+pub const MAX_RANKS: usize = 65_536;
+/// Most standby processes per node.
+pub const MAX_STANDBY: usize = 64;
+/// Most failures a job may recover from before it gives up.
+pub const MAX_FAILURES: usize = 1_000_000;
+
 /// A job to launch: nodes, ranks, program, injections.
 #[derive(Clone, Debug)]
 pub struct Launch {
@@ -122,13 +133,64 @@ impl Launch {
         }
     }
 
+    /// Checks the job's counts against [`MAX_NODES`], [`MAX_RANKS_PER_NODE`],
+    /// [`MAX_RANKS`], [`MAX_STANDBY`] and [`MAX_FAILURES`]; the error names
+    /// the `frame run` option.
+    fn check_counts(&self) -> Result<(), RunError> {
+        let bad = |flag: &str, value: usize, why: String| {
+            Err(RunError::Invalid(format!("--{flag} {value}: {why}")))
+        };
+        if !(1..=MAX_NODES).contains(&self.nodes) {
+            return bad(
+                "nodes",
+                self.nodes,
+                format!("must be between 1 and {MAX_NODES}"),
+            );
+        }
+        if self.spare_nodes > MAX_NODES - self.nodes {
+            return bad(
+                "spare-nodes",
+                self.spare_nodes,
+                format!("at most {MAX_NODES} nodes in all, spares included"),
+            );
+        }
+        if !(1..=MAX_RANKS_PER_NODE).contains(&self.ranks_per_node) {
+            return bad(
+                "ranks-per-node",
+                self.ranks_per_node,
+                format!("must be between 1 and {MAX_RANKS_PER_NODE}"),
+            );
+        }
+        if self.nodes * self.ranks_per_node > MAX_RANKS {
+            return bad(
+                "ranks-per-node",
+                self.ranks_per_node,
+                format!(
+                    "{} nodes of {} ranks make more than the {MAX_RANKS} ranks a job may have",
+                    self.nodes, self.ranks_per_node
+                ),
+            );
+        }
+        if self.standby > MAX_STANDBY {
+            return bad(
+                "standby",
+                self.standby,
+                format!("must be at most {MAX_STANDBY}"),
+            );
+        }
+        if self.max_failures > MAX_FAILURES {
+            return bad(
+                "max-failures",
+                self.max_failures,
+                format!("must be at most {MAX_FAILURES}"),
+            );
+        }
+        Ok(())
+    }
+
     /// Runs the job to its end (blocking) and reports what happened.
     pub fn run(&self) -> Result<Outcome, RunError> {
-        if self.nodes == 0 || self.ranks_per_node == 0 {
-            return Err(RunError::Invalid(
-                "need at least one node and one rank per node".into(),
-            ));
-        }
+        self.check_counts()?;
         let size = self.nodes * self.ranks_per_node;
         let all_nodes = self.nodes + self.spare_nodes;
         for inj in &self.injections {

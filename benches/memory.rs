@@ -1,0 +1,221 @@
+//! Memory and node-local storage of a job with every level on, under
+//! `frame run` (heat2d: 8 ranks on 4 virtual nodes, levels 2, 3 and 4):
+//! the peak resident memory of every process by role (root, daemons,
+//! managers, ranks) and the peak bytes each node's directory held, at
+//! 16 and 256 MiB per rank (`FRAME_BENCH_MIB=16,256` by default).
+//!
+//! Baselines from the same run: a manager's and a rank's peak against the
+//! rank's data (a manager that held a checkpoint to move it would be at
+//! 1x or more of a node's data), and every node's peak against the
+//! formula of docs/STORAGE.md.
+
+mod support;
+
+use frame::config::{Config, Interval, NodeData};
+use std::collections::{BTreeMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NODES: u32 = 4;
+const PER_NODE: u32 = 2;
+
+/// Peak resident memory (VmHWM, bytes) of a process, if it still runs.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib << 10)
+}
+
+/// Every process of the tree under `root` with its parent and whether it
+/// has arguments (ranks do; daemons and managers do not).
+fn tree(root: u32) -> Vec<(u32, u32, bool)> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(ppid) = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let has_args = args.split(|b| *b == 0).filter(|a| !a.is_empty()).count() > 1;
+        all.push((pid, ppid, has_args));
+    }
+    let mut inside: HashSet<u32> = HashSet::from([root]);
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (pid, ppid, _) in &all {
+            if inside.contains(ppid) && inside.insert(*pid) {
+                grew = true;
+            }
+        }
+    }
+    all.into_iter()
+        .filter(|(p, _, _)| inside.contains(p))
+        .collect()
+}
+
+/// Bytes under `dir`, each file once however many names it has.
+fn held(dir: &Path) -> u64 {
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
+                continue;
+            };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else if seen.insert((m.dev(), m.ino())) {
+                total += m.len();
+            }
+        }
+    }
+    total
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// `base` holds the node-local directories (a RAM disk when there is one),
+/// `disk` the global directory (level 4, the parallel file system's
+/// stand-in).
+fn run(heat2d: &Path, mib: u64, base: &Path, disk: &Path) {
+    // A square grid of doubles holding `mib` MiB per rank.
+    let cells = (mib << 20) / 8 * u64::from(NODES * PER_NODE);
+    let side = ((cells as f64).sqrt() as u64).to_string();
+    let local = base.join(format!("local-{mib}"));
+    let global = disk.join(format!("global-{mib}"));
+    std::fs::create_dir_all(&local).expect("local dir");
+    let started = Instant::now();
+    let mut child = Command::new(heat2d)
+        .args([
+            "--nodes",
+            &NODES.to_string(),
+            "--ranks-per-node",
+            &PER_NODE.to_string(),
+        ])
+        .args([
+            "--nx", &side, "--ny", &side, "--steps", "10", "--every", "1",
+        ])
+        .env("FRAME_STORAGE_LOCAL_DIR", &local)
+        .env("FRAME_STORAGE_GLOBAL_DIR", &global)
+        .env("FRAME_L2_INTERVAL", "1")
+        .env("FRAME_L3_INTERVAL", "2")
+        .env("FRAME_L4_INTERVAL", "4")
+        .env("FRAME_RETENTION_KEEP_ON_FINALIZE", "true")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("heat2d");
+    let root = child.id();
+    let mut roles: BTreeMap<u32, &str> = BTreeMap::new();
+    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut disk: BTreeMap<u32, u64> = BTreeMap::new();
+    while child.try_wait().expect("wait").is_none() {
+        let procs = tree(root);
+        for &(pid, ppid, args) in &procs {
+            let role = if pid == root {
+                "root"
+            } else if ppid == root {
+                "daemon"
+            } else if args {
+                "rank"
+            } else {
+                "manager"
+            };
+            roles.insert(pid, role);
+            if let Some(r) = peak_rss(pid) {
+                let e = rss.entry(pid).or_insert(0);
+                *e = (*e).max(r);
+            }
+        }
+        for n in 0..NODES {
+            let now = held(&local.join(format!("node-{n}")));
+            let e = disk.entry(n).or_insert(0);
+            *e = (*e).max(now);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    assert!(
+        out.status.success(),
+        "heat2d failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let secs = started.elapsed().as_secs_f64();
+    let mut by_role: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for (pid, r) in &rss {
+        by_role.entry(roles[pid]).or_default().push(*r);
+    }
+    let data = mib << 20;
+    println!("{mib} MiB per rank, 8 ranks on 4 nodes, levels 2 (every), 3 (every 2), 4 (every 4), 10 checkpoints, {secs:.1} s:");
+    for (role, v) in &by_role {
+        let max = v.iter().copied().max().unwrap_or(0);
+        println!(
+            "  {role:8} x{}: peak RSS median {} MiB, max {} MiB = {:.2}x a rank's data",
+            v.len(),
+            median(v.clone()) >> 20,
+            max >> 20,
+            max as f64 / data as f64
+        );
+    }
+    let mut cfg = Config::default();
+    cfg.l2.interval = Interval::Calls(1);
+    cfg.l3.interval = Interval::Calls(2);
+    cfg.l4.interval = Interval::Calls(4);
+    let own = data * u64::from(PER_NODE);
+    let need = cfg.storage_need(NodeData {
+        own,
+        partner: own,
+        largest_blob: own + (64 << 10),
+        group: NODES,
+    });
+    for (n, d) in &disk {
+        println!(
+            "  node {n}: peak {} MiB of local storage = {:.2}x the node's data, {:.2} of the formula's {} MiB",
+            d >> 20,
+            *d as f64 / own as f64,
+            *d as f64 / need.total() as f64,
+            need.total() >> 20
+        );
+    }
+    let _ = std::fs::remove_dir_all(&local);
+    let _ = std::fs::remove_dir_all(&global);
+}
+
+fn main() {
+    let heat2d = support::heat2d();
+    let sizes: Vec<u64> = std::env::var("FRAME_BENCH_MIB")
+        .unwrap_or_else(|_| "16,256".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let shm = Path::new("/dev/shm");
+    let base = tempfile::Builder::new()
+        .prefix("frame-bench-memory-")
+        .tempdir_in(if shm.is_dir() { shm } else { Path::new("/tmp") })
+        .expect("temp dir");
+    let disk = tempfile::Builder::new()
+        .prefix("frame-bench-memory-")
+        .tempdir()
+        .expect("temp dir");
+    for mib in sizes {
+        run(&heat2d, mib, base.path(), disk.path());
+    }
+}
