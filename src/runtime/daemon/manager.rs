@@ -1,13 +1,97 @@
 //! The node's checkpoint manager, as a child process of the daemon: started
-//! with the node, restarted if it dies (promotions in flight are then lost
-//! and reported failed to the ranks; the levels keep their previous
-//! checkpoints), and killed with the node. The daemon only starts and
-//! watches it; what it does is the [`manager`](crate::manager) module's.
+//! with the node, restarted if it dies or stops answering (promotions in
+//! flight are then lost and reported failed to the ranks; the levels keep
+//! their previous checkpoints), and killed with the node. The daemon only
+//! starts and watches it; what it does is the [`manager`](crate::manager)
+//! module's.
+//!
+//! Watching: every [`PING_EVERY`] the daemon asks the manager where no
+//! promotion is (a status query, answered by its listener whatever its
+//! worker is doing); a manager that has not answered within the rank
+//! timeout (stopped, wedged) is killed, and restarted as if it had died.
 
 use super::Event;
+use crate::auth::Secret;
+use crate::comm::net::Endpoint;
 use crate::runtime::env::{self, NodeSpec};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
+
+/// How often the daemon asks its manager whether it answers.
+pub(super) const PING_EVERY: Duration = Duration::from_secs(1);
+
+/// The daemon's watch on its manager: the question in flight, if any.
+#[derive(Default)]
+pub(super) struct Liveness {
+    asked: Option<(u32, Instant)>,
+    last: Option<Instant>,
+}
+
+impl Liveness {
+    /// Called on every heartbeat with the manager's pid: asks it again
+    /// when due; returns how long it has been silent when that is past
+    /// `deadline` (the caller kills it).
+    pub(super) fn beat(
+        &mut self,
+        pid: u32,
+        socket: &Path,
+        secret: &Secret,
+        deadline: Duration,
+        events: &UnboundedSender<Event>,
+    ) -> Option<Duration> {
+        let now = Instant::now();
+        match self.asked {
+            Some((asked, since)) if asked == pid => {
+                let silent = now.duration_since(since);
+                return (silent > deadline).then(|| {
+                    self.asked = None;
+                    silent
+                });
+            }
+            _ => {}
+        }
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) < PING_EVERY)
+        {
+            return None;
+        }
+        self.asked = Some((pid, now));
+        self.last = Some(now);
+        ping(pid, socket.to_path_buf(), secret.clone(), events.clone());
+        None
+    }
+
+    /// The manager `pid` answered (or refused the connection: not
+    /// listening yet, or gone, which its exit tells).
+    pub(super) fn answered(&mut self, pid: u32) {
+        if self.asked.is_some_and(|(a, _)| a == pid) {
+            self.asked = None;
+        }
+    }
+}
+
+/// Asks the manager at `socket` a status question on a thread of its own
+/// (a stopped manager never answers; the thread ends when the daemon
+/// kills it and the connection breaks), and reports any answer.
+fn ping(pid: u32, socket: PathBuf, secret: Secret, events: UnboundedSender<Event>) {
+    let _ = std::thread::Builder::new()
+        .name("frame-manager-ping".into())
+        .spawn(move || {
+            let asked = crate::manager::Client::connect(&Endpoint::Unix(socket), &secret).and_then(
+                |mut c| {
+                    c.call(&crate::manager::Request::Status {
+                        job_id: String::new(),
+                        keys: Vec::new(),
+                    })
+                },
+            );
+            if asked.is_ok() || asked.is_err_and(|e| e.kind() != std::io::ErrorKind::TimedOut) {
+                let _ = events.send(Event::ManagerAnswered { pid });
+            }
+        });
+}
 
 /// Restarts allowed over a job (a manager that cannot start is not retried forever).
 pub(super) const MAX_RESTARTS: u32 = 100;

@@ -52,6 +52,10 @@ enum Event {
         pid: u32,
         status: std::io::Result<ExitStatus>,
     },
+    /// The node's manager answered the daemon's question (or refused it).
+    ManagerAnswered {
+        pid: u32,
+    },
 }
 
 /// How long a process that exited without a hello is given for a hello it
@@ -141,6 +145,10 @@ struct Daemon {
     /// The manager process, and how often it was restarted.
     manager: Option<u32>,
     manager_restarts: u32,
+    /// Whether the manager answers.
+    manager_watch: manager::Liveness,
+    /// The job's secret (to ask the manager).
+    secret: Secret,
     /// The last commit note forwarded to the root (each is sent once).
     committed: Option<Option<u64>>,
 }
@@ -163,6 +171,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
     let listener = crate::comm::net::bind_private(&socket)?;
     let ev = events.clone();
+    let manager_secret = secret.clone();
     tokio::spawn(async move {
         let mut next_conn = 0u64;
         let gate = auth::Gate::default();
@@ -217,6 +226,8 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         joiners: HashMap::new(),
         manager: None,
         manager_restarts: 0,
+        manager_watch: manager::Liveness::default(),
+        secret: manager_secret,
     };
     let manager_socket = manager::socket(&d.spec);
     match manager::start(&d.spec, &manager_socket, true, &d.events) {
@@ -397,8 +408,10 @@ impl Daemon {
                     }
                 }
             }
+            Event::ManagerAnswered { pid } => self.manager_watch.answered(pid),
             Event::Beat => {
                 self.enforce_deadlines();
+                self.watch_manager();
                 let progress = self
                     .procs
                     .values()
@@ -409,6 +422,29 @@ impl Daemon {
             }
         }
         Ok(true)
+    }
+
+    /// Asks the manager whether it answers; kills one silent past the rank
+    /// timeout (its exit restarts it).
+    fn watch_manager(&mut self) {
+        if self.shutting_down {
+            return;
+        }
+        let Some(pid) = self.manager else { return };
+        let socket = manager::socket(&self.spec);
+        let silent =
+            self.manager_watch
+                .beat(pid, &socket, &self.secret, self.timeout, &self.events);
+        if let Some(silent) = silent {
+            // One write, so lines of other processes cannot cut it.
+            let line = format!(
+                "frame: node {}'s manager (pid {pid}) has not answered for {:.1} s (stopped or wedged); killing it\n",
+                self.spec.node,
+                silent.as_secs_f64()
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            procs::kill(pid);
+        }
     }
 
     /// Kills the processes that missed a deadline (their exits report why).
