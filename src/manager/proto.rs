@@ -252,15 +252,18 @@ impl Client {
             .enable_all()
             .build()?;
         let conn = rt.block_on(async {
-            let mut stream: Box<dyn Stream> = match endpoint {
-                Endpoint::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
-                Endpoint::Tcp(a) => {
-                    let s = tokio::net::TcpStream::connect(a).await?;
-                    s.set_nodelay(true)?;
-                    Box::new(s)
-                }
+            let open = || async {
+                let stream: Box<dyn Stream> = match endpoint {
+                    Endpoint::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
+                    Endpoint::Tcp(a) => {
+                        let s = tokio::net::TcpStream::connect(a).await?;
+                        s.set_nodelay(true)?;
+                        Box::new(s)
+                    }
+                };
+                io::Result::Ok(stream)
             };
-            auth::connect(&mut stream, secret, Channel::Manager).await?;
+            let stream = auth::connect_retrying(open, secret, Channel::Manager).await?;
             io::Result::Ok(Framed::new(stream, codec()))
         });
         let conn =

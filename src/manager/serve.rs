@@ -52,13 +52,13 @@ pub(super) fn start(
                             let Ok((s, _)) = l.accept().await else {
                                 continue;
                             };
-                            let Some(pass) = gate.admit() else { continue };
+                            let pass = gate.admit();
                             tokio::spawn(connection(s, pass, shared));
                         } else if let Some(l) = &tcp {
                             let Ok((s, _)) = l.accept().await else {
                                 continue;
                             };
-                            let Some(pass) = gate.admit() else { continue };
+                            let pass = gate.admit();
                             let _ = s.set_nodelay(true);
                             tokio::spawn(connection(s, pass, shared));
                         }
@@ -167,10 +167,19 @@ async fn piece(inc: &mut Incoming, payload: &[u8]) -> bool {
 /// Serves one connection until it closes or misbehaves.
 async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
-    pass: tokio::sync::OwnedSemaphorePermit,
+    mut pass: auth::Pass,
     shared: Arc<Shared>,
 ) {
-    let proved = auth::accept(&mut stream, &shared.opts.secret, Channel::Manager).await;
+    let Some(proved) = pass
+        .hold(auth::accept(
+            &mut stream,
+            &shared.opts.secret,
+            Channel::Manager,
+        ))
+        .await
+    else {
+        return;
+    };
     drop(pass);
     if let Err(e) = proved {
         tracing::warn!(error = %e, "manager: dropping a connection that failed the job's handshake");

@@ -61,9 +61,8 @@ impl Agent {
             .map_err(RuntimeError::Io)?;
         let stream = rt
             .block_on(async {
-                let mut s = tokio::net::UnixStream::connect(&env.daemon).await?;
-                auth::connect(&mut s, &env.security.secret, Channel::Rank).await?;
-                Ok::<_, std::io::Error>(s)
+                let open = || tokio::net::UnixStream::connect(&env.daemon);
+                auth::connect_retrying(open, &env.security.secret, Channel::Rank).await
             })
             .map_err(|e| {
                 RuntimeError::Daemon(format!("cannot reach {}: {e}", env.daemon.display()))

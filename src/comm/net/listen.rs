@@ -35,7 +35,7 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
             tokio::spawn(async move {
                 let gate = auth::Gate::default();
                 while let Ok((stream, _)) = listener.accept().await {
-                    let Some(pass) = gate.admit() else { continue };
+                    let pass = gate.admit();
                     tokio::spawn(serve(stream, pass, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
@@ -47,7 +47,7 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
             tokio::spawn(async move {
                 let gate = auth::Gate::default();
                 while let Ok((stream, _)) = listener.accept().await {
-                    let Some(pass) = gate.admit() else { continue };
+                    let pass = gate.admit();
                     let _ = stream.set_nodelay(true);
                     tokio::spawn(serve(stream, pass, Arc::clone(&hub), Arc::clone(&security)));
                 }
@@ -81,11 +81,16 @@ pub(crate) fn bind_private(path: &std::path::Path) -> io::Result<tokio::net::Uni
 /// Authenticates one connection, then reads its frames.
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
-    pass: tokio::sync::OwnedSemaphorePermit,
+    mut pass: auth::Pass,
     hub: Arc<Hub>,
     security: Arc<Security>,
 ) {
-    let proved = auth::accept(&mut stream, &security.secret, Channel::Data).await;
+    let Some(proved) = pass
+        .hold(auth::accept(&mut stream, &security.secret, Channel::Data))
+        .await
+    else {
+        return;
+    };
     drop(pass);
     if let Err(e) = proved {
         tracing::warn!(error = %e, "dropping a connection that failed the job's handshake");

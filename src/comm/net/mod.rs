@@ -233,8 +233,23 @@ enum Link {
 }
 
 impl Link {
-    /// Connects and proves the job's secret (bounded by the handshake timeout).
+    /// Connects and proves the job's secret (each attempt bounded by the
+    /// handshake timeout), trying again after a pause while the listener
+    /// drops the connection before the handshake is through.
     fn connect(to: &Endpoint, secret: &Secret) -> io::Result<Self> {
+        let mut pauses = auth::backoff();
+        loop {
+            match Self::connect_once(to, secret) {
+                Err(e) if auth::worth_retrying(&e) => match pauses.next() {
+                    Some(pause) => std::thread::sleep(pause),
+                    None => return Err(e),
+                },
+                other => return other,
+            }
+        }
+    }
+
+    fn connect_once(to: &Endpoint, secret: &Secret) -> io::Result<Self> {
         let limit = Some(auth::HANDSHAKE_TIMEOUT);
         match to {
             Endpoint::Unix(path) => {

@@ -155,9 +155,12 @@ struct Daemon {
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
     crate::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
-    let mut stream = tokio::net::TcpStream::connect(root).await?;
-    stream.set_nodelay(true)?;
-    auth::connect(&mut stream, &secret, Channel::Node).await?;
+    let open = || async {
+        let s = tokio::net::TcpStream::connect(root).await?;
+        s.set_nodelay(true)?;
+        Ok(s)
+    };
+    let stream = auth::connect_retrying(open, &secret, Channel::Node).await?;
     let (read, write) = stream.into_split();
     let mut to_root = Sender::new(write);
     to_root
@@ -176,7 +179,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         let mut next_conn = 0u64;
         let gate = auth::Gate::default();
         while let Ok((stream, _)) = listener.accept().await {
-            let Some(pass) = gate.admit() else { continue };
+            let pass = gate.admit();
             next_conn += 1;
             tokio::spawn(process_connection(
                 stream,
@@ -254,21 +257,32 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
 /// (which must come from the process it names), then its messages.
 async fn process_connection(
     mut stream: tokio::net::UnixStream,
-    pass: tokio::sync::OwnedSemaphorePermit,
+    mut pass: auth::Pass,
     conn: u64,
     ev: UnboundedSender<Event>,
     secret: Secret,
 ) {
-    if let Err(e) = auth::accept(&mut stream, &secret, Channel::Rank).await {
+    let Some(proved) = pass
+        .hold(auth::accept(&mut stream, &secret, Channel::Rank))
+        .await
+    else {
+        return;
+    };
+    if let Err(e) = proved {
         tracing::warn!(error = %e, "dropping a rank connection that failed the job's handshake");
         return;
     }
     let peer = stream.peer_cred().ok().and_then(|c| c.pid());
     let (read, write) = stream.into_split();
     let mut rx = Receiver::new(read);
-    let hello = tokio::time::timeout(auth::HANDSHAKE_TIMEOUT, rx.next::<FromRank>()).await;
+    let hello = pass
+        .hold(tokio::time::timeout(
+            auth::HANDSHAKE_TIMEOUT,
+            rx.next::<FromRank>(),
+        ))
+        .await;
     let (pid, epoch) = match hello {
-        Ok(Ok(Some(FromRank::Hello { pid, epoch, .. }))) => (pid, epoch),
+        Some(Ok(Ok(Some(FromRank::Hello { pid, epoch, .. })))) => (pid, epoch),
         _ => return,
     };
     // Proved and introduced: no longer a pending handshake.

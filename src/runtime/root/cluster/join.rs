@@ -29,10 +29,12 @@ pub(super) fn accept_daemons(listener: TcpListener, secret: Secret) -> Unbounded
     tokio::spawn(async move {
         let gate = auth::Gate::default();
         while let Ok((stream, peer)) = listener.accept().await {
-            let Some(pass) = gate.admit() else { continue };
+            let mut pass = gate.admit();
             let (joined, secret) = (joined.clone(), secret.clone());
             tokio::spawn(async move {
-                let result = handshake(stream, &secret).await;
+                let Some(result) = pass.hold(handshake(stream, &secret)).await else {
+                    return;
+                };
                 drop(pass);
                 match result {
                     Ok(j) => {

@@ -28,29 +28,9 @@ pub const SECRET_ENV: &str = "FRAME_RT_SECRET";
 
 const MAGIC: &[u8; 8] = b"FRMAUTH1";
 
-/// Handshakes that may be in progress at once on one listener.
-pub const MAX_PENDING: usize = 64;
+mod gate;
 
-/// Bounds the handshakes in progress on one listener: a flood of silent
-/// connections costs at most [`MAX_PENDING`] tasks and descriptors for
-/// [`HANDSHAKE_TIMEOUT`]; beyond that, new connections are closed at once.
-#[derive(Clone, Debug)]
-pub struct Gate(std::sync::Arc<tokio::sync::Semaphore>);
-
-impl Default for Gate {
-    fn default() -> Self {
-        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(
-            MAX_PENDING,
-        )))
-    }
-}
-
-impl Gate {
-    /// A place for one more handshake, held until dropped; `None` when full.
-    pub fn admit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        std::sync::Arc::clone(&self.0).try_acquire_owned().ok()
-    }
-}
+pub use gate::{Gate, Pass, MAX_PENDING};
 
 /// A job's shared secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -167,6 +147,60 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?
+}
+
+/// Whether a connecting side's handshake failed in a way another attempt
+/// can fix: the listener dropped the connection before it was through,
+/// as it does to its oldest handshake when too many are pending (see
+/// [`Gate`]).
+pub fn worth_retrying(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+    )
+}
+
+/// The pauses between attempts to connect: from 2 ms, doubling, at most
+/// 250 ms, about [`HANDSHAKE_TIMEOUT`] in all.
+pub fn backoff() -> impl Iterator<Item = Duration> {
+    let mut left = HANDSHAKE_TIMEOUT;
+    std::iter::successors(Some(Duration::from_millis(2)), |d| {
+        Some((*d * 2).min(Duration::from_millis(250)))
+    })
+    .map_while(move |d| {
+        left = left.checked_sub(d)?;
+        Some(d)
+    })
+}
+
+/// Opens a stream with `open` and runs the connecting side on it, trying
+/// again after a pause (see [`backoff`]) while the listener drops it
+/// before the handshake is through.
+pub async fn connect_retrying<S, F, Fut>(
+    mut open: F,
+    secret: &Secret,
+    channel: Channel,
+) -> io::Result<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = io::Result<S>>,
+{
+    let mut pauses = backoff();
+    loop {
+        let mut stream = open().await?;
+        match connect(&mut stream, secret, channel).await {
+            Ok(()) => return Ok(stream),
+            Err(e) if worth_retrying(&e) => match pauses.next() {
+                Some(pause) => tokio::time::sleep(pause).await,
+                None => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Runs the connecting side on `stream`, giving up after [`HANDSHAKE_TIMEOUT`].
@@ -291,15 +325,6 @@ mod tests {
             accept(&mut x, &s, Channel::Data).await
         });
         assert_eq!(r.unwrap_err().kind(), io::ErrorKind::TimedOut);
-    }
-
-    #[test]
-    fn the_gate_admits_a_bounded_number_of_handshakes() {
-        let gate = Gate::default();
-        let held: Vec<_> = (0..MAX_PENDING).map(|_| gate.admit().unwrap()).collect();
-        assert!(gate.admit().is_none());
-        drop(held);
-        assert!(gate.admit().is_some());
     }
 
     #[test]

@@ -1,0 +1,174 @@
+//! Another local user holding a thousand silent connections to a job's
+//! TCP listeners, re-opening them as fast as they are closed, does not
+//! keep the job's own processes out: a rank killed during the flood is
+//! replaced and reaches its peers over TCP (online), or the job is
+//! redeployed and its daemons reach the root's control port.
+
+mod common;
+
+use common::{final_value, frame_run, is_child, reference, scratch, self_as_child, serial};
+use common::{wait_for_line, ChildGuard};
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Connections the attacker holds.
+const FLOOD: usize = 1000;
+/// The job's TCP listeners: the root's control port and one per rank.
+const JOB_PORTS: usize = 5;
+const BASELINE: &str = "FRAME_TEST_FLOOD_BASELINE";
+const STOP: &str = "FRAME_TEST_FLOOD_STOP";
+
+/// Ports listening on 127.0.0.1 (from /proc/net/tcp, readable by anyone).
+fn listening_ports() -> BTreeSet<u16> {
+    let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (ip, port) = f.get(1)?.split_once(':')?;
+            (ip == "0100007F" && f.get(3) == Some(&"0A"))
+                .then(|| u16::from_str_radix(port, 16).ok())?
+        })
+        .collect()
+}
+
+/// The attacker: floods every port that started listening after the
+/// baseline, keeping [`FLOOD`] silent connections open, until told to
+/// stop. Prints one line once it has opened [`FLOOD`] connections to at
+/// least [`JOB_PORTS`] ports.
+#[test]
+#[ignore = "runs as the child process of the flood test"]
+fn flood_child() {
+    if !is_child() {
+        return;
+    }
+    let baseline: BTreeSet<u16> = std::env::var(BASELINE)
+        .unwrap()
+        .split(',')
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let stop = PathBuf::from(std::env::var_os(STOP).unwrap());
+    let mut conns: Vec<TcpStream> = Vec::new();
+    let (mut opened, mut next, mut announced) = (0usize, 0usize, false);
+    let mut buf = [0u8; 256];
+    while !stop.exists() {
+        let ports: Vec<u16> = listening_ports().difference(&baseline).copied().collect();
+        // A connection the listener closed is opened again.
+        conns.retain_mut(|s| match s.read(&mut buf) {
+            Ok(0) => false,
+            Ok(_) => true,
+            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+        });
+        while conns.len() < FLOOD && !ports.is_empty() {
+            let port = ports[next % ports.len()];
+            next += 1;
+            let Ok(s) = TcpStream::connect(("127.0.0.1", port)) else {
+                break;
+            };
+            let _ = s.set_nonblocking(true);
+            conns.push(s);
+            if ports.len() >= JOB_PORTS {
+                opened += 1;
+            }
+        }
+        if opened >= FLOOD && !announced {
+            println!(
+                "flood: holding {} connections to ports {ports:?}",
+                conns.len()
+            );
+            announced = true;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Starts the attacker, as user `nobody` when this test runs as root.
+fn attacker(stop: &Path) -> ChildGuard {
+    let baseline: Vec<String> = listening_ports().iter().map(|p| p.to_string()).collect();
+    let mut cmd = self_as_child("flood_child");
+    cmd.env(BASELINE, baseline.join(","))
+        .env(STOP, stop)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    if rustix::process::getuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(65534).gid(65534);
+    }
+    ChildGuard::spawn(&mut cmd)
+}
+
+/// The pid of rank `rank` of the job whose run directory is `run`.
+fn rank_pid(run: &Path, rank: u32, deadline: Duration) -> i32 {
+    let until = Instant::now() + deadline;
+    let want = format!("FRAME_RANK={rank}").into_bytes();
+    loop {
+        let found = common::processes_mentioning(run).into_iter().find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .unwrap_or_default()
+                .split(|b| *b == 0)
+                .any(|v| v == want.as_slice())
+        });
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(
+            Instant::now() < until,
+            "no rank {rank} in {}",
+            run.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_flood_of_silent_connections_keeps_no_process_of_the_job_out() {
+    if is_child() {
+        return;
+    }
+    let _g = serial();
+    let program = ["--iterations", "1500", "--pace", "4ms"];
+    let expected = reference(&program);
+    for mode in ["online", "redeploy"] {
+        let dir = scratch();
+        let stop = dir.path().join("stop-flood");
+        let mut flood = attacker(&stop);
+        let lines = flood.stdout_lines();
+        let base = dir.path().to_path_buf();
+        let job = std::thread::spawn(move || {
+            let args = [
+                "--transport",
+                "tcp",
+                "--nodes",
+                "2",
+                "--ranks-per-node",
+                "2",
+                "--recovery",
+                mode,
+            ];
+            frame_run(&base, &args, &common::example("ring"), &program)
+        });
+        // Once the attacker holds its connections to every listener of
+        // the job, a rank dies.
+        wait_for_line(&lines, "flood: holding", Duration::from_secs(60));
+        let pid = rank_pid(&dir.path().join("run"), 1, Duration::from_secs(60));
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(pid).unwrap(),
+            rustix::process::Signal::KILL,
+        )
+        .unwrap();
+        let job = job.join().unwrap();
+        std::fs::write(&stop, b"").unwrap();
+        flood.wait(Duration::from_secs(30));
+        assert!(job.status.success(), "{mode}: {}", job.out);
+        assert!(
+            job.out.contains("1 failure(s) recovered"),
+            "{mode}: {}",
+            job.out
+        );
+        assert_eq!(final_value(&job.out), expected, "{mode}");
+    }
+}
