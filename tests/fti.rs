@@ -416,3 +416,66 @@ fn bad_configurations_are_clear_errors_on_every_rank_never_a_hang() {
         }
     }
 }
+
+/// 8 ranks of `FRAME_TEST_BIG_MIB` MiB each (128 by default) through
+/// libfti under `mpiexec`, every level, 10 checkpoints, the global
+/// directory on disk: the job completes and every node's directory stays
+/// within the formula of docs/STORAGE.md the whole run.
+#[test]
+fn large_ranks_through_libfti_complete_within_the_formula() {
+    use common::storage::Watch;
+    use frame::config::fti::FtiFile;
+    use frame::config::NodeData;
+    let _g = serial();
+    let mib: u64 = std::env::var("FRAME_TEST_BIG_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
+    let dir = scratch();
+    let disk = tempfile::Builder::new()
+        .prefix("frame-test-global-")
+        .tempdir()
+        .unwrap();
+    let config = fti_config(dir.path(), 0, 2, 1);
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        &format!("Glbl_dir = {}", dir.path().join("global").display()),
+        &format!("Glbl_dir = {}", disk.path().display()),
+    );
+    std::fs::write(&config, text).unwrap();
+    // Rows of 16386 doubles (the grid and its halo), `mib` MiB per rank.
+    let ny = 16384u64;
+    let rows = (mib << 20) / 8 / (ny + 2) - 2;
+    let (nx, ny) = ((rows * 8).to_string(), ny.to_string());
+    let env = [
+        ("FRAME_SNAPSHOT_INTERVAL", "1"),
+        ("FRAME_L2_INTERVAL", "1"),
+        ("FRAME_L3_INTERVAL", "2"),
+        ("FRAME_L4_INTERVAL", "4"),
+    ];
+    let local = dir.path().join("local");
+    let watch = Watch::start(local, 4);
+    let args = [config.to_str().unwrap(), &nx, &ny, "10"];
+    let job = mpiexec(dir.path(), 8, &programs().heat, &args, &env);
+    let peaks = watch.finish();
+    assert!(job.status.success(), "{}", job.out);
+    let cfg = FtiFile::load(&config, env).unwrap().config;
+    // Each rank's file: its rows and halo, the step, and the file's
+    // header and chunk table (well within a MiB).
+    let file = (rows + 2) * (ny.parse::<u64>().unwrap() + 2) * 8 + (1 << 20);
+    let own = 2 * file;
+    for (n, peak) in peaks {
+        let need = cfg.storage_need(NodeData {
+            own,
+            partner: own,
+            largest_blob: own + (64 << 10),
+            group: 4,
+        });
+        println!("node {n}: peak {peak} bytes, formula {}", need.total());
+        assert!(peak >= own, "node {n}: the watch saw only {peak} bytes");
+        assert!(
+            peak <= need.total(),
+            "node {n} held {peak} bytes, above the {} the formula allows ({need:?})",
+            need.total()
+        );
+    }
+}

@@ -5,81 +5,15 @@
 
 mod common;
 
+use common::storage::Watch;
 use common::{example, run, scratch, serial};
 use frame::config::{Config, Interval, NodeData};
-use std::collections::{BTreeMap, HashSet};
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(300);
 const NODES: u32 = 4;
-
-/// Bytes held under `dir`, each file counted once however many names it
-/// has (levels share a node's own files by hard links). Files that vanish
-/// while the walk runs are skipped.
-fn held(dir: &Path) -> u64 {
-    let mut seen = HashSet::new();
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(m) = std::fs::symlink_metadata(e.path()) else {
-                continue;
-            };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if seen.insert((m.dev(), m.ino())) {
-                total += m.len();
-            }
-        }
-    }
-    total
-}
-
-/// Watches every node's directory until stopped; the peak of each.
-struct Watch {
-    stop: Arc<AtomicBool>,
-    peaks: Arc<Mutex<BTreeMap<u32, u64>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watch {
-    fn start(local: PathBuf) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peaks = Arc::new(Mutex::new(BTreeMap::new()));
-        let (s, p) = (Arc::clone(&stop), Arc::clone(&peaks));
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                for n in 0..NODES {
-                    let now = held(&local.join(format!("node-{n}")));
-                    let mut peaks = p.lock().unwrap();
-                    let e = peaks.entry(n).or_insert(0);
-                    *e = (*e).max(now);
-                }
-            }
-        });
-        Self {
-            stop,
-            peaks,
-            thread: Some(thread),
-        }
-    }
-
-    fn finish(mut self) -> BTreeMap<u32, u64> {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-        self.peaks.lock().unwrap().clone()
-    }
-}
 
 /// The bytes of one checkpoint of node `n`'s ranks: the rank files of its
 /// newest level-1 checkpoint (kept at the end of the run).
@@ -105,9 +39,12 @@ fn own_bytes(local: &Path, n: u32) -> u64 {
         .sum()
 }
 
-#[test]
-fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
-    let _g = serial();
+/// Runs heat2d on 4 nodes of 2 ranks with levels 2 (every checkpoint), 3
+/// (every second) and 4 (every fourth), `grid` giving its size and
+/// checkpoints, the global directory in `global`; checks that every
+/// node's directory stayed within the formula the whole run and that the
+/// program wrote `checkpoints`.
+fn within_the_formula(grid: &[&str], checkpoints: u32, global: &Path) {
     let dir = scratch();
     let local = dir.path().join("local");
     let settings = [
@@ -119,20 +56,21 @@ fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
     ];
     let mut cmd = Command::new(example("heat2d"));
     cmd.args(["--nodes", "4", "--ranks-per-node", "2"])
-        .args([
-            "--nx", "2048", "--ny", "2048", "--steps", "200", "--every", "10",
-        ])
+        .args(grid)
         .env("FRAME_STORAGE_LOCAL_DIR", &local)
-        .env("FRAME_STORAGE_GLOBAL_DIR", dir.path().join("global"));
+        .env("FRAME_STORAGE_GLOBAL_DIR", global);
     for (k, v) in settings {
         cmd.env(k, v);
     }
     std::fs::create_dir_all(&local).unwrap();
-    let watch = Watch::start(local.clone());
+    let watch = Watch::start(local.clone(), NODES);
     let (status, out, err) = run(&mut cmd, DEADLINE);
     let peaks = watch.finish();
     assert!(status.success(), "{out}{err}");
-    assert!(out.contains("wrote 20 checkpoint(s)"), "{out}");
+    assert!(
+        out.contains(&format!("wrote {checkpoints} checkpoint(s)")),
+        "{out}"
+    );
 
     // The configuration the job ran with: the defaults and the settings.
     let mut cfg = Config::default();
@@ -168,4 +106,43 @@ fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
             need.total() + slack
         );
     }
+}
+
+#[test]
+fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
+    let _g = serial();
+    let global = scratch();
+    within_the_formula(
+        &[
+            "--nx", "2048", "--ny", "2048", "--steps", "200", "--every", "10",
+        ],
+        20,
+        global.path(),
+    );
+}
+
+/// 8 ranks of `FRAME_TEST_BIG_MIB` MiB each (128 by default; 256 needs a
+/// machine with some 30 GiB of memory for the tmpfs and the program), every
+/// level, 10 checkpoints, the global directory on disk: the job
+/// completes and every node stays within the formula.
+#[test]
+fn large_ranks_at_every_level_complete_within_the_formula() {
+    let _g = serial();
+    let mib: u64 = std::env::var("FRAME_TEST_BIG_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
+    let side = (((mib << 20) / 8 * 8) as f64).sqrt() as u64;
+    let side = side.to_string();
+    let global = tempfile::Builder::new()
+        .prefix("frame-test-global-")
+        .tempdir()
+        .unwrap();
+    within_the_formula(
+        &[
+            "--nx", &side, "--ny", &side, "--steps", "10", "--every", "1",
+        ],
+        10,
+        global.path(),
+    );
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mpirun;
+pub mod storage;
 
 use frame::comm::LocalComm;
 use frame::config::{Config, Interval};
