@@ -29,6 +29,18 @@ pub fn mpiexec(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> MpiJob {
+    mpiexec_within(JOB_DEADLINE, marker, ranks, program, args, env)
+}
+
+/// [`mpiexec`] with another deadline (for jobs that move a lot of data).
+pub fn mpiexec_within(
+    deadline: Duration,
+    marker: &Path,
+    ranks: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
     let mut cmd = Command::new("mpiexec");
     cmd.arg("-n")
         .arg(ranks.to_string())
@@ -43,7 +55,7 @@ pub fn mpiexec(
     let mut child = cmd.spawn().expect("start mpiexec (is MPI installed?)");
     let group = child.id() as i32;
     let output = Output::collect(&mut child);
-    let waited = child.wait_timeout(JOB_DEADLINE).expect("wait for mpiexec");
+    let waited = child.wait_timeout(deadline).expect("wait for mpiexec");
     let status = match waited {
         Some(s) => s,
         None => {
@@ -52,7 +64,7 @@ pub fn mpiexec(
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             }
             let _ = child.wait();
-            panic!("mpiexec did not finish within {JOB_DEADLINE:?}");
+            panic!("mpiexec did not finish within {deadline:?}");
         }
     };
     assert_no_survivors(marker, Duration::from_secs(30));
