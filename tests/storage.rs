@@ -122,10 +122,10 @@ fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
     );
 }
 
-/// 8 ranks of `FRAME_TEST_BIG_MIB` MiB each (64 by default, to keep CI short; 256 needs a
-/// machine with some 30 GiB of memory for the tmpfs and the program), every
-/// level, 10 checkpoints, the global directory on disk: the job
-/// completes and every node stays within the formula.
+/// 8 ranks of `FRAME_TEST_BIG_MIB` MiB each (64 by default, to keep CI
+/// short; 256 needs a machine with some 30 GiB of memory for the tmpfs
+/// and the program), every level, 10 checkpoints, the global directory on
+/// disk: the job completes and every node stays within the formula.
 #[test]
 fn large_ranks_at_every_level_complete_within_the_formula() {
     let _g = serial();
