@@ -164,6 +164,8 @@ impl Levels {
     /// to) each node's manager and tells every rank where they are.
     /// Collective; `link` is given on every rank or on none.
     pub(crate) fn init(cfg: &Config, comm: &dyn Comm, link: Option<&Link>) -> Result<Self> {
+        // Managers are reached over sockets: a dead one is an error here.
+        crate::comm::net::quiet_broken_pipes();
         let secret = match link {
             Some(l) => l.secret.clone(),
             None => job_secret(comm)?,

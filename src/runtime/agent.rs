@@ -41,6 +41,7 @@ pub(crate) struct Agent {
 impl Agent {
     /// Starts listening, connects to the daemon and says hello.
     pub(crate) fn start(env: &RankEnv) -> Result<Self, RuntimeError> {
+        crate::comm::net::quiet_broken_pipes();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("frame-agent")

@@ -232,6 +232,24 @@ enum Link {
     Tcp(std::net::TcpStream),
 }
 
+/// Makes a write to a connection whose peer died an error instead of a
+/// fatal SIGPIPE, in a program that left the signal at its default (C
+/// and Fortran programs; Rust programs already ignore it): a peer's death
+/// is something the job recovers from. A handler the program installed
+/// is left alone.
+pub(crate) fn quiet_broken_pipes() {
+    // SAFETY: sigaction with a zeroed struct only reads the current
+    // disposition; SIG_IGN is set only where the default was.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+        {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        }
+    }
+}
+
 impl Link {
     /// Connects and proves the job's secret (each attempt bounded by the
     /// handshake timeout), trying again after a pause while the listener
