@@ -162,6 +162,8 @@ impl Checkpointer<'_> {
                             .filter(|c| c.id == choice.id && c.stamp == choice.stamp)
                             .cloned()
                             .collect(),
+                        // The choice is committed: some node's marker said so.
+                        committed: vec![(choice.id, choice.stamp)],
                     })
                     .collect();
                 match copies::plan(&offers, &[]) {
@@ -185,6 +187,7 @@ impl Checkpointer<'_> {
                             })
                             .cloned()
                             .collect(),
+                        committed: vec![(choice.id, choice.stamp)],
                     })
                     .collect();
                 match erasure::plan(&offers, &[]) {

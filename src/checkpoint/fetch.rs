@@ -65,15 +65,19 @@ impl Checkpointer<'_> {
     fn fetch_copies(&mut self, l1: &Inventory, level: Level) -> Result<Option<u64>> {
         let (mut offer, store) = self.copies_offer(l1, level);
         // The baseline checks the level's newest checkpoint before its
-        // round: every copy this node keeps of it is read and CRC-checked.
-        if let (Some(s), Some(newest)) = (&store, offer.copies.iter().map(|c| c.id).max()) {
+        // round: every copy this node keeps of its newest committed one
+        // (and of any newer, which another node may have committed) is
+        // read and CRC-checked.
+        if let Some(s) = &store {
+            let newest = offer.committed.iter().map(|(id, _)| *id).max();
             let world = self.comm.size() as u32;
-            offer
-                .copies
-                .retain(|c| c.id == newest && s.verify(c.id, c.rank, world).is_ok());
+            offer.copies.retain(|c| {
+                newest.is_none_or(|n| c.id >= n) && s.verify(c.id, c.rank, world).is_ok()
+            });
         }
-        let offers: Vec<Offer> = self.exchange(&offer)?;
+        let mut offers: Vec<Offer> = self.exchange(&offer)?;
         self.stats.recovery_rounds += 1;
+        copies::retain_committed(&mut offers);
         // One attempt per level, at its newest checkpoint: damage sends
         // the baseline on to the next level.
         match copies::plan(&offers, &[]) {
@@ -90,19 +94,23 @@ impl Checkpointer<'_> {
             node: self.comm.node(),
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
             copies: Vec::new(),
+            committed: Vec::new(),
         };
         let mut store = None;
         if self.is_node_leader() {
             if let Ok(Some(s)) =
                 CopyStore::open_existing(&self.cfg.storage.local_dir, &self.cfg.job.id, level)
             {
-                // Only what the level committed: a promotion still under
-                // way may be partial anywhere.
-                let committed = s.committed();
+                // Everything held: what counts is decided after the
+                // exchange, by every node's markers.
+                offer.committed = s
+                    .commits()
+                    .into_iter()
+                    .map(|c| (c.checkpoint_id, c.stamp))
+                    .collect();
                 let (held, _) = s.scan(world);
                 offer.copies = held
                     .into_iter()
-                    .filter(|h| committed.contains(&h.id))
                     .map(|h| Copy {
                         id: h.id,
                         rank: h.rank,

@@ -28,8 +28,9 @@ impl Checkpointer<'_> {
     /// Level 3. Collective.
     pub(super) fn fetch_erasure(&mut self, l1: &Inventory) -> Result<Option<u64>> {
         let (offer, store) = self.erasure_offer(l1, Check::Newest);
-        let offers: Vec<Offer> = self.exchange(&offer)?;
+        let mut offers: Vec<Offer> = self.exchange(&offer)?;
         self.stats.recovery_rounds += 1;
+        erasure::retain_committed(&mut offers);
         // One attempt, as every level of the baseline.
         match erasure::plan(&offers, &[]) {
             Some(plan) if self.rebuild_once(&plan, store.as_ref())? => Ok(Some(plan.id)),
@@ -41,8 +42,8 @@ impl Checkpointer<'_> {
     /// checkpoints and, on a node's lowest rank, the group manifests, files
     /// and parity shards the node keeps. With [`Check::None`] no data is
     /// read (a shard counts when its file has the manifest's length); with
-    /// [`Check::Newest`] only the newest committed checkpoint is offered,
-    /// and only the files and shards that read back whole (files with
+    /// [`Check::Newest`] only the newest checkpoint committed here (and any
+    /// newer one) is offered, and only the files and shards that read back whole (files with
     /// every CRC checked).
     pub(super) fn erasure_offer(
         &self,
@@ -54,6 +55,7 @@ impl Checkpointer<'_> {
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
             node: self.comm.node(),
             kept: Vec::new(),
+            committed: Vec::new(),
         };
         let store = if self.is_node_leader() {
             ErasureStore::open_existing(&self.cfg.storage.local_dir, &self.cfg.job.id)
@@ -64,14 +66,20 @@ impl Checkpointer<'_> {
         };
         if let Some(s) = &store {
             let (held, _) = s.copies().scan(world);
-            let committed = s.copies().committed();
-            let mut ids: Vec<u64> = s
-                .ids()
+            // Everything held: what counts is decided after the exchange,
+            // by every node's markers.
+            offer.committed = s
+                .copies()
+                .commits()
                 .into_iter()
-                .filter(|id| committed.contains(id))
+                .map(|c| (c.checkpoint_id, c.stamp))
                 .collect();
+            let mut ids = s.ids();
             if check == Check::Newest {
-                ids = ids.into_iter().max().into_iter().collect();
+                // The newest committed here, and any newer one another
+                // node may have committed.
+                let newest = offer.committed.iter().map(|(id, _)| *id).max();
+                ids.retain(|id| newest.is_none_or(|n| *id >= n));
             }
             for id in ids {
                 let Some(manifest) = s.manifest(id) else {

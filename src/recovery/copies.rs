@@ -6,6 +6,11 @@
 //! all-gather every rank runs [`plan`] on the same offers and gets the same
 //! answer: the newest checkpoint (with one stamp) that every rank holds
 //! itself or can be sent.
+//!
+//! A copy counts only for a checkpoint the level committed, and it did when
+//! *any* node's marker says so: every node finished its part before any was
+//! told to commit, so a node whose own marker a failure left unwritten
+//! still holds whole copies ([`retain_committed`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -28,8 +33,20 @@ pub struct Offer {
     pub node: u32,
     /// Its own sound level-1 checkpoints: (id, stamp).
     pub own: Vec<(u64, u64)>,
-    /// Copies of any rank's files it can read and send.
+    /// Copies of any rank's files it can read and send, committed or not.
     pub copies: Vec<Copy>,
+    /// The (id, stamp) pairs its node's markers say the level committed.
+    #[serde(default)]
+    pub committed: Vec<(u64, u64)>,
+}
+
+/// Drops from `offers` every copy of a checkpoint no node's marker says
+/// the level committed (a promotion cut short may be partial anywhere).
+pub fn retain_committed(offers: &mut [Offer]) {
+    let committed = super::committed_anywhere(offers.iter().map(|o| &o.committed));
+    for o in offers {
+        o.copies.retain(|c| committed.contains(&(c.id, c.stamp)));
+    }
 }
 
 /// The agreed restore.
@@ -107,11 +124,12 @@ mod tests {
                 node: 1,
                 own: vec![(4, 9), (5, 10)],
                 copies: vec![copy(4, 0, 9), copy(4, 1, 9), copy(5, 0, 10), copy(5, 1, 10)],
+                committed: vec![],
             },
             Offer {
                 node: 1,
                 own: vec![(4, 9), (5, 10)],
-                copies: vec![],
+                ..Offer::default()
             },
         ];
         let p = plan(&offers, &[]).unwrap();
@@ -131,6 +149,7 @@ mod tests {
                 // Checkpoint 7 of another attempt: not the same checkpoint.
                 own: vec![(6, 5)],
                 copies: vec![copy(7, 1, 2), copy(6, 0, 5)],
+                committed: vec![],
             },
         ];
         let p = plan(&offers, &[]).unwrap();
@@ -156,6 +175,7 @@ mod tests {
                 node: 1,
                 own: vec![(3, 1)],
                 copies: vec![copy(3, 0, 1), copy(3, 1, 1)],
+                committed: vec![],
             },
         ];
         assert_eq!(plan(&offers, &[]).unwrap().fetch, vec![(1, 2)]);
@@ -163,5 +183,38 @@ mod tests {
         let mut only_own = offers.clone();
         only_own[2].copies.clear();
         assert_eq!(plan(&only_own, &[]).unwrap().fetch, vec![(1, 0)]);
+    }
+
+    #[test]
+    fn a_copy_counts_when_any_node_committed_its_checkpoint() {
+        // Node 1 wrote the marker of checkpoint 8 (stamp 3); node 0, whose
+        // copies of it are whole, was killed before writing its own, and
+        // its older checkpoint 6 is committed there only. A half-written
+        // checkpoint 9 is committed nowhere.
+        let mut offers = vec![
+            Offer {
+                node: 0,
+                copies: vec![copy(8, 1, 3), copy(6, 1, 2), copy(9, 1, 4)],
+                committed: vec![(6, 2)],
+                ..Offer::default()
+            },
+            Offer {
+                node: 1,
+                copies: vec![copy(8, 0, 3), copy(9, 0, 4)],
+                committed: vec![(8, 3)],
+                ..Offer::default()
+            },
+        ];
+        retain_committed(&mut offers);
+        assert_eq!(offers[0].copies, vec![copy(8, 1, 3), copy(6, 1, 2)]);
+        assert_eq!(offers[1].copies, vec![copy(8, 0, 3)]);
+        let p = plan(&offers, &[]).unwrap();
+        assert_eq!((p.id, p.stamp), (8, 3));
+        assert_eq!(p.fetch, vec![(0, 1), (1, 0)]);
+        // A marker of another attempt of checkpoint 8 does not commit it.
+        offers[1].committed = vec![(8, 5)];
+        offers[0].copies.push(copy(9, 1, 4));
+        retain_committed(&mut offers);
+        assert!(offers.iter().all(|o| o.copies.iter().all(|c| c.id == 6)));
     }
 }

@@ -3,7 +3,10 @@
 //! lost nodes' data, by whom.
 //!
 //! The lowest rank of each node offers what its node keeps at level 3; after
-//! one all-gather every rank runs [`plan`] on the same offers.
+//! one all-gather every rank runs [`plan`] on the same offers. What a node
+//! keeps of a checkpoint counts only when some node's marker says the level
+//! committed it ([`retain_committed`]; see [`super::copies`] for why one
+//! marker is enough).
 
 use crate::level::erasure::{GroupManifest, ParityKey};
 use serde::{Deserialize, Serialize};
@@ -27,8 +30,22 @@ pub struct Offer {
     pub own: Vec<(u64, u64)>,
     /// Its node (meaningful with `kept`).
     pub node: u32,
-    /// What its node keeps (offered by the node's lowest rank only).
+    /// What its node keeps (offered by the node's lowest rank only),
+    /// committed or not.
     pub kept: Vec<Kept>,
+    /// The (id, stamp) pairs its node's markers say level 3 committed.
+    #[serde(default)]
+    pub committed: Vec<(u64, u64)>,
+}
+
+/// Drops from `offers` what nodes keep of checkpoints no node's marker says
+/// level 3 committed.
+pub fn retain_committed(offers: &mut [Offer]) {
+    let committed = super::committed_anywhere(offers.iter().map(|o| &o.committed));
+    for o in offers {
+        o.kept
+            .retain(|k| committed.contains(&(k.manifest.checkpoint_id, k.manifest.stamp)));
+    }
 }
 
 /// A group whose lost members' data must be decoded.
@@ -241,6 +258,7 @@ mod tests {
             own: vec![(3, 7)],
             node: 0,
             kept: vec![kept(&m, 0)],
+            committed: vec![],
         };
         offers[1].own = vec![(3, 7)];
         offers[2].node = 9;
@@ -249,6 +267,7 @@ mod tests {
             own: vec![(3, 7)],
             node: 2,
             kept: vec![kept(&m, 2)],
+            committed: vec![],
         };
         offers[5].own = vec![(3, 7)];
         let p = plan(&offers, &[]).unwrap();
@@ -270,6 +289,7 @@ mod tests {
             own: vec![(3, 7)],
             node: 0,
             kept: vec![kept(&m, 0)],
+            committed: vec![],
         };
         assert_eq!(plan(&offers, &[]), None);
         // A rank whose own level-1 file is damaged gets it from its node.
@@ -277,14 +297,52 @@ mod tests {
             own: vec![],
             node: 1,
             kept: vec![kept(&m, 1)],
+            committed: vec![],
         };
         offers[2] = Offer {
             own: vec![(3, 7)],
             node: 2,
             kept: vec![],
+            committed: vec![],
         };
         let p = plan(&offers, &[]).unwrap();
         assert_eq!(p.direct, vec![(1, 1)]);
         assert!(p.decode.is_empty());
+    }
+
+    #[test]
+    fn kept_data_counts_when_any_node_committed_its_checkpoint() {
+        // Node 1 was killed before writing its marker of checkpoint 3;
+        // nodes 0 and 2 wrote theirs. Node 0 is lost: node 1's shards
+        // still take part in decoding it.
+        let m = manifest(vec![0, 1, 2], vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+        let mut offers = vec![Offer::default(); 6];
+        offers[0].node = 9;
+        offers[1].node = 9;
+        offers[2] = Offer {
+            own: vec![(3, 7)],
+            node: 1,
+            kept: vec![kept(&m, 1)],
+            committed: vec![],
+        };
+        offers[3].own = vec![(3, 7)];
+        offers[4] = Offer {
+            own: vec![(3, 7)],
+            node: 2,
+            kept: vec![kept(&m, 2)],
+            committed: vec![(3, 7)],
+        };
+        offers[5].own = vec![(3, 7)];
+        let mut filtered = offers.clone();
+        retain_committed(&mut filtered);
+        assert_eq!(filtered, offers);
+        let p = plan(&filtered, &[]).unwrap();
+        assert_eq!(p.decode.len(), 1);
+        assert_eq!(p.decode[0].targets, vec![0, 1]);
+        // Committed by nobody (or by another attempt): nothing counts.
+        offers[4].committed = vec![(3, 8)];
+        retain_committed(&mut offers);
+        assert!(offers.iter().all(|o| o.kept.is_empty()));
+        assert_eq!(plan(&offers, &[]), None);
     }
 }

@@ -46,6 +46,15 @@ pub mod aware;
 pub mod copies;
 pub mod erasure;
 
+/// The (id, stamp) pairs any node's markers say a level committed. One
+/// marker is enough: every node finished its part of a promotion before
+/// any was told to commit it.
+fn committed_anywhere<'a>(
+    lists: impl IntoIterator<Item = &'a Vec<(u64, u64)>>,
+) -> std::collections::BTreeSet<(u64, u64)> {
+    lists.into_iter().flatten().copied().collect()
+}
+
 /// Largest `retention.keep_last` accepted; keeps every retained id inside the
 /// ballot's window (checkpoint ids are consecutive: a failed checkpoint's id
 /// is reused by the next attempt).

@@ -230,6 +230,11 @@ pub fn profile_dir() -> PathBuf {
 /// per test process: `cargo test --test NAME` does not build examples, and
 /// an example left from an older build would test old code.
 pub fn example(name: &str) -> PathBuf {
+    example_with(name, &[])
+}
+
+/// [`example`] built with the crate's `features`.
+pub fn example_with(name: &str, features: &[&str]) -> PathBuf {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let profile_dir = profile_dir();
     let path = profile_dir.join("examples").join(name);
@@ -238,6 +243,9 @@ pub fn example(name: &str) -> PathBuf {
         let release = profile_dir.ends_with("release");
         let mut cmd = Command::new(env!("CARGO"));
         cmd.args(["build", "--example", name]);
+        if !features.is_empty() {
+            cmd.arg("--features").arg(features.join(","));
+        }
         if release {
             cmd.arg("--release");
         }

@@ -1,7 +1,7 @@
 //! Running MPI jobs from tests: `mpiexec` in a process group of its own,
 //! with a hard deadline, and a check that no process of the job survives.
 
-use super::{assert_no_survivors, profile_dir, run, Output, CHILD_DEADLINE};
+use super::{assert_no_survivors, Output};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -77,19 +77,7 @@ pub fn mpiexec_within(
     }
 }
 
-/// Path of an example built with the `mpi` feature, building it if needed.
+/// Path of an example built with the `mpi` feature, up to date.
 pub fn mpi_example(name: &str) -> PathBuf {
-    let profile_dir = profile_dir();
-    let path = profile_dir.join("examples").join(name);
-    if !path.exists() {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--features", "mpi", "--example", name]);
-        if profile_dir.ends_with("release") {
-            cmd.arg("--release");
-        }
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
-        assert!(status.success(), "building example {name} failed:\n{err}");
-    }
-    path
+    super::example_with(name, &["mpi"])
 }
