@@ -50,6 +50,11 @@ struct Args {
     /// The iteration at which --spin-rank gets stuck.
     #[arg(long, default_value_t = 0)]
     spin_at: u64,
+    /// In the job's first epoch, every rank waits at this iteration until
+    /// a recovery begins (for tests that fail a rank while the job is at a
+    /// known point, however long getting there takes).
+    #[arg(long)]
+    hold_at: Option<u64>,
 }
 
 const TOKEN: u32 = 1;
@@ -111,6 +116,13 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
             // Stuck in a computation that never calls the runtime.
             loop {
                 std::hint::spin_loop();
+            }
+        }
+        if args.hold_at == Some(iter.get()) && ctx.state() == State::New && ctx.epoch() == 1 {
+            // Left only by the recovery's interruption.
+            loop {
+                ctx.fault_point(iter.get())?;
+                std::thread::sleep(Duration::from_millis(5));
             }
         }
         if !args.pace.is_zero() {

@@ -130,14 +130,22 @@ fn a_flood_of_silent_connections_keeps_no_process_of_the_job_out() {
         return;
     }
     let _g = serial();
-    let program = ["--iterations", "1500", "--pace", "4ms"];
+    let program = ["--iterations", "300", "--pace", "2ms"];
     let expected = reference(&program);
+    // The job waits at iteration 100 until the rank dies, however long the
+    // attacker takes to open its connections.
+    let held: Vec<&str> = program
+        .iter()
+        .copied()
+        .chain(["--hold-at", "100"])
+        .collect();
     for mode in ["online", "redeploy"] {
         let dir = scratch();
         let stop = dir.path().join("stop-flood");
         let mut flood = attacker(&stop);
         let lines = flood.stdout_lines();
         let base = dir.path().to_path_buf();
+        let held = held.clone();
         let job = std::thread::spawn(move || {
             let args = [
                 "--transport",
@@ -149,7 +157,7 @@ fn a_flood_of_silent_connections_keeps_no_process_of_the_job_out() {
                 "--recovery",
                 mode,
             ];
-            frame_run(&base, &args, &common::example("ring"), &program)
+            frame_run(&base, &args, &common::example("ring"), &held)
         });
         // Once the attacker holds its connections to every listener of
         // the job, a rank dies.
