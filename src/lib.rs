@@ -8,6 +8,8 @@
 //! state back, bit for bit, from the newest checkpoint every rank can restore.
 //!
 //! Modules, one concept each:
+//! - [`env`]: every environment variable frame reads or sets.
+//! - [`node`]: a rank's node (id, local directory, manager), decided once.
 //! - [`config`]: TOML configuration with environment overrides.
 //! - [`region`]: protected memory regions.
 //! - [`format`](mod@format): the checkpoint file format and metadata records.
@@ -15,6 +17,7 @@
 //! - [`recovery`]: the pure planner that picks the checkpoint to restore.
 //! - [`topology`]: partners and erasure groups, from where the ranks are.
 //! - [`manager`]: the background promoter of each node (levels 2 to 4).
+//! - [`metrics`]: every record of the metrics file.
 //! - [`comm`]: the communication trait, typed helpers, the in-process
 //!   communicator and the socket communicator of rank processes.
 //! - [`checkpoint`]: the [`Checkpointer`] API tying them together.
@@ -29,10 +32,13 @@ pub mod auth;
 pub mod checkpoint;
 pub mod comm;
 pub mod config;
+pub mod env;
 mod error;
 pub mod format;
 pub mod level;
 pub mod manager;
+pub mod metrics;
+pub mod node;
 pub mod recovery;
 pub mod region;
 pub mod report;

@@ -23,9 +23,6 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// How long an accepted connection has to prove itself.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The environment variable that carries the secret to daemons and ranks.
-pub const SECRET_ENV: &str = "FRAME_RT_SECRET";
-
 const MAGIC: &[u8; 8] = b"FRMAUTH1";
 
 mod gate;
@@ -66,13 +63,6 @@ impl Secret {
             *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
         }
         Some(Self(key))
-    }
-
-    /// The secret named by [`SECRET_ENV`].
-    pub fn from_env() -> Option<Self> {
-        std::env::var(SECRET_ENV)
-            .ok()
-            .and_then(|v| Self::from_hex(&v))
     }
 
     fn proof(

@@ -16,6 +16,7 @@ use crate::error::{problems, Error, Result};
 use crate::level::Level;
 use crate::manager::inline::{self, Listen};
 use crate::manager::{Client, CommitOrder, Link, Manager, RemoveOrder, Reply, Request, Task};
+use crate::node::NodePlace;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -65,9 +66,9 @@ pub(crate) fn enabled(cfg: &Config) -> bool {
 }
 
 /// The job's secret: the runtime's, or one made by rank 0 and sent to all.
-fn job_secret(comm: &dyn Comm) -> Result<Secret> {
-    if let Some(s) = Secret::from_env() {
-        return Ok(s);
+fn job_secret(comm: &dyn Comm, place: &NodePlace) -> Result<Secret> {
+    if let Some(node) = &place.runtime {
+        return Ok(node.secret.clone());
     }
     let mut hex = if comm.rank() == 0 {
         Secret::generate()
@@ -85,14 +86,13 @@ fn job_secret(comm: &dyn Comm) -> Result<Secret> {
 /// The runtime's manager of this node, when the program runs under
 /// `frame run` with its checkpoints in the node's directory and the
 /// configuration lets it (`manager.mode = "auto"`).
-fn runtime_manager(cfg: &Config) -> Option<Endpoint> {
+fn runtime_manager(cfg: &Config, place: &NodePlace) -> Option<Endpoint> {
     if cfg.manager.mode != ManagerMode::Auto {
         return None;
     }
-    let socket = std::env::var_os(crate::manager::host::SOCKET)?;
-    let node_dir = std::env::var_os(crate::runtime::env::NODE_DIR)?;
-    (std::path::Path::new(&node_dir) == cfg.storage.local_dir)
-        .then(|| Endpoint::Unix(socket.into()))
+    let node = place.runtime.as_ref()?;
+    let socket = node.manager.as_ref()?;
+    (node.dir == cfg.storage.local_dir).then(|| Endpoint::Unix(socket.clone()))
 }
 
 /// Connects to the node's manager: the one `link` names, the runtime's
@@ -100,14 +100,14 @@ fn runtime_manager(cfg: &Config) -> Option<Endpoint> {
 /// an inline one started here.
 fn connect_manager(
     cfg: &Config,
-    node: u32,
+    place: &NodePlace,
     secret: &Secret,
     link: Option<&Link>,
 ) -> std::io::Result<(Option<Arc<Manager>>, Client)> {
     if let Some(link) = link {
         return Ok((None, connect_waiting(&link.endpoint, secret, CONNECT_WAIT)?));
     }
-    if let Some(endpoint) = runtime_manager(cfg) {
+    if let Some(endpoint) = runtime_manager(cfg, place) {
         return Ok((None, connect_waiting(&endpoint, secret, CONNECT_WAIT)?));
     }
     let listen = match cfg.manager.address.parse() {
@@ -116,7 +116,7 @@ fn connect_manager(
     };
     let m = inline::ensure(
         &cfg.job.id,
-        node,
+        place.id,
         &cfg.storage.local_dir,
         &listen,
         secret,
@@ -166,9 +166,10 @@ impl Levels {
     pub(crate) fn init(cfg: &Config, comm: &dyn Comm, link: Option<&Link>) -> Result<Self> {
         // Managers are reached over sockets: a dead one is an error here.
         crate::comm::net::quiet_broken_pipes();
+        let place = comm.place();
         let secret = match link {
             Some(l) => l.secret.clone(),
-            None => job_secret(comm)?,
+            None => job_secret(comm, &place)?,
         };
         let nodes = comm.all_gather(&comm.node().to_le_bytes())?;
         let placement: Vec<u32> = nodes
@@ -191,7 +192,7 @@ impl Levels {
             }
         }
         if leader && local.is_none() {
-            match connect_manager(cfg, node, &secret, link) {
+            match connect_manager(cfg, &place, &secret, link) {
                 Ok((m, c)) => {
                     manager = m;
                     client = Some(c);

@@ -1,32 +1,14 @@
-//! The metrics lines the ranks write (rank 0, after one all-reduce): one
-//! per checkpoint (the checkpoint-overhead metric) and one per recovery
-//! (the application-recovery metric: identifying the level, fetching or
-//! rebuilding, loading). The managers write the transformation lines and
-//! the runtime's root the runtime-recovery lines, into the same file.
+//! What the ranks measure for the metrics file (rank 0 writes, after one
+//! all-reduce): each checkpoint's overhead and each recovery's times
+//! (identifying the level, fetching or rebuilding, loading). The records
+//! themselves are [`crate::metrics`]'s.
 
 use super::Checkpointer;
 use crate::error::Result;
 use crate::format::Metadata;
 use crate::level::Level;
+use crate::metrics::{CheckpointRecord, Record, RecoveryRecord};
 use std::time::Duration;
-
-/// The metrics line of one checkpoint (written by rank 0).
-#[derive(serde::Serialize)]
-struct CheckpointRecord<'a> {
-    event: &'static str,
-    job: &'a str,
-    checkpoint: u64,
-    /// Time the slowest rank spent in the checkpoint, microseconds.
-    blocked_us_max: u64,
-    /// Mean over the ranks.
-    blocked_us_mean: f64,
-    /// Region bytes over all ranks.
-    raw_bytes: u64,
-    /// Bytes stored at level 1 over all ranks.
-    stored_bytes: u64,
-    /// Levels the checkpoint was sent on to.
-    promoted: Vec<u8>,
-}
 
 impl Checkpointer<'_> {
     /// With a metrics file configured: one line per checkpoint from rank 0,
@@ -50,54 +32,19 @@ impl Checkpointer<'_> {
         self.comm
             .all_reduce_u64(&mut sums, crate::comm::ReduceOp::Sum)?;
         if self.comm.rank() == 0 {
-            let line = CheckpointRecord {
-                event: "checkpoint",
-                job: &self.cfg.job.id,
+            Record::Checkpoint(CheckpointRecord {
+                job: self.cfg.job.id.clone(),
                 checkpoint: id,
                 blocked_us_max: max[0],
                 blocked_us_mean: sums[0] as f64 / self.comm.size() as f64,
                 raw_bytes: sums[1],
                 stored_bytes: sums[2],
                 promoted: promoted.iter().map(|l| l.number()).collect(),
-            };
-            if let Err(e) = crate::safefs::append_json_line(&path, &line) {
-                tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
-            }
+            })
+            .append(&path);
         }
         Ok(())
     }
-}
-
-/// The metrics line of one recovery (written by rank 0, read by
-/// `frame report`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct RecoveryRecord {
-    /// Always `"recovery"`.
-    pub event: String,
-    /// Job id.
-    pub job: String,
-    /// The runtime's epoch the program recovered in (0 without the runtime).
-    pub epoch: u64,
-    /// Nodes the runtime reported failed.
-    pub failed_nodes: Vec<u32>,
-    /// Ranks the runtime reported failed.
-    pub failed_ranks: Vec<u32>,
-    /// `frame` or `iterative`.
-    pub strategy: String,
-    /// The level the checkpoint came from.
-    pub level: u8,
-    /// Checkpoint restored.
-    pub checkpoint: u64,
-    /// Collective rounds spent identifying the level and checkpoint.
-    pub rounds: u32,
-    /// Slowest rank's time identifying, milliseconds.
-    pub identify_ms: f64,
-    /// Fetching or rebuilding from the level.
-    pub fetch_ms: f64,
-    /// Loading into the regions.
-    pub load_ms: f64,
-    /// Slowest rank's identify + fetch + load.
-    pub application_recovery_ms: f64,
 }
 
 impl Checkpointer<'_> {
@@ -120,8 +67,7 @@ impl Checkpointer<'_> {
         if self.comm.rank() == 0 {
             let failures = self.comm.failures();
             let ms = |v: u64| v as f64 / 1000.0;
-            let line = RecoveryRecord {
-                event: "recovery".into(),
+            Record::Recovery(RecoveryRecord {
                 job: self.cfg.job.id.clone(),
                 epoch: failures.epoch,
                 failed_nodes: failures.nodes,
@@ -138,10 +84,8 @@ impl Checkpointer<'_> {
                 fetch_ms: ms(max[1]),
                 load_ms: ms(max[2]),
                 application_recovery_ms: ms(max[3]),
-            };
-            if let Err(e) = crate::safefs::append_json_line(&path, &line) {
-                tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
-            }
+            })
+            .append(&path);
         }
         Ok(())
     }

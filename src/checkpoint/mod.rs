@@ -39,7 +39,6 @@ mod evidence;
 mod fetch;
 mod levels;
 mod metrics;
-pub use metrics::RecoveryRecord;
 mod rebuild;
 mod restore;
 mod schedule;
@@ -51,6 +50,7 @@ use crate::config::{Compression, Config, Strategy};
 use crate::error::{problems, Error, Result};
 use crate::format::CheckpointFile;
 use crate::level::{L1Store, Level, Owner};
+use crate::node::NodePlace;
 use crate::recovery::{Ballot, Decision, Inventory};
 use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
 use schedule::Schedule;
@@ -134,15 +134,14 @@ pub struct Checkpointer<'c> {
 /// Under the runtime, warns (once per process) when the program keeps its
 /// L1 checkpoints somewhere else than its node's directory: they would not
 /// follow the rank to a spare node, nor be removed with a dead node.
-fn warn_if_off_node(cfg: &Config, rank: usize) {
-    let Some(node_dir) = std::env::var_os(crate::runtime::env::NODE_DIR) else {
+fn warn_if_off_node(cfg: &Config, rank: usize, place: &NodePlace) {
+    let Some(node_dir) = place.runtime.as_ref().map(|n| &n.dir) else {
         return;
     };
     let same = |a: &std::path::Path, b: &std::path::Path| {
         a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
     };
-    let node_dir = std::path::PathBuf::from(node_dir);
-    if same(&cfg.storage.local_dir, &node_dir) {
+    if same(&cfg.storage.local_dir, node_dir) {
         return;
     }
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -191,11 +190,12 @@ impl<'c> Checkpointer<'c> {
         link: Option<crate::manager::Link>,
     ) -> Result<Self> {
         cfg.validate()?;
-        let under_runtime = std::env::var_os(crate::runtime::env::NODE_DIR).is_some();
+        let place = comm.place();
         let mut cfg = cfg.clone();
-        cfg.storage.local_dir = cfg.local_dir_of(comm.node(), under_runtime);
+        cfg.storage.local_dir =
+            place.local_dir(&cfg.storage.local_dir, cfg.topology.ranks_per_node > 0);
         let cfg = &cfg;
-        warn_if_off_node(cfg, comm.rank());
+        warn_if_off_node(cfg, comm.rank(), &place);
         let owner = Owner {
             job_id: cfg.job.id.clone(),
             rank: comm.rank() as u32,

@@ -138,6 +138,13 @@ pub trait Comm: Send {
     /// The node this rank runs on.
     fn node(&self) -> NodeId;
 
+    /// This rank's node as the checkpointer and the manager need it: its
+    /// id and, under frame's runtime, the directory and manager the runtime
+    /// gave it.
+    fn place(&self) -> crate::node::NodePlace {
+        crate::node::NodePlace::standalone(self.node())
+    }
+
     /// The failures recovered from just before this communicator's epoch,
     /// as the runtime knows them (none outside the runtime). The checkpoint
     /// library plans its recovery from them.

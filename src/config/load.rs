@@ -1,6 +1,7 @@
 //! Reading a [`Config`] from TOML and the environment, and validating it.
 
-use super::{Compression, Config, Interval, CONFIG_ENV, ENV_PREFIX};
+use super::{Compression, Config, Interval};
+use crate::env::{config_var as env_var_for, CONFIG as CONFIG_ENV, PREFIX as ENV_PREFIX};
 use crate::level::Level;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -132,11 +133,6 @@ fn known_keys() -> Vec<(String, toml::Value)> {
     keys
 }
 
-/// The environment variable that overrides `section.key`.
-pub(crate) fn env_var_for(key: &str) -> String {
-    format!("{ENV_PREFIX}{}", key.replace('.', "_").to_uppercase())
-}
-
 /// Turns an environment string into a TOML value of the default's type where
 /// that parses, and a string otherwise (validation then names the variable).
 fn env_value(raw: &str, default: &toml::Value) -> toml::Value {
@@ -174,7 +170,7 @@ impl Config {
     /// the one named by `FRAME_CONFIG`, or none), then the `FRAME_<SECTION>_<KEY>`
     /// environment overrides, then validation.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        Self::load_with_env(path, std::env::vars())
+        Self::load_with_env(path, crate::env::vars())
     }
 
     /// Like [`Config::load`], with the environment given explicitly.

@@ -31,12 +31,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Name of the environment variable that points to a configuration file.
-pub const CONFIG_ENV: &str = "FRAME_CONFIG";
-
-/// Prefix of environment variables that override single keys.
-pub const ENV_PREFIX: &str = "FRAME_";
-
 /// A job's checkpoint configuration.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -434,27 +428,6 @@ impl Config {
     /// The metrics file, if one is configured.
     pub fn metrics_file(&self) -> Option<&std::path::Path> {
         (!self.metrics.file.as_os_str().is_empty()).then_some(self.metrics.file.as_path())
-    }
-
-    /// The level-1 directory of a rank on `node`: `storage.local_dir`, or
-    /// with virtual nodes (`topology.ranks_per_node` > 0, outside frame's
-    /// runtime, which gives each node its own directory itself) its
-    /// `node-<node>` folder.
-    ///
-    /// ```
-    /// let mut cfg = frame::config::Config::default();
-    /// cfg.storage.local_dir = "/tmp/l1".into();
-    /// assert_eq!(cfg.local_dir_of(3, false), std::path::Path::new("/tmp/l1"));
-    /// cfg.topology.ranks_per_node = 2;
-    /// assert_eq!(cfg.local_dir_of(3, false), std::path::Path::new("/tmp/l1/node-3"));
-    /// assert_eq!(cfg.local_dir_of(3, true), std::path::Path::new("/tmp/l1"));
-    /// ```
-    pub fn local_dir_of(&self, node: u32, under_runtime: bool) -> PathBuf {
-        if self.topology.ranks_per_node > 0 && !under_runtime {
-            self.storage.local_dir.join(format!("node-{node}"))
-        } else {
-            self.storage.local_dir.clone()
-        }
     }
 
     /// Chunk size in bytes (validated to fit the file format).

@@ -137,7 +137,7 @@ fn config_file_from_environment_and_missing_file() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("e.toml");
     std::fs::write(&file, "[job]\nid = \"via-env-file\"\n").unwrap();
-    let cfg = Config::load_with_env(None, [(CONFIG_ENV, file.to_str().unwrap())]).unwrap();
+    let cfg = Config::load_with_env(None, [(crate::env::CONFIG, file.to_str().unwrap())]).unwrap();
     assert_eq!(cfg.job.id, "via-env-file");
     let missing = dir.path().join("nope.toml");
     let err = Config::load_with_env(Some(&missing), NO_ENV).unwrap_err();

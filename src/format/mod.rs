@@ -14,6 +14,7 @@
 
 mod copy;
 mod error;
+mod header;
 pub mod layout;
 mod meta;
 mod parse;
@@ -23,8 +24,9 @@ mod stream;
 mod writer;
 
 pub use error::{is_no_space as error_is_no_space, FormatError, FormatErrorKind};
+pub use header::{ChunkInfo, FileHeader};
 pub use meta::{Metadata, Place, MAX_RECORD};
-pub use reader::{CheckpointFile, ChunkInfo, FileHeader};
+pub use reader::CheckpointFile;
 pub use sink::{FileSink, MemSink, Sink, SliceSink};
 pub use stream::StreamCheck;
 pub use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};

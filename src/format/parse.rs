@@ -2,8 +2,8 @@
 //! magic, version, header CRC, zero padding and reserved bits, and a layout
 //! in which regions own consecutive chunks that tile the file exactly.
 
+use super::header::{ChunkInfo, FileHeader, RegionEntry};
 use super::layout::{self, RawChunk, RawHeader, RawRegion, CHUNK_SIZE, HEADER_SIZE, REGION_SIZE};
-use super::reader::{ChunkInfo, FileHeader, RegionEntry};
 use super::{Codec, FormatErrorKind, MAX_CHUNK, MAX_JOB_ID};
 use crate::region::{ElemType, RegionInfo};
 use zerocopy::FromBytes;

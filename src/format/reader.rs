@@ -7,6 +7,7 @@
 //! copied into the destination block by block with each block's CRC computed
 //! while it is in cache (the snapshot's fused copy, run backwards).
 
+use super::header::{ChunkInfo, FileHeader, RegionEntry};
 use super::layout::{self, RawHeader, HEADER_SIZE};
 use super::parse::{inconsistent, parse};
 use super::{Codec, FormatError, FormatErrorKind, VERSION};
@@ -20,63 +21,6 @@ use zerocopy::FromBytes;
 const MAX_HEADER: u64 = 256 << 20;
 /// Read granularity when loading raw chunks.
 const READ_BLOCK: usize = 64 * 1024;
-
-/// The decoded fixed header of a checkpoint file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileHeader {
-    /// Job id.
-    pub job_id: String,
-    /// Checkpoint id.
-    pub checkpoint_id: u64,
-    /// Rank that wrote the file.
-    pub rank: u32,
-    /// Ranks in the job.
-    pub world_size: u32,
-    /// Node the writing rank ran on.
-    pub node: u32,
-    /// The checkpoint's stamp (the same on every rank's file of it).
-    pub stamp: u64,
-    /// Format version.
-    pub version: u16,
-    /// Whether some chunk is compressed (header flag bit 0).
-    pub compressed: bool,
-    /// Chunk size used when writing.
-    pub chunk_size: u32,
-    /// Offset of the first chunk.
-    pub header_len: u64,
-    /// Total file length.
-    pub file_len: u64,
-    /// Creation time, milliseconds since the Unix epoch.
-    pub created_unix_ms: u64,
-    /// CRC of the header and tables.
-    pub header_crc: u32,
-}
-
-/// Where one chunk lives and how to check it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChunkInfo {
-    /// Region the chunk belongs to.
-    pub region: RegionId,
-    /// Index in the file's chunk table.
-    pub index: u32,
-    /// File offset.
-    pub offset: u64,
-    /// Stored length.
-    pub stored_len: u32,
-    /// Original length.
-    pub raw_len: u32,
-    /// CRC32 of the stored bytes.
-    pub crc: u32,
-    /// How the bytes are stored.
-    pub codec: Codec,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) struct RegionEntry {
-    pub(super) info: RegionInfo,
-    pub(super) first_chunk: u32,
-    pub(super) chunk_count: u32,
-}
 
 /// An open, structurally valid checkpoint file.
 #[derive(Debug)]

@@ -170,15 +170,15 @@ fn shared_secret(job: &SimpleCommunicator) -> Result<Secret, String> {
 
 /// Runs the manager of `node` until every one of `members` is done.
 fn serve(job: &SimpleCommunicator, node: u32, members: &[i32], cfg: &Config, secret: Secret) {
-    let local_dir = cfg.local_dir_of(node, false);
+    // Under MPI no runtime gives the node a directory of its own.
+    let local_dir = crate::node::NodePlace::standalone(node)
+        .local_dir(&cfg.storage.local_dir, cfg.topology.ranks_per_node > 0);
     let started = crate::safefs::Dir::open_or_create(&local_dir)
         .map_err(|e| e.to_string())
         .and_then(|_| {
             let bind = match cfg.manager.address.parse() {
                 Ok(ip) => Bind::Tcp(ip),
-                Err(_) => {
-                    Bind::Unix(local_dir.join(format!(".manager-{}-node-{node}.sock", cfg.job.id)))
-                }
+                Err(_) => Bind::Unix(super::socket_in(&local_dir, &cfg.job.id, node)),
             };
             Manager::start(Options {
                 node,

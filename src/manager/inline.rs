@@ -48,7 +48,7 @@ pub fn ensure(
         running.swap_remove(i);
     }
     let bind = match listen {
-        Listen::Local => Bind::Unix(local_dir.join(format!(".manager-{job_id}-node-{node}.sock"))),
+        Listen::Local => Bind::Unix(super::socket_in(local_dir, job_id, node)),
         Listen::Tcp(ip) => Bind::Tcp(*ip),
     };
     let manager = Arc::new(Manager::start(Options {

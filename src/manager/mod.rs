@@ -19,7 +19,6 @@
 
 #[cfg(feature = "mpi")]
 pub mod dedicated;
-pub mod host;
 pub mod inline;
 mod parity;
 mod promote;
@@ -36,9 +35,17 @@ use crate::config::WhenFull;
 use crate::level::erasure::ErasureStore;
 use crate::level::staging::Staging;
 use crate::level::{CopyStore, GlobalStore, Level};
+use crate::metrics::{PromotionRecord, Record};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
+
+/// The Unix socket a node's manager listens on when a rank or an MPI
+/// manager rank starts it (frame's runtime puts its own in its run
+/// directory).
+pub(crate) fn socket_in(local_dir: &std::path::Path, job_id: &str, node: u32) -> PathBuf {
+    local_dir.join(format!(".manager-{job_id}-node-{node}.sock"))
+}
 
 /// How a manager runs.
 #[derive(Clone, Debug)]
@@ -327,8 +334,7 @@ impl Shared {
                     Ok(t) => (*t, None),
                     Err(e) => (Transform::default(), Some(e.clone())),
                 };
-                let line = task::PromotionRecord {
-                    event: "promotion".into(),
+                Record::Promotion(PromotionRecord {
                     job: task.job_id.clone(),
                     checkpoint: task.id,
                     level: level.number(),
@@ -338,10 +344,8 @@ impl Shared {
                     bytes_in: t.bytes_in,
                     bytes_out: t.bytes_out,
                     error,
-                };
-                if let Err(e) = crate::safefs::append_json_line(path, &line) {
-                    tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
-                }
+                })
+                .append(path);
             }
             let progress = match result {
                 Ok(t) => {

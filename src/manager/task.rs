@@ -37,31 +37,6 @@ pub struct Task {
     pub metrics: Option<PathBuf>,
 }
 
-/// The metrics line of one promotion of one node to one level.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct PromotionRecord {
-    /// Always `"promotion"`.
-    pub event: String,
-    /// Job id.
-    pub job: String,
-    /// Checkpoint id.
-    pub checkpoint: u64,
-    /// Level number.
-    pub level: u8,
-    /// Node.
-    pub node: u32,
-    /// Whether the node's part succeeded.
-    pub ok: bool,
-    /// Microseconds the manager spent.
-    pub micros: u64,
-    /// Bytes read from level 1.
-    pub bytes_in: u64,
-    /// Bytes written or sent.
-    pub bytes_out: u64,
-    /// Why it failed.
-    pub error: Option<String>,
-}
-
 impl Task {
     /// Ranks in the job.
     pub fn world(&self) -> u32 {

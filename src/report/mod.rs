@@ -1,22 +1,18 @@
 //! `frame report`: the metrics lines of one or more runs turned into the
 //! five recovery metrics per failure, a table, and an SVG plot.
 //!
-//! A metrics file holds JSON lines from three writers: rank 0
-//! (`"event": "checkpoint"`, the checkpoint overhead, and
-//! `"event": "recovery"`, the application recovery), the managers
-//! (`"event": "promotion"`, the checkpoint transformation), and the
-//! runtime's root (one record per failure, with `runtime_recovery_ms`).
-//! A failure's runtime record and its application-recovery line are
-//! matched by the epoch the job recovered into; full recovery is their sum.
-//! Lines of other kinds, and lines that do not parse, are counted and
-//! skipped.
+//! A metrics file holds the JSON lines of [`crate::metrics`]: rank 0's
+//! checkpoint overheads and application recoveries, the managers'
+//! transformations, and the runtime's recoveries. A failure's runtime
+//! record and its application-recovery record are matched by the epoch
+//! the job recovered into; full recovery is their sum. Lines of other
+//! kinds, and lines that do not parse, are counted and skipped.
 
 mod plot;
 
 pub use plot::svg;
 
-use crate::checkpoint::RecoveryRecord;
-use serde::Deserialize;
+use crate::metrics::{Record, RecoveryRecord, RuntimeRecoveryRecord};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -46,18 +42,6 @@ pub enum ReportError {
 
 /// The longest line read: records are a few hundred bytes.
 pub const MAX_LINE: usize = 1 << 20;
-
-/// The fields of a metrics line a report looks at; everything else in the
-/// line is skipped unread (no value is built for it).
-#[derive(Deserialize)]
-struct Line {
-    event: Option<String>,
-    blocked_us_max: Option<f64>,
-    level: Option<u64>,
-    micros: Option<f64>,
-    ok: Option<bool>,
-    runtime_recovery_ms: Option<f64>,
-}
 
 /// One recovered failure: the library's recovery record, and the
 /// runtime's part when its record was found.
@@ -100,15 +84,8 @@ pub struct Report {
 /// The records of one file awaiting their match.
 #[derive(Default)]
 struct Lines {
-    runtime: Vec<RuntimeLine>,
+    runtime: Vec<RuntimeRecoveryRecord>,
     recovered: Vec<RecoveryRecord>,
-}
-
-#[derive(Deserialize)]
-struct RuntimeLine {
-    epoch: u64,
-    mode: String,
-    runtime_recovery_ms: f64,
 }
 
 impl Report {
@@ -170,32 +147,19 @@ impl Report {
         if line.trim().is_empty() {
             return;
         }
-        let Ok(fields) = serde_json::from_str::<Line>(line) else {
-            self.skipped += 1;
-            return;
-        };
-        let known = match fields.event.as_deref() {
-            Some("recovery") => serde_json::from_str(line)
-                .map(|r| lines.recovered.push(r))
-                .is_ok(),
-            Some("checkpoint") => fields
-                .blocked_us_max
-                .map(|us| self.checkpoint_ms.push(us / 1000.0))
-                .is_some(),
-            Some("promotion") => match (fields.level, fields.micros, fields.ok) {
-                (Some(level @ 2..=4), Some(us), Some(true)) => {
-                    self.transform_ms[level as usize - 2].push(us / 1000.0);
-                    true
+        match Record::parse(line) {
+            Some(Record::Recovery(r)) => lines.recovered.push(r),
+            Some(Record::RuntimeRecovery(r)) => lines.runtime.push(r),
+            Some(Record::Checkpoint(c)) => {
+                self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
+            }
+            Some(Record::Promotion(p)) => {
+                // A failed promotion is known but takes no time.
+                if p.ok && (2..=4).contains(&p.level) {
+                    self.transform_ms[p.level as usize - 2].push(p.micros as f64 / 1000.0);
                 }
-                (_, _, ok) => ok == Some(false),
-            },
-            None if fields.runtime_recovery_ms.is_some() => serde_json::from_str(line)
-                .map(|r| lines.runtime.push(r))
-                .is_ok(),
-            _ => false,
-        };
-        if !known {
-            self.skipped += 1;
+            }
+            None => self.skipped += 1,
         }
     }
 

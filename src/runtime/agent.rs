@@ -9,7 +9,7 @@
 //! last iteration the program reported: a rank whose heartbeats stop (a
 //! stopped or wedged process) is killed and replaced.
 
-use super::env::{RankEnv, Transport};
+use super::handoff::{RankEnv, Transport};
 use super::proto::{FromRank, Receiver, Sender, ToRank};
 use super::RuntimeError;
 use crate::auth::{self, Channel};

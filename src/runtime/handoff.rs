@@ -1,58 +1,16 @@
-//! The environment through which the runtime's processes learn their role.
-//!
-//! The root starts daemons and daemons start ranks; each passes what the next
-//! needs in environment variables. `FRAME_RANK`, `FRAME_SIZE`, `FRAME_NODE`
-//! and `FRAME_EPOCH` are meant to be read by programs too; `FRAME_RT_*`
-//! variables are the runtime's own.
+//! What the runtime's processes hand each other when one starts the next:
+//! the root starts daemons and daemons start ranks and managers, passing
+//! what each needs in environment variables (named in [`crate::env`]).
 
 use super::inject::Injection;
 use super::{RuntimeError, State};
 use crate::auth::Secret;
 use crate::comm::net::{Limits, Security};
+use crate::env::{self, DAEMON, EPOCH, RANK, ROLE, ROOT, SPEC, STATE};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-
-/// Rank of this process.
-pub const RANK: &str = "FRAME_RANK";
-/// Number of ranks.
-pub const SIZE: &str = "FRAME_SIZE";
-/// Node of this process.
-pub const NODE: &str = "FRAME_NODE";
-/// Epoch in which this rank process was started.
-pub const EPOCH: &str = "FRAME_EPOCH";
-/// Role of this process: `daemon` or `rank` (unset: a launcher or a plain program).
-pub(crate) const ROLE: &str = "FRAME_RT_ROLE";
-/// `new`, `restarted` or `standby`.
-pub(crate) const STATE: &str = "FRAME_RT_STATE";
-/// The daemon's Unix socket (for ranks).
-pub(crate) const DAEMON: &str = "FRAME_RT_DAEMON";
-/// JSON [`NodeSpec`] (for daemons and ranks).
-pub(crate) const SPEC: &str = "FRAME_RT_SPEC";
-/// The root's address (for daemons).
-pub(crate) const ROOT: &str = "FRAME_RT_ROOT";
-/// The node-local directory; also handed to the checkpoint configuration.
-pub const NODE_DIR: &str = "FRAME_NODE_DIR";
-/// The configuration key the node-local directory overrides.
-pub(crate) const LOCAL_DIR_KEY: &str = "FRAME_STORAGE_LOCAL_DIR";
-
-/// Every variable the runtime sets (cleared before starting daemons, so an
-/// outer job's settings never leak into an inner one).
-pub(crate) const ALL: &[&str] = &[
-    RANK,
-    SIZE,
-    NODE,
-    EPOCH,
-    ROLE,
-    STATE,
-    DAEMON,
-    SPEC,
-    ROOT,
-    NODE_DIR,
-    crate::manager::host::SOCKET,
-    crate::auth::SECRET_ENV,
-];
 
 /// How ranks reach each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -78,10 +36,10 @@ pub enum Role {
 
 /// The role of the current process, from its environment.
 pub fn role() -> Role {
-    match std::env::var(ROLE).as_deref() {
-        Ok("daemon") => Role::Daemon,
-        Ok("rank") => Role::Rank,
-        Ok("manager") => Role::Manager,
+    match env::var(ROLE).as_deref() {
+        Some("daemon") => Role::Daemon,
+        Some("rank") => Role::Rank,
+        Some("manager") => Role::Manager,
         _ => Role::Launcher,
     }
 }
@@ -122,7 +80,7 @@ pub(crate) struct NodeSpec {
 }
 
 fn var(name: &'static str) -> Result<String, RuntimeError> {
-    std::env::var(name).map_err(|_| RuntimeError::Environment(format!("{name} is not set")))
+    env::var(name).ok_or_else(|| RuntimeError::Environment(format!("{name} is not set")))
 }
 
 fn parse<T: std::str::FromStr>(name: &'static str) -> Result<T, RuntimeError> {
@@ -150,6 +108,8 @@ pub(crate) struct RankEnv {
     pub epoch: u64,
     pub state: State,
     pub daemon: PathBuf,
+    /// The node's manager socket, when the daemon runs one.
+    pub manager: Option<PathBuf>,
     pub spec: NodeSpec,
     pub security: std::sync::Arc<Security>,
 }
@@ -167,6 +127,7 @@ impl RankEnv {
             epoch: if standby { 0 } else { parse(EPOCH)? },
             state,
             daemon: PathBuf::from(var(DAEMON)?),
+            manager: env::var_os(env::MANAGER).map(PathBuf::from),
             security: spec_security(&spec)?,
             spec,
         })
@@ -175,11 +136,8 @@ impl RankEnv {
 
 /// The secret and limits of the job, from the environment and the spec.
 pub(crate) fn spec_security(spec: &NodeSpec) -> Result<std::sync::Arc<Security>, RuntimeError> {
-    let secret = Secret::from_env().ok_or_else(|| {
-        RuntimeError::Environment(format!(
-            "{} is not set or not valid",
-            crate::auth::SECRET_ENV
-        ))
+    let secret = job_secret().ok_or_else(|| {
+        RuntimeError::Environment(format!("{} is not set or not valid", env::SECRET))
     })?;
     Ok(std::sync::Arc::new(Security {
         secret,
@@ -193,4 +151,9 @@ pub(crate) fn spec_security(spec: &NodeSpec) -> Result<std::sync::Arc<Security>,
 /// The root's address, for a daemon.
 pub(crate) fn root_addr() -> Result<SocketAddr, RuntimeError> {
     parse(ROOT)
+}
+
+/// The job's secret, as its daemon or root handed it on.
+pub(crate) fn job_secret() -> Option<Secret> {
+    env::var(env::SECRET).and_then(|v| Secret::from_hex(&v))
 }

@@ -3,18 +3,15 @@
 //!
 //! The daemon starts its own executable again with the role `manager` and
 //! these variables (besides the job's secret and configuration):
-//! [`SOCKET`] where to listen, [`NODE_DIR`](crate::runtime::env::NODE_DIR)
-//! the node's local directory, and [`NODE`](crate::runtime::env::NODE). The
-//! process serves until its daemon dies.
+//! [`MANAGER`](env::MANAGER) where to listen, [`NODE_DIR`](env::NODE_DIR)
+//! the node's local directory, and [`NODE`](env::NODE). The process serves
+//! until its daemon dies.
 
-use super::{Manager, Options};
-use crate::auth::Secret;
 use crate::comm::net::Bind;
 use crate::config::Config;
+use crate::env;
+use crate::manager::{Manager, Options};
 use std::process::ExitCode;
-
-/// The Unix socket of the node's manager (set for managers and ranks).
-pub const SOCKET: &str = "FRAME_RT_MANAGER";
 
 /// Entry point of a manager process.
 pub fn main() -> ExitCode {
@@ -42,14 +39,14 @@ pub(crate) fn main_code() -> u8 {
 }
 
 fn serve() -> Result<std::convert::Infallible, String> {
-    let var = |name: &str| std::env::var_os(name).ok_or_else(|| format!("{name} is not set"));
-    let socket = std::path::PathBuf::from(var(SOCKET)?);
-    let local_dir = std::path::PathBuf::from(var(crate::runtime::env::NODE_DIR)?);
-    let node: u32 = var(crate::runtime::env::NODE)?
+    let var = |name: &str| env::var_os(name).ok_or_else(|| format!("{name} is not set"));
+    let socket = std::path::PathBuf::from(var(env::MANAGER)?);
+    let local_dir = std::path::PathBuf::from(var(env::NODE_DIR)?);
+    let node: u32 = var(env::NODE)?
         .to_string_lossy()
         .parse()
-        .map_err(|_| "FRAME_NODE is not a number".to_string())?;
-    let secret = Secret::from_env().ok_or("the job's secret is not set")?;
+        .map_err(|_| format!("{} is not a number", env::NODE))?;
+    let secret = super::handoff::job_secret().ok_or("the job's secret is not set")?;
     // The ranks' configuration gives the queue; a bad one is the ranks' to report.
     let cfg = Config::load(None).unwrap_or_default();
     let manager = Manager::start(Options {

@@ -34,8 +34,9 @@
 mod agent;
 mod context;
 mod daemon;
-pub mod env;
+mod handoff;
 pub mod inject;
+mod manager_process;
 pub mod placement;
 mod proto;
 mod rank;
@@ -43,9 +44,9 @@ mod root;
 
 pub use context::Context;
 pub use daemon::serve_if_daemon;
-pub use env::{role, Role, Transport};
+pub use handoff::{role, Role, Transport};
 pub use inject::Injection;
-pub use root::{Launch, LaunchArgs, Outcome, RecoveryMode, RecoveryRecord, RunError};
+pub use root::{Launch, LaunchArgs, Outcome, RecoveryMode, RunError};
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
@@ -113,7 +114,7 @@ where
 {
     match role() {
         Role::Daemon => daemon::main(),
-        Role::Manager => crate::manager::host::main_code(),
+        Role::Manager => manager_process::main_code(),
         Role::Rank => rank::main(f),
         Role::Launcher => rank::standalone(f),
     }

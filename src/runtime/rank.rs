@@ -3,7 +3,7 @@
 
 use super::agent::Agent;
 use super::context::{Context, Faults};
-use super::env::{RankEnv, LOCAL_DIR_KEY};
+use super::handoff::RankEnv;
 use super::inject::Trigger;
 use super::proto::{FromRank, ToRank};
 use super::State;
@@ -107,7 +107,12 @@ where
             nodes: go.failed_nodes.clone(),
             committed: go.committed,
         })
-        .with_commit_notes(agent.commit_notes());
+        .with_commit_notes(agent.commit_notes())
+        .with_runtime_node(crate::node::RuntimeNode {
+            dir: env.spec.node_dir.clone(),
+            manager: env.manager.clone(),
+            secret: env.security.secret.clone(),
+        });
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
         let mut ctx = Context {
@@ -176,7 +181,7 @@ where
         Some(c) => c,
         None => return 2,
     };
-    let node_dir = std::env::var_os(LOCAL_DIR_KEY)
+    let node_dir = crate::env::var_os(&crate::env::config_var("storage.local_dir"))
         .map(PathBuf::from)
         .unwrap_or_else(|| crate::config::Config::default().storage.local_dir);
     let mut ctx = Context {

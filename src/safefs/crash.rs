@@ -48,11 +48,11 @@ mod imp {
     fn plan() -> &'static Plan {
         static PLAN: OnceLock<Plan> = OnceLock::new();
         PLAN.get_or_init(|| {
-            let kill_at = std::env::var("FRAME_CRASH_AT").ok().and_then(|v| {
+            let kill_at = crate::env::var(crate::env::CRASH_AT).and_then(|v| {
                 let (who, n) = v.split_once(':')?;
                 Some((who.trim().parse().ok()?, n.trim().parse().ok()?))
             });
-            let trace = std::env::var_os("FRAME_CRASH_TRACE").and_then(|p| {
+            let trace = crate::env::var_os(crate::env::CRASH_TRACE).and_then(|p| {
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)

@@ -1,6 +1,7 @@
 //! Protecting variables, writing checkpoints and recovering them, as FTI's
 //! calls do.
 
+use crate::args::{checked_level, var_id};
 use crate::session::{self, Session, Var};
 use crate::status::{guard, guard_value, Failure, FTI_DONE, FTI_SCES};
 use crate::types::{self, fti_id_t};
@@ -9,11 +10,6 @@ use std::os::raw::{c_int, c_void};
 
 extern "C" {
     fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void;
-}
-
-/// A variable id as frame's region id.
-pub(crate) fn var_id(id: c_int) -> Result<u32, Failure> {
-    u32::try_from(id).map_err(|_| Failure::new(format!("variable id {id} is negative")))
 }
 
 /// Protects `count` elements of type `tid` at `ptr` as variable `id`, or
@@ -116,23 +112,6 @@ pub extern "C" fn FTI_Checkpoint(id: c_int, level: c_int) -> c_int {
             Ok(FTI_DONE)
         })
     })
-}
-
-/// The level of `FTI_Checkpoint(id, level)` and `FTI_InitICP`.
-pub(crate) fn checked_level(id: c_int, level: c_int) -> Result<Level, Failure> {
-    if id <= 0 {
-        return Err(Failure::new(format!("checkpoint id {id} is not positive")));
-    }
-    let number = match level {
-        1..=4 => level,
-        5..=8 => level - 4,
-        _ => {
-            return Err(Failure::new(format!(
-                "level {level} is not 1 to 4 (or 5 to 8)"
-            )))
-        }
-    };
-    Level::from_number(number as u8).ok_or_else(|| Failure::new(format!("level {level}")))
 }
 
 /// 1 while a checkpoint found by `FTI_Init` waits to be recovered, 0

@@ -6,21 +6,11 @@
 //! those copies, so the program may change a variable as soon as it has
 //! added it. Every protected variable must be added.
 
-use crate::calls::{checked_level, var_id};
-use crate::session::{self, Var};
+use crate::args::{checked_level, var_id};
+use crate::session::{self, Icp, Var};
 use crate::status::{guard, Failure, FTI_SCES};
-use frame_core::level::Level;
 use std::collections::BTreeMap;
 use std::os::raw::c_int;
-
-/// A checkpoint being written variable by variable.
-pub(crate) struct Icp {
-    /// `None` when the program did not activate it (the calls do nothing).
-    level: Option<Level>,
-    /// Copies of the variables added so far, as 8-byte words so that any
-    /// element type is aligned in them.
-    saved: BTreeMap<u32, Vec<u64>>,
-}
 
 /// Starts a checkpoint at `level` (see `FTI_Checkpoint`) written variable
 /// by variable; with `activate` false, this and the next `FTI_AddVarICP`

@@ -184,15 +184,15 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             ));
         }
         let world = duplicate(global_comm)?;
-        session::set_rank(world.rank() as usize);
+        crate::status::set_rank(world.rank() as usize);
         let fti = read_config(config_file);
         let fti = agree(&world, fti.as_ref().map(|_| ()).map_err(Clone::clone))
             .and_then(|()| fti.map_err(Failure::new))?;
-        session::set_silent(fti.verbosity >= 4);
+        crate::status::set_silent(fti.verbosity >= 4);
         let placed = place(&world, &fti);
         agree(&world, placed.as_ref().map(|_| ()).map_err(Clone::clone))?;
         let place = placed.map_err(Failure::new)?;
-        if world.rank() == 0 && !session::silent() {
+        if world.rank() == 0 && !crate::status::silent() {
             for w in &fti.warnings {
                 eprintln!("frame (FTI): warning: {w}");
             }

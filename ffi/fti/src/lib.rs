@@ -10,6 +10,7 @@
 //! Modules, one job each:
 //! - `status`: FTI's return codes and the guard that turns errors and
 //!   panics into them, with a message on standard error;
+//! - `args`: checks of the ids and levels programs pass;
 //! - `types`: the type handles and `FTI_InitType`;
 //! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
 //! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
@@ -20,6 +21,7 @@
 //! Built only with the `mpi` feature: `cargo build -p frame-fti --features mpi`.
 #![cfg(feature = "mpi")]
 
+mod args;
 mod calls;
 mod icp;
 mod init;

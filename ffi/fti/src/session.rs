@@ -5,16 +5,25 @@
 //! the session's lifetime and freed by [`Session::close`] after the
 //! checkpointer is gone.
 
-use crate::icp::Icp;
 use crate::status::Failure;
 use crate::types::Layout;
 use frame_core::comm::mpi::MpiComm;
 use frame_core::config::fti::FtiFile;
+use frame_core::level::Level;
 use frame_core::Checkpointer;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// A protected variable, as the program described it.
+/// A checkpoint being written variable by variable (see [`crate::icp`]).
+pub(crate) struct Icp {
+    /// `None` when the program did not activate it (the calls do nothing).
+    pub level: Option<Level>,
+    /// Copies of the variables added so far, as 8-byte words so that any
+    /// element type is aligned in them.
+    pub saved: BTreeMap<u32, Vec<u64>>,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Var {
     pub ptr: *mut u8,
@@ -48,8 +57,6 @@ pub(crate) struct Session {
 
 thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
-    static RANK: Cell<Option<usize>> = const { Cell::new(None) };
-    static SILENT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Runs `f` on this thread's session.
@@ -80,25 +87,6 @@ pub(crate) fn take() -> Result<Session, Failure> {
 }
 
 /// This process's rank, once known.
-pub(crate) fn rank() -> Option<usize> {
-    RANK.with(Cell::get)
-}
-
-/// Records this process's rank for messages.
-pub(crate) fn set_rank(rank: usize) {
-    RANK.with(|r| r.set(Some(rank)));
-}
-
-/// Whether messages are silenced (`verbosity = 4`).
-pub(crate) fn silent() -> bool {
-    SILENT.with(Cell::get)
-}
-
-/// Silences messages or not.
-pub(crate) fn set_silent(silent: bool) {
-    SILENT.with(|s| s.set(silent));
-}
-
 impl Session {
     /// Protects (or protects again) variable `id` in the checkpointer.
     pub fn protect(&mut self, id: u32, var: Var) -> Result<(), Failure> {

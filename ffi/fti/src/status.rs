@@ -2,6 +2,7 @@
 //! error becomes a code and a message on standard error (FTI programs have
 //! no other way to get one), and a panic never crosses into C.
 
+use std::cell::Cell;
 use std::os::raw::c_int;
 
 /// Success.
@@ -86,12 +87,32 @@ pub(crate) fn guard_value<T>(
     }
 }
 
+thread_local! {
+    static RANK: Cell<Option<usize>> = const { Cell::new(None) };
+    static SILENT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// This process's rank, once `FTI_Init` knows it (for messages).
+pub(crate) fn set_rank(rank: usize) {
+    RANK.with(|r| r.set(Some(rank)));
+}
+
+/// Whether the configuration's verbosity silences frame's messages.
+pub(crate) fn silent() -> bool {
+    SILENT.with(Cell::get)
+}
+
+/// Silences (or not) frame's messages.
+pub(crate) fn set_silent(silent: bool) {
+    SILENT.with(|s| s.set(silent));
+}
+
 /// Prints a failure of `name`, with the rank when one is known.
 fn report(name: &str, message: &str) {
-    if crate::session::silent() {
+    if silent() {
         return;
     }
-    match crate::session::rank() {
+    match RANK.with(Cell::get) {
         Some(rank) => eprintln!("frame (FTI): rank {rank}: {name}: {message}"),
         None => eprintln!("frame (FTI): {name}: {message}"),
     }

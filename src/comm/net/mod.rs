@@ -311,6 +311,7 @@ pub struct NetComm {
     links: Vec<Mutex<Option<Link>>>,
     failures: Failures,
     notes: Option<CommitNotes>,
+    runtime_node: Option<crate::node::RuntimeNode>,
 }
 
 /// Where a communicator passes the commits the library notes (see
@@ -339,6 +340,7 @@ impl NetComm {
             links,
             failures: Failures::default(),
             notes: None,
+            runtime_node: None,
         }
     }
 
@@ -353,6 +355,13 @@ impl NetComm {
     /// its epoch.
     pub fn with_failures(mut self, failures: Failures) -> Self {
         self.failures = failures;
+        self
+    }
+
+    /// The same communicator, telling the library what the runtime that
+    /// started the rank gave it about its node.
+    pub fn with_runtime_node(mut self, node: crate::node::RuntimeNode) -> Self {
+        self.runtime_node = Some(node);
         self
     }
 
@@ -384,6 +393,13 @@ impl Comm for NetComm {
 
     fn failures(&self) -> Failures {
         self.failures.clone()
+    }
+
+    fn place(&self) -> crate::node::NodePlace {
+        crate::node::NodePlace {
+            id: self.node,
+            runtime: self.runtime_node.clone(),
+        }
     }
 
     fn note_committed(&self, id: Option<u64>) {

@@ -1,7 +1,7 @@
 //! `frame verify` for what levels 3 and 4 add: parity shards recomputed
 //! from their group's files, and level-4 manifests checked chunk by chunk.
 
-use super::verify::{Report, Severity};
+use super::findings::{Report, Severity};
 use super::LevelDir;
 use crate::format::{Metadata, Place, MAX_RECORD};
 use crate::level::erasure::{parity_file, Codec, GroupManifest, ParityKey, Stripes};

@@ -8,11 +8,13 @@
 //! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`] puts them back together.
 
 mod clean;
-mod levels;
+mod findings;
+mod l3_l4;
 mod verify;
 
 pub use clean::{clean, of_job, Removal};
-pub use verify::{verify, Finding, Report, Severity};
+pub use findings::{Finding, Report, Severity};
+pub use verify::verify;
 
 use super::names::{self, RankFile};
 use crate::format::{Metadata, MAX_RECORD};

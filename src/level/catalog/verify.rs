@@ -9,64 +9,12 @@
 //! (the leftovers of an interrupted checkpoint or of retention). Only damage
 //! makes `frame verify` fail.
 
+use super::findings::{Report, Severity};
 use super::{LevelDir, Pointer, Tree};
 use crate::format::{CheckpointFile, FormatErrorKind, Place};
 use crate::level::names;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// Data is wrong or lost.
-    Damage,
-    /// A hint is off; the data is sound.
-    Warning,
-    /// A state recovery handles by itself.
-    Note,
-}
-
-/// One thing `verify` found.
-#[derive(Clone, Debug)]
-pub struct Finding {
-    /// How bad it is.
-    pub severity: Severity,
-    /// File or directory concerned.
-    pub path: PathBuf,
-    /// What is wrong.
-    pub message: String,
-}
-
-/// What `verify` found under a directory.
-#[derive(Debug, Default)]
-pub struct Report {
-    /// Every finding, in the order found.
-    pub findings: Vec<Finding>,
-    /// Data files checked.
-    pub files: usize,
-    /// Checkpoint directories seen.
-    pub checkpoints: usize,
-    /// Per job and level: the newest checkpoint every rank can restore.
-    pub restorable: Vec<(String, u8, Option<u64>)>,
-}
-
-impl Report {
-    /// Number of findings of `severity`.
-    pub fn count(&self, severity: Severity) -> usize {
-        self.findings
-            .iter()
-            .filter(|f| f.severity == severity)
-            .count()
-    }
-
-    pub(super) fn add(&mut self, severity: Severity, path: &Path, message: impl Into<String>) {
-        self.findings.push(Finding {
-            severity,
-            path: path.to_path_buf(),
-            message: message.into(),
-        });
-    }
-}
 
 /// What the ranks hold of one checkpoint id, over a job's level directories.
 #[derive(Default)]
@@ -120,7 +68,7 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
     // Levels 2 to 4: the newest checkpoint with a commit marker.
     let mut marked: Option<u64> = None;
     if level == 3 {
-        super::levels::check_parity(report, job, dirs);
+        super::l3_l4::check_parity(report, job, dirs);
     }
     for dir in dirs {
         if let Pointer::Bad(why) = &dir.pointer {
@@ -157,7 +105,7 @@ fn verify_group(report: &mut Report, job: &str, level: u8, dirs: &[&LevelDir]) -
                 }
                 let damaged = match (level, &rank.data) {
                     (4, Some(manifest)) => {
-                        match super::levels::check_manifest(
+                        match super::l3_l4::check_manifest(
                             report, job, ckpt.id, rank.rank, manifest,
                         ) {
                             Some(stamp) => RankState::Sound(stamp),

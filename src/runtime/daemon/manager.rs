@@ -13,7 +13,8 @@
 use super::Event;
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
-use crate::runtime::env::{self, NodeSpec};
+use crate::env;
+use crate::runtime::handoff::NodeSpec;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
@@ -96,11 +97,6 @@ fn ping(pid: u32, socket: PathBuf, secret: Secret, events: UnboundedSender<Event
 /// Restarts allowed over a job (a manager that cannot start is not retried forever).
 pub(super) const MAX_RESTARTS: u32 = 100;
 
-/// Test hook: the crash point at which the first manager process kills
-/// itself (`<who>:<n>`, as `FRAME_CRASH_AT`; acted on only by builds with
-/// the `fault-injection` feature).
-pub(crate) const CRASH_AT: &str = "FRAME_TEST_MANAGER_CRASH_AT";
-
 /// The socket of the node's manager.
 pub(super) fn socket(spec: &NodeSpec) -> PathBuf {
     spec.run_dir.join(format!("manager-{}.sock", spec.node))
@@ -118,12 +114,13 @@ pub(super) fn start(
     cmd.env(env::ROLE, "manager")
         .env(env::NODE, spec.node.to_string())
         .env(env::NODE_DIR, &spec.node_dir)
-        .env(crate::manager::host::SOCKET, socket)
+        .env(env::MANAGER, socket)
         .env_remove(env::ROOT)
-        .env_remove("FRAME_CRASH_AT")
+        .env_remove(env::CRASH_AT)
         .stdin(std::process::Stdio::null());
-    if let (true, Some(at)) = (first, std::env::var_os(CRASH_AT)) {
-        cmd.env("FRAME_CRASH_AT", at);
+    // Test hook: the first manager process kills itself at a crash point.
+    if let (true, Some(at)) = (first, env::var_os(env::MANAGER_CRASH_AT)) {
+        cmd.env(env::CRASH_AT, at);
     }
     // SAFETY: only an async-signal-safe prctl between fork and exec.
     unsafe {

@@ -16,7 +16,7 @@
 mod manager;
 mod procs;
 
-use super::env::{self, NodeSpec, Role};
+use super::handoff::{self, NodeSpec, Role};
 use super::proto::{now_ns, FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
 use crate::auth::{self, Channel, Secret};
 use procs::Proc;
@@ -82,8 +82,8 @@ pub(crate) fn main() -> u8 {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let started = NodeSpec::from_env().and_then(|spec| {
-        let secret = env::spec_security(&spec)?.secret.clone();
-        Ok((spec, env::root_addr()?, secret))
+        let secret = handoff::spec_security(&spec)?.secret.clone();
+        Ok((spec, handoff::root_addr()?, secret))
     });
     let (spec, root, secret) = match started {
         Ok(x) => x,
@@ -114,9 +114,9 @@ pub(crate) fn main() -> u8 {
 /// Runs the daemon (or the node's manager) if this process was started as
 /// one; returns its exit code.
 pub fn serve_if_daemon() -> Option<ExitCode> {
-    match env::role() {
+    match handoff::role() {
         Role::Daemon => Some(ExitCode::from(main())),
-        Role::Manager => Some(crate::manager::host::main()),
+        Role::Manager => Some(crate::runtime::manager_process::main()),
         _ => None,
     }
 }

@@ -2,7 +2,7 @@
 //! to a failed rank, and the deadlines each process must meet.
 
 use super::{Daemon, Event};
-use crate::runtime::env;
+use crate::env;
 use crate::runtime::proto::{now_ns, Sender, ToRank, ToRoot};
 use crate::runtime::State;
 use std::time::{Duration, Instant};
@@ -245,11 +245,8 @@ impl Daemon {
             .env(env::DAEMON, &self.socket)
             .env(env::SPEC, self.spec.to_env())
             .env(env::NODE_DIR, &self.spec.node_dir)
-            .env(env::LOCAL_DIR_KEY, &self.spec.node_dir)
-            .env(
-                crate::manager::host::SOCKET,
-                super::manager::socket(&self.spec),
-            )
+            .env(env::config_var("storage.local_dir"), &self.spec.node_dir)
+            .env(env::MANAGER, super::manager::socket(&self.spec))
             .env_remove(env::ROOT)
             .stdin(std::process::Stdio::null());
         match rank {

@@ -4,7 +4,7 @@
 use super::{Launch, RecoveryMode};
 use crate::comm::net::Limits;
 use crate::config::{Config, ConfigError};
-use crate::runtime::env::Transport;
+use crate::runtime::handoff::Transport;
 use crate::runtime::inject::Injection;
 use bytesize::ByteSize;
 use std::ffi::OsString;

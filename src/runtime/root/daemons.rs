@@ -9,8 +9,9 @@
 //! named `run-*`, whose lock file is there and no longer locked.
 
 use super::{Launch, RunError};
-use crate::auth::{Secret, SECRET_ENV};
-use crate::runtime::env::{self, NodeSpec};
+use crate::auth::Secret;
+use crate::env;
+use crate::runtime::handoff::NodeSpec;
 use crate::safefs::{self, Dir, Lock};
 use std::io;
 use std::os::unix::fs::MetadataExt;
@@ -104,7 +105,7 @@ fn remove_stale(base: &Path) {
 
 /// The node-local directory of node `node`.
 pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
-    launch.local_dir.join(format!("node-{node}"))
+    crate::node::dir_of(&launch.local_dir, node)
 }
 
 /// Checks (creating them if needed) the node-local base directory and the
@@ -112,7 +113,8 @@ pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
 pub(super) fn check_node_dirs(launch: &Launch, nodes: usize) -> Result<(), RunError> {
     let base = Dir::open_or_create(&launch.local_dir).map_err(startup)?;
     for n in 0..nodes {
-        base.sub(&format!("node-{n}"), true).map_err(startup)?;
+        base.sub(&crate::node::dir_name(n as u32), true)
+            .map_err(startup)?;
     }
     Ok(())
 }
@@ -130,16 +132,16 @@ pub(super) fn start(
         None => std::env::current_exe()?,
     };
     let mut cmd = Command::new(exe);
-    for var in env::ALL {
+    for var in env::RUNTIME {
         cmd.env_remove(var);
     }
     if let Some(config) = &launch.config {
-        cmd.env(crate::config::CONFIG_ENV, config);
+        cmd.env(env::CONFIG, config);
     }
     cmd.env(env::ROLE, "daemon")
         .env(env::ROOT, root.to_string())
         .env(env::SPEC, spec.to_env())
-        .env(SECRET_ENV, secret.to_hex())
+        .env(env::SECRET, secret.to_hex())
         .stdin(std::process::Stdio::null())
         .process_group(0)
         .kill_on_drop(true);

@@ -13,12 +13,10 @@
 mod args;
 mod cluster;
 mod daemons;
-mod metrics;
 
 pub use args::LaunchArgs;
-pub use metrics::RecoveryRecord;
 
-use super::env::Transport;
+use super::handoff::Transport;
 use super::inject::Injection;
 use crate::comm::net::Limits;
 use std::ffi::OsString;
@@ -36,6 +34,16 @@ pub enum RecoveryMode {
     /// Baseline: every rank (and daemon) is killed and the job relaunched,
     /// as a job script would.
     Redeploy,
+}
+
+impl RecoveryMode {
+    /// The mode as `frame run --recovery` and the metrics file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Online => "online",
+            Self::Redeploy => "redeploy",
+        }
+    }
 }
 
 /// Most nodes of a job, spare nodes included.
@@ -226,7 +234,7 @@ impl Launch {
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// One record per failure recovered from.
-    pub recoveries: Vec<RecoveryRecord>,
+    pub recoveries: Vec<crate::metrics::RuntimeRecoveryRecord>,
 }
 
 /// Why a job did not complete.

@@ -2,12 +2,13 @@
 
 use super::super::daemons;
 use super::{Cluster, Failure, STOP};
+use crate::metrics::{Record, RuntimeRecoveryRecord};
 use crate::runtime::inject::Target;
 use crate::runtime::placement::{self, NodeSlots};
 use crate::runtime::proto::{now_ns, Go, ToDaemon};
-use crate::runtime::root::metrics::RecoveryRecord;
 use crate::runtime::root::{RecoveryMode, RunError};
 use crate::runtime::State;
+use std::io::Write;
 
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
@@ -29,7 +30,8 @@ impl Cluster<'_> {
         for mut rec in std::mem::take(&mut self.open) {
             rec.close(at);
             if let Some(f) = self.metrics.as_mut() {
-                if let Err(e) = rec.write(f) {
+                let line = Record::RuntimeRecovery(rec.clone()).to_line();
+                if let Err(e) = f.write_all(&line).and_then(|()| f.flush()) {
                     eprintln!("frame: cannot write metrics: {e}");
                 }
             }
@@ -43,11 +45,7 @@ impl Cluster<'_> {
                     &rec.failed_ranks
                 },
                 rec.runtime_recovery_ms,
-                if rec.mode == RecoveryMode::Online {
-                    "online"
-                } else {
-                    "redeploy"
-                },
+                rec.mode,
                 rec.epoch
             );
             self.outcome.recoveries.push(rec);
@@ -157,9 +155,9 @@ impl Cluster<'_> {
         self.done = vec![false; size];
         self.last_failed.0.extend(&failed_ranks);
         self.last_failed.1.extend(&failed_nodes);
-        let mut rec = RecoveryRecord {
+        let mut rec = RuntimeRecoveryRecord {
             failure: self.failures,
-            mode: self.launch.recovery,
+            mode: self.launch.recovery.name().into(),
             kind: kind.into(),
             epoch: self.epoch,
             failed_ranks: failed_ranks.clone(),

@@ -8,11 +8,11 @@ mod failover;
 mod join;
 
 use super::daemons::{self, RunDir};
-use super::metrics::RecoveryRecord;
 use super::{Launch, Outcome, RecoveryMode, RunError};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
-use crate::runtime::env::NodeSpec;
+use crate::metrics::RuntimeRecoveryRecord;
+use crate::runtime::handoff::NodeSpec;
 use crate::runtime::inject::Trigger;
 use crate::runtime::proto::{now_ns, Sender, ToDaemon, ToRoot};
 use crate::runtime::State;
@@ -81,7 +81,7 @@ struct Cluster<'a> {
     exited: Vec<bool>,
     finishing: bool,
     started: bool,
-    open: Vec<RecoveryRecord>,
+    open: Vec<RuntimeRecoveryRecord>,
     outcome: Outcome,
     failures: usize,
     fired: BTreeSet<u32>,

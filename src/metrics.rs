@@ -1,0 +1,226 @@
+//! Every record frame writes to a metrics file, one JSON line each, told
+//! apart by its `event` field:
+//!
+//! | `event` | written by | measures |
+//! |---|---|---|
+//! | `checkpoint` | rank 0, per checkpoint | the checkpoint overhead (blocked time) |
+//! | `promotion` | each node's manager, per level promoted | the checkpoint transformation |
+//! | `recovery` | rank 0, per recovery | the application recovery (identify, fetch, load) |
+//! | `runtime_recovery` | the runtime's root, per failure | the runtime recovery (detection to barrier) |
+//!
+//! The writers build these records and `frame report` reads them back with
+//! the same types. Lines written before the `runtime_recovery` event had
+//! a name carry no `event`; they are read as runtime recoveries.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One line of a metrics file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Record {
+    /// A checkpoint's overhead.
+    Checkpoint(CheckpointRecord),
+    /// A node's promotion to one level.
+    Promotion(PromotionRecord),
+    /// The program's recovery.
+    Recovery(RecoveryRecord),
+    /// The runtime's recovery from one failure.
+    RuntimeRecovery(RuntimeRecoveryRecord),
+}
+
+/// The metrics of one checkpoint (written by rank 0, after one
+/// all-reduce).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    /// Job id.
+    pub job: String,
+    /// Checkpoint id.
+    pub checkpoint: u64,
+    /// Time the slowest rank spent in the checkpoint, microseconds.
+    pub blocked_us_max: u64,
+    /// Mean over the ranks.
+    pub blocked_us_mean: f64,
+    /// Region bytes over all ranks.
+    pub raw_bytes: u64,
+    /// Bytes stored at level 1 over all ranks.
+    pub stored_bytes: u64,
+    /// Levels the checkpoint was sent on to.
+    pub promoted: Vec<u8>,
+}
+
+/// The metrics of one promotion of one node to one level.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromotionRecord {
+    /// Job id.
+    pub job: String,
+    /// Checkpoint id.
+    pub checkpoint: u64,
+    /// Level number.
+    pub level: u8,
+    /// Node.
+    pub node: u32,
+    /// Whether the node's part succeeded.
+    pub ok: bool,
+    /// Microseconds the manager spent.
+    pub micros: u64,
+    /// Bytes read from level 1.
+    pub bytes_in: u64,
+    /// Bytes written or sent.
+    pub bytes_out: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The metrics of one recovery of the program (written by rank 0 with the
+/// slowest rank's times).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryRecord {
+    /// Job id.
+    pub job: String,
+    /// The runtime's epoch the program recovered in (0 without the runtime).
+    pub epoch: u64,
+    /// Nodes the runtime reported failed.
+    pub failed_nodes: Vec<u32>,
+    /// Ranks the runtime reported failed.
+    pub failed_ranks: Vec<u32>,
+    /// `frame` (failure-aware) or `iterative`.
+    pub strategy: String,
+    /// The level the checkpoint came from.
+    pub level: u8,
+    /// Checkpoint restored.
+    pub checkpoint: u64,
+    /// Collective rounds spent identifying the level and checkpoint.
+    pub rounds: u32,
+    /// Slowest rank's time identifying, milliseconds.
+    pub identify_ms: f64,
+    /// Fetching or rebuilding from the level.
+    pub fetch_ms: f64,
+    /// Loading into the regions.
+    pub load_ms: f64,
+    /// Slowest rank's identify + fetch + load.
+    pub application_recovery_ms: f64,
+}
+
+/// The timeline of the runtime's recovery from one failure, in
+/// nanoseconds since the Unix epoch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeRecoveryRecord {
+    /// 1 for the job's first failure, and so on.
+    pub failure: usize,
+    /// How the job recovered: `online` or `redeploy`.
+    pub mode: String,
+    /// `"rank"` or `"node"`.
+    pub kind: String,
+    /// Epoch the job recovered into.
+    pub epoch: u64,
+    /// Ranks that failed.
+    pub failed_ranks: Vec<u32>,
+    /// Nodes that failed.
+    pub failed_nodes: Vec<u32>,
+    /// When the failure was detected (by a daemon, or by the root for nodes).
+    pub detected_ns: u64,
+    /// When the root began sending REINIT (or the relaunch, in redeploy mode).
+    pub reinit_sent_ns: u64,
+    /// When the last replacement rank was started.
+    pub replacements_started_ns: u64,
+    /// When the world barrier of the new epoch was released.
+    pub barrier_ns: u64,
+    /// `barrier_ns - detected_ns`, in milliseconds: total runtime recovery.
+    pub runtime_recovery_ms: f64,
+}
+
+impl RuntimeRecoveryRecord {
+    /// Closes the record at the barrier release `at_ns`.
+    pub fn close(&mut self, at_ns: u64) {
+        self.barrier_ns = at_ns;
+        self.runtime_recovery_ms = at_ns.saturating_sub(self.detected_ns) as f64 / 1e6;
+    }
+}
+
+impl Record {
+    /// Reads one line: a record, or `None` for a line of another kind or
+    /// an unreadable one. A line without `event` but with
+    /// `runtime_recovery_ms` is a runtime recovery (as older runtimes
+    /// wrote them).
+    pub fn parse(line: &str) -> Option<Self> {
+        if let Ok(r) = serde_json::from_str(line) {
+            return Some(r);
+        }
+        #[derive(Deserialize)]
+        struct Untagged {
+            event: Option<serde::de::IgnoredAny>,
+        }
+        match serde_json::from_str::<Untagged>(line) {
+            Ok(Untagged { event: None }) => {
+                serde_json::from_str(line).ok().map(Record::RuntimeRecovery)
+            }
+            _ => None,
+        }
+    }
+
+    /// The record as one line, newline included.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+
+    /// Appends the record to the metrics file at `path` (see
+    /// [`crate::safefs::append_json_line`]); a failure is worth a warning,
+    /// never the job.
+    pub(crate) fn append(&self, path: &Path) {
+        if let Err(e) = crate::safefs::append_json_line(path, self) {
+            tracing::warn!(file = %path.display(), error = %e, "cannot write metrics");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_record_names_its_event_and_reads_back() {
+        let promotion = Record::Promotion(PromotionRecord {
+            job: "j".into(),
+            checkpoint: 3,
+            level: 2,
+            node: 1,
+            ok: true,
+            micros: 10,
+            bytes_in: 4,
+            bytes_out: 4,
+            error: None,
+        });
+        let line = String::from_utf8(promotion.to_line()).unwrap();
+        assert!(line.starts_with(r#"{"event":"promotion","#), "{line}");
+        assert_eq!(Record::parse(&line), Some(promotion));
+        let runtime = RuntimeRecoveryRecord {
+            failure: 1,
+            mode: "online".into(),
+            kind: "node".into(),
+            epoch: 2,
+            failed_ranks: vec![2, 3],
+            failed_nodes: vec![1],
+            detected_ns: 1_000_000,
+            reinit_sent_ns: 2_000_000,
+            replacements_started_ns: 3_000_000,
+            barrier_ns: 0,
+            runtime_recovery_ms: 0.0,
+        };
+        let mut closed = runtime.clone();
+        closed.close(5_000_000);
+        assert_eq!(closed.runtime_recovery_ms, 4.0);
+        let line = String::from_utf8(Record::RuntimeRecovery(closed.clone()).to_line()).unwrap();
+        assert!(line.contains(r#""event":"runtime_recovery""#), "{line}");
+        // As runtimes wrote it before the event had a name.
+        let untagged = serde_json::to_string(&closed).unwrap();
+        assert_eq!(
+            Record::parse(&untagged),
+            Some(Record::RuntimeRecovery(closed))
+        );
+        assert_eq!(Record::parse(r#"{"event":"other","x":1}"#), None);
+        assert_eq!(Record::parse("not json"), None);
+    }
+}
