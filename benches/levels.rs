@@ -17,7 +17,7 @@
 //!    made the lowest usable one by removing what the lower ones need.
 //!
 //! Run: `cargo bench --bench levels`. `FRAME_BENCH_MIB` sets the data per
-//! rank (default 64; the recovery figure in the README uses 256);
+//! rank (default 64; the recovery figure in docs/PERFORMANCE.md uses 256);
 //! `FRAME_BENCH_ONLY_BLOCKING=1` runs only the first part,
 //! `FRAME_BENCH_ONLY_RECOVERY=1` only the last. Prints medians.
 

@@ -112,7 +112,7 @@ fn recover(base: &Path, cfg: &Config) -> Outcome {
 fn case(strategy: Strategy, damage: &dyn Fn(&Path)) -> Outcome {
     let dir = scratch();
     let job = match strategy {
-        Strategy::Frame => "aware",
+        Strategy::FailureAware => "aware",
         Strategy::Iterative => "iterative",
     };
     let cfg = level_config(dir.path(), job, strategy);
@@ -158,7 +158,7 @@ fn both(name: &str, expected: Level, damage: &dyn Fn(&Path)) {
 /// As [`both`], with `frame` taking `rounds` exchanges (damage found while
 /// loading level 1 costs a second one, after the damaged file is dropped).
 fn both_in(name: &str, expected: Level, rounds: u32, damage: &dyn Fn(&Path)) {
-    let aware = case(Strategy::Frame, damage);
+    let aware = case(Strategy::FailureAware, damage);
     let iterative = case(Strategy::Iterative, damage);
     println!("{name}: frame {aware:?}, iterative {iterative:?}");
     assert_eq!(aware.level, Some(expected), "{name}: frame {aware:?}");

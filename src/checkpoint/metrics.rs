@@ -72,11 +72,7 @@ impl Checkpointer<'_> {
                 epoch: failures.epoch,
                 failed_nodes: failures.nodes,
                 failed_ranks: failures.ranks,
-                strategy: match self.cfg.recovery.strategy {
-                    crate::config::Strategy::Frame => "frame",
-                    crate::config::Strategy::Iterative => "iterative",
-                }
-                .into(),
+                strategy: self.cfg.recovery.strategy.name().into(),
                 level: level.number(),
                 checkpoint: id,
                 rounds: self.stats.recovery_rounds,

@@ -37,8 +37,8 @@ mod aware;
 mod decode;
 mod evidence;
 mod fetch;
-mod levels;
 mod metrics;
+mod promotion;
 mod rebuild;
 mod restore;
 mod schedule;
@@ -124,7 +124,7 @@ pub struct Checkpointer<'c> {
     schedule: Schedule,
     stats: Stats,
     /// Levels 2 to 4, when configured.
-    levels: Option<levels::Levels>,
+    levels: Option<promotion::Promotions>,
     /// The level the checkpoint being recovered was fetched from, if not 1.
     fetched: Option<(Level, u64)>,
     /// Level copies that failed to load (failure-aware strategy).
@@ -216,8 +216,8 @@ impl<'c> Checkpointer<'c> {
                 })
             }
         };
-        let levels = if levels::enabled(cfg) {
-            Some(levels::Levels::init(cfg, comm, link.as_ref())?)
+        let levels = if promotion::enabled(cfg) {
+            Some(promotion::Promotions::init(cfg, comm, link.as_ref())?)
         } else {
             None
         };
@@ -249,7 +249,7 @@ impl<'c> Checkpointer<'c> {
         }
         let started = Instant::now();
         match cfg.recovery.strategy {
-            Strategy::Frame => me.start_aware(inventory, Vec::new())?,
+            Strategy::FailureAware => me.start_aware(inventory, Vec::new())?,
             Strategy::Iterative => {
                 me.stats.recovery_rounds += 1;
                 let checked = me.checked_l1(&inventory);

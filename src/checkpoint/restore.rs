@@ -191,7 +191,7 @@ impl Checkpointer<'_> {
             } = *pending;
             excluded.push(id);
             let replanned = if self.levels.is_some()
-                && self.cfg.recovery.strategy == Strategy::Frame
+                && self.cfg.recovery.strategy == Strategy::FailureAware
             {
                 // Every rank moves on to the next level's copy of `id` (or
                 // an older checkpoint), this rank without its damaged file.

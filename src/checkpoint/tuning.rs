@@ -1,7 +1,7 @@
 //! Automatic checkpoint intervals (`snapshot.interval = "auto"`): from the
 //! configured mean time between failures of each level and the checkpoint
 //! costs measured while the program runs, the optimal multi-level pattern
-//! ([`crate::sim::opt_par`]) gives how much computation goes between two
+//! ([`opt_par`]) gives how much computation goes between two
 //! checkpoints and how often each automatic level above 1 is promoted.
 //!
 //! [`choose`] is the pure computation; [`Tuner`] keeps a running estimate
@@ -13,6 +13,29 @@
 
 use crate::level::Level;
 use std::time::Duration;
+
+/// The optimal multi-level pattern for failure rates `lam` (per second,
+/// one per level, lowest first) and checkpoint costs `c` (seconds): the
+/// number of checkpoints of each level in a pattern, and the pattern's
+/// length in seconds of computation.
+///
+/// ```
+/// let (n, w) = frame::sim::opt_par(&[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
+/// assert!((n[0] - 10.95).abs() < 0.01 && (n[1] - 1.0).abs() < 1e-12);
+/// assert!((w - 657.0).abs() < 1.0);
+/// ```
+pub fn opt_par(lam: &[f64], c: &[f64]) -> (Vec<f64>, f64) {
+    let last = lam.len().min(c.len()).saturating_sub(1);
+    let mut n = Vec::with_capacity(last + 1);
+    let (mut top, mut bottom) = (0.0, 0.0);
+    for i in 0..=last {
+        let ni = (c[last] * lam[i] / lam[last] / c[i]).sqrt();
+        top += ni * c[i];
+        bottom += lam[i] / ni;
+        n.push(ni);
+    }
+    (n, (2.0 * top / bottom).sqrt())
+}
 
 /// The cost assumed for a level before one of its checkpoints is measured.
 const ASSUMED_COST: f64 = 1.0;
@@ -66,7 +89,7 @@ pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
 /// length, and for each level above 1 the exact (unrounded) number of
 /// checkpoints between two of its promotions (1 where undefined).
 fn pattern(rates: &[f64], costs: &[f64]) -> (f64, f64, Vec<f64>) {
-    let (n, w) = crate::sim::opt_par(rates, costs);
+    let (n, w) = opt_par(rates, costs);
     let n1 = n
         .first()
         .copied()

@@ -360,10 +360,10 @@ impl Config {
             ("l3.keep_last", self.l3.keep_last),
             ("l4.keep_last", self.l4.keep_last),
         ] {
-            if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&keep) {
+            if !(1..=super::MAX_KEEP_LAST).contains(&keep) {
                 return Err(bad(
                     key,
-                    format!("{keep} is outside 1..={}", crate::recovery::MAX_KEEP_LAST),
+                    format!("{keep} is outside 1..={}", super::MAX_KEEP_LAST),
                 ));
             }
         }
@@ -392,13 +392,13 @@ impl Config {
                 format!("`{address}` is neither `local` nor an IP address"),
             ));
         }
-        if !(1..=crate::recovery::MAX_KEEP_LAST).contains(&self.retention.keep_last) {
+        if !(1..=super::MAX_KEEP_LAST).contains(&self.retention.keep_last) {
             return Err(bad(
                 "retention.keep_last",
                 format!(
                     "{} is outside 1..={}",
                     self.retention.keep_last,
-                    crate::recovery::MAX_KEEP_LAST
+                    super::MAX_KEEP_LAST
                 ),
             ));
         }

@@ -31,6 +31,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// Largest `retention.keep_last` (and level `keep_last`) accepted: the
+/// recovery ballot tells apart a window of consecutive checkpoint ids that
+/// every retained one must fit in.
+pub const MAX_KEEP_LAST: u32 = 32;
+
 /// A job's checkpoint configuration.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -207,11 +212,24 @@ pub enum Strategy {
     /// every rank computes the lowest level that restores the newest
     /// checkpoint, after a single exchange; the files are checked while
     /// loading, and damage moves every rank to the next level together.
+    /// Written `"frame"` (the name of the paper's method) or
+    /// `"failure-aware"`.
     #[default]
-    Frame,
+    #[serde(rename = "frame", alias = "failure-aware")]
+    FailureAware,
     /// The baseline: level after level, every rank checks its files for
     /// that level and all ranks agree, until one level works.
     Iterative,
+}
+
+impl Strategy {
+    /// The strategy as the configuration and the metrics file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FailureAware => "frame",
+            Self::Iterative => "iterative",
+        }
+    }
 }
 
 /// `[recovery]`

@@ -1,6 +1,6 @@
 //! Loading, overriding and validating configurations.
 use super::*;
-use crate::config::Interval;
+use crate::config::{Interval, Strategy};
 use std::time::Duration;
 
 const NO_ENV: [(&str, &str); 0] = [];
@@ -208,4 +208,15 @@ fn automatic_intervals_need_their_failure_rates() {
     }
     let env = Config::load_with_env(None, [("FRAME_SNAPSHOT_INTERVAL", "auto")]).unwrap();
     assert_eq!(env.snapshot.interval, Interval::Auto);
+}
+
+#[test]
+fn the_failure_aware_strategy_has_two_names() {
+    for name in ["frame", "failure-aware"] {
+        let cfg: Config = toml::from_str(&format!("[recovery]\nstrategy = \"{name}\"")).unwrap();
+        assert_eq!(cfg.recovery.strategy, Strategy::FailureAware);
+    }
+    assert_eq!(Strategy::FailureAware.name(), "frame");
+    let written = toml::to_string(&Config::default()).unwrap();
+    assert!(written.contains("strategy = \"frame\""), "{written}");
 }

@@ -107,16 +107,6 @@ impl FormatError {
     /// Whether the error comes from the storage running out of space (or a
     /// file-size limit), rather than from damaged data.
     pub fn is_no_space(&self) -> bool {
-        matches!(&self.kind, FormatErrorKind::Io(e) if is_no_space(e))
+        matches!(&self.kind, FormatErrorKind::Io(e) if crate::safefs::is_no_space(e))
     }
-}
-
-/// Whether an I/O error means the storage is full or a file-size limit was hit.
-pub fn is_no_space(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::StorageFull
-            | std::io::ErrorKind::QuotaExceeded
-            | std::io::ErrorKind::FileTooLarge
-    )
 }

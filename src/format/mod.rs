@@ -23,7 +23,7 @@ mod sink;
 mod stream;
 mod writer;
 
-pub use error::{is_no_space as error_is_no_space, FormatError, FormatErrorKind};
+pub use error::{FormatError, FormatErrorKind};
 pub use header::{ChunkInfo, FileHeader};
 pub use meta::{Metadata, Place, MAX_RECORD};
 pub use reader::CheckpointFile;

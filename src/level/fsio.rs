@@ -39,7 +39,7 @@ impl StorageError {
     /// Wraps a file-system error, classifying a full storage as `NoSpace`.
     pub(crate) fn from_fs(e: FsError, needed: u64) -> Self {
         match e {
-            FsError::Io { path, cause, .. } if crate::format::error_is_no_space(&cause) => {
+            FsError::Io { path, cause, .. } if crate::safefs::is_no_space(&cause) => {
                 StorageError::NoSpace {
                     path,
                     needed,

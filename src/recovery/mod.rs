@@ -42,6 +42,8 @@
 //! stamp exactly when all copies come from the same attempt. The newest such
 //! id is the decision.
 
+pub use crate::level::{Held, Inventory};
+
 pub mod aware;
 pub mod copies;
 pub mod erasure;
@@ -55,10 +57,11 @@ fn committed_anywhere<'a>(
     lists.into_iter().flatten().copied().collect()
 }
 
-/// Largest `retention.keep_last` accepted; keeps every retained id inside the
-/// ballot's window (checkpoint ids are consecutive: a failed checkpoint's id
-/// is reused by the next attempt).
-pub const MAX_KEEP_LAST: u32 = 32;
+pub use crate::config::MAX_KEEP_LAST;
+
+// Every retained id stays inside the ballot's window (checkpoint ids are
+// consecutive: a failed checkpoint's id is reused by the next attempt).
+const _: () = assert!(2 * MAX_KEEP_LAST as u64 <= WINDOW);
 
 /// Number of consecutive checkpoint ids a ballot can tell apart.
 pub const WINDOW: u64 = 64;
@@ -73,84 +76,6 @@ const HIGHER: [crate::level::Level; 3] = [
 /// Ballot elements before the per-id slots.
 const HEAD: usize = 9;
 const W: usize = WINDOW as usize;
-
-/// A sound copy of a checkpoint held by one rank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Held {
-    /// Checkpoint id.
-    pub id: u64,
-    /// Stamp of the attempt that wrote it.
-    pub stamp: u64,
-}
-
-/// What one rank holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Inventory {
-    /// Checkpoints this rank holds sound copies of (any order).
-    pub valid: Vec<Held>,
-    /// Checkpoints whose copy here is damaged, misplaced or unsafe, each with
-    /// the reason. They block a fresh start: data that was there is lost.
-    pub damaged: Vec<(u64, String)>,
-    /// Leftovers of interrupted writes or removals (a data file without its
-    /// record), each with the reason. They never block anything.
-    pub incomplete: Vec<(u64, String)>,
-    /// The newest checkpoint id this rank has evidence of having committed
-    /// on every rank (0: none): its node's `LATEST` pointer, a commit
-    /// marker of a level above 1, or the runtime's record. Evidence never
-    /// picks what is restored; it turns "nothing restorable" from a fresh
-    /// start into an error.
-    pub committed: u64,
-    /// The levels above 1 whose commit markers this rank saw.
-    pub committed_levels: Vec<crate::level::Level>,
-}
-
-impl Inventory {
-    /// The newest valid id not in `excluded`.
-    pub fn newest(&self, excluded: &[u64]) -> Option<u64> {
-        self.usable(excluded).map(|h| h.id).max()
-    }
-
-    fn usable<'a>(&'a self, excluded: &'a [u64]) -> impl Iterator<Item = Held> + 'a {
-        self.valid
-            .iter()
-            .copied()
-            .filter(move |h| h.id > 0 && !excluded.contains(&h.id))
-    }
-
-    /// The largest id of anything this rank holds (0 if nothing).
-    pub fn largest_id(&self) -> u64 {
-        let valid = self.valid.iter().map(|h| h.id);
-        let damaged = self.damaged.iter().map(|(id, _)| *id);
-        let incomplete = self.incomplete.iter().map(|(id, _)| *id);
-        valid.chain(damaged).chain(incomplete).max().unwrap_or(0)
-    }
-
-    /// One line describing why this rank cannot restore checkpoint `id`
-    /// (or what it holds, when `id` is `None`).
-    pub fn explain(&self, id: Option<u64>) -> String {
-        if let Some(id) = id {
-            if let Some((_, why)) = self.damaged.iter().find(|(i, _)| *i == id) {
-                return format!("checkpoint {id} is unusable: {why}");
-            }
-            if let Some((_, why)) = self.incomplete.iter().find(|(i, _)| *i == id) {
-                return format!("checkpoint {id} is incomplete here: {why}");
-            }
-            if !self.valid.iter().any(|h| h.id == id) {
-                return format!("holds no files of checkpoint {id}");
-            }
-        }
-        let ids: Vec<u64> = self.valid.iter().map(|h| h.id).collect();
-        match (ids.is_empty(), self.damaged.first()) {
-            (true, None) if self.committed > 0 => format!(
-                "holds no checkpoint, although checkpoint {} is recorded as committed",
-                self.committed
-            ),
-            (true, None) => "no checkpoint found".to_string(),
-            (true, Some((i, why))) => format!("no sound checkpoint (checkpoint {i}: {why})"),
-            (false, _) => format!("holds sound copies of checkpoints {ids:?}"),
-        }
-    }
-}
 
 /// The agreed outcome of recovery planning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

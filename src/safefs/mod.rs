@@ -26,6 +26,16 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Whether an I/O error means the storage is full or a file-size limit was hit.
+pub fn is_no_space(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull
+            | std::io::ErrorKind::QuotaExceeded
+            | std::io::ErrorKind::FileTooLarge
+    )
+}
+
 /// How long [`Dir::lock`] keeps trying a lock that is held (see there).
 const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(200);
 
@@ -79,7 +89,7 @@ impl FsError {
 
     /// Whether the storage ran out of space (or a file-size limit was hit).
     pub fn is_no_space(&self) -> bool {
-        matches!(self, FsError::Io { cause, .. } if crate::format::error_is_no_space(cause))
+        matches!(self, FsError::Io { cause, .. } if is_no_space(cause))
     }
 
     /// Whether the operation failed because the name does not exist.

@@ -30,28 +30,7 @@ pub mod projection;
 pub mod retrieval;
 pub mod table3;
 
-/// The optimal multi-level pattern for failure rates `lam` (per second,
-/// one per level, lowest first) and checkpoint costs `c` (seconds): the
-/// number of checkpoints of each level in a pattern, and the pattern's
-/// length in seconds of computation.
-///
-/// ```
-/// let (n, w) = frame::sim::opt_par(&[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
-/// assert!((n[0] - 10.95).abs() < 0.01 && (n[1] - 1.0).abs() < 1e-12);
-/// assert!((w - 657.0).abs() < 1.0);
-/// ```
-pub fn opt_par(lam: &[f64], c: &[f64]) -> (Vec<f64>, f64) {
-    let last = lam.len().min(c.len()).saturating_sub(1);
-    let mut n = Vec::with_capacity(last + 1);
-    let (mut top, mut bottom) = (0.0, 0.0);
-    for i in 0..=last {
-        let ni = (c[last] * lam[i] / lam[last] / c[i]).sqrt();
-        top += ni * c[i];
-        bottom += lam[i] / ni;
-        n.push(ni);
-    }
-    (n, (2.0 * top / bottom).sqrt())
-}
+pub use crate::checkpoint::tuning::opt_par;
 
 /// How failures are repaired.
 #[derive(Clone, Copy, Debug, PartialEq)]

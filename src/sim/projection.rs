@@ -55,7 +55,7 @@ pub struct Measured {
 
 impl Measured {
     /// The medians `cargo bench --bench strategies` measured on the 2-core
-    /// test machine (6 nodes of one rank, 3 MiB per rank; README).
+    /// test machine (6 nodes of one rank, 3 MiB per rank; docs/PERFORMANCE.md).
     pub fn test_machine() -> Self {
         let p = |identify_ms, fetch_ms, load_ms, rounds| Point {
             identify_ms,

@@ -6,7 +6,7 @@
  * the protected variables to node-local storage, promotes them to partner
  * copies, Reed-Solomon groups and the global directory in the background,
  * and after the job is killed and run again recovers them from the lowest
- * level that still holds them. See the README's "FTI programs" section.
+ * level that still holds them. See docs/FTI.md in frame's source.
  */
 #ifndef FRAME_FTI_H
 #define FRAME_FTI_H

@@ -1,12 +1,12 @@
 //! The reading side of level 1: what a rank holds, and opening a checkpoint
 //! after checking that its record and file belong where they were found.
 
+use super::super::{Held, Inventory};
 use super::{L1Store, Pointer};
 use crate::format::{CheckpointFile, Metadata, Place, MAX_RECORD};
 use crate::level::fsio::StorageError;
 use crate::level::names::{self, POINTER};
 use crate::level::Level;
-use crate::recovery::{Held, Inventory};
 use crate::safefs::{Dir, Kind};
 
 /// Largest `LATEST` pointer read (it holds a job id and a number).

@@ -11,7 +11,7 @@
 //! die with the root if it is killed.
 
 mod args;
-mod cluster;
+mod control;
 mod daemons;
 
 pub use args::LaunchArgs;
@@ -226,7 +226,7 @@ impl Launch {
             .enable_all()
             .build()
             .map_err(|e| RunError::Startup(e.to_string()))?;
-        rt.block_on(cluster::drive(self))
+        rt.block_on(control::drive(self))
     }
 }
 

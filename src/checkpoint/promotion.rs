@@ -1,4 +1,4 @@
-//! Levels 2 to 4 as the ranks see them: when a checkpoint is promoted, who
+//! Promotion to levels 2 to 4 as the ranks see them: when a checkpoint is promoted, who
 //! asks the node's manager, and when a level counts as committed.
 //!
 //! All decisions here are collective and identical on every rank: the
@@ -34,7 +34,7 @@ struct InFlight {
 }
 
 /// The ranks' side of levels 2 to 4.
-pub(crate) struct Levels {
+pub(crate) struct Promotions {
     cfg: Config,
     rank: u32,
     leader: bool,
@@ -56,7 +56,7 @@ pub(crate) struct Levels {
     /// The newest checkpoint committed at each level, as far as known.
     newest_committed: BTreeMap<Level, u64>,
     /// For levels whose interval is automatic: promote every this many
-    /// checkpoints (set by [`Levels::set_auto`]).
+    /// checkpoints (set by [`Promotions::set_auto`]).
     auto_every: [u64; 3],
 }
 
@@ -127,7 +127,7 @@ fn connect_manager(
     Ok((Some(m), c))
 }
 
-/// Rounds of asking the managers before [`Levels::drain`] gives up on a
+/// Rounds of asking the managers before [`Promotions::drain`] gives up on a
 /// promotion (about a minute in all).
 const DRAIN_ROUNDS: u64 = 1200;
 
@@ -159,7 +159,7 @@ fn index(level: Level) -> usize {
     level.number() as usize - 2
 }
 
-impl Levels {
+impl Promotions {
     /// Finds every rank's node, starts (or finds, or with `link` connects
     /// to) each node's manager and tells every rank where they are.
     /// Collective; `link` is given on every rank or on none.
