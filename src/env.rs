@@ -11,7 +11,7 @@
 //! - **Test hooks** that builds with the `fault-injection` feature act on.
 //!
 //! Other modules take the names from here and read values through
-//! [`var`] and [`var_os`], so that what frame takes from its environment
+//! `var` and `var_os`, so that what frame takes from its environment
 //! can be found in one place.
 
 use std::ffi::OsString;

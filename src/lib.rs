@@ -8,19 +8,19 @@
 //! state back, bit for bit, from the newest checkpoint every rank can restore.
 //!
 //! Modules, one concept each:
-//! - [`env`]: every environment variable frame reads or sets.
+//! - [`env`](mod@env): every environment variable frame reads or sets.
 //! - [`node`]: a rank's node (id, local directory, manager), decided once.
 //! - [`config`]: TOML configuration with environment overrides.
 //! - [`region`]: protected memory regions.
 //! - [`format`](mod@format): the checkpoint file format and metadata records.
 //! - [`level`]: where checkpoint copies live and how they commit (L1 to L4).
-//! - [`recovery`]: the pure planner that picks the checkpoint to restore.
+//! - `recovery` (crate-private): the pure planner that picks the checkpoint to restore.
 //! - [`topology`]: partners and erasure groups, from where the ranks are.
 //! - [`manager`]: the background promoter of each node (levels 2 to 4).
 //! - [`metrics`]: every record of the metrics file.
 //! - [`comm`]: the communication trait, typed helpers, the in-process
 //!   communicator and the socket communicator of rank processes.
-//! - [`checkpoint`]: the [`Checkpointer`] API tying them together.
+//! - `checkpoint` (crate-private): the [`Checkpointer`] API tying them together.
 //! - [`runtime`]: the Reinit-style global-restart runtime (`frame run`).
 //! - [`auth`]: the per-job secret and the handshake every connection passes.
 //! - [`safefs`]: checked directory handles, no-follow opens, locks, and the
@@ -29,7 +29,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
-pub mod checkpoint;
+pub(crate) mod checkpoint;
 pub mod comm;
 pub mod config;
 pub mod env;
@@ -39,7 +39,7 @@ pub mod level;
 pub mod manager;
 pub mod metrics;
 pub mod node;
-pub mod recovery;
+pub(crate) mod recovery;
 pub mod region;
 pub mod report;
 pub mod runtime;

@@ -62,15 +62,9 @@ pub struct Choice {
 /// level: the failures each level is the lowest to recover from) and
 /// checkpoint costs `costs` (seconds).
 ///
-/// ```
-/// use frame::checkpoint::tuning::choose;
-/// use frame::level::Level;
-///
-/// // Paper 003's example: N1 = 10.95 level-1 checkpoints in a 657 s pattern.
-/// let c = choose(&[Level::L1, Level::L2], &[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
-/// assert!((c.period.as_secs_f64() - 60.0).abs() < 0.5);
-/// assert_eq!(c.every, vec![(Level::L2, 11)]);
-/// ```
+/// (The example of *Coordinated checkpointing with logging of transmitted
+/// data and asynchronous recovery*, N1 = 10.95 level-1 checkpoints in a
+/// 657 s pattern, is a unit test below.)
 pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
     let (n1, w, exact) = pattern(rates, costs);
     let period = Duration::try_from_secs_f64(w / n1)
@@ -208,6 +202,17 @@ impl Tuner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_papers_example_checkpoints_every_minute_and_promotes_every_eleventh() {
+        let c = choose(
+            &[Level::L1, Level::L2],
+            &[1.0 / 1800.0, 1.0 / 36000.0],
+            &[1.0, 6.0],
+        );
+        assert!((c.period.as_secs_f64() - 60.0).abs() < 0.5);
+        assert_eq!(c.every, vec![(Level::L2, 11)]);
+    }
 
     #[test]
     fn one_level_follows_youngs_period() {

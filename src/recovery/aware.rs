@@ -17,27 +17,7 @@
 //! while loading, and the caller then excludes that level's checkpoint and
 //! plans again.
 //!
-//! ```
-//! use frame::level::Level;
-//! use frame::recovery::aware::{plan, Committed, Failure};
-//! use frame::topology::Topology;
-//!
-//! // Four nodes, one rank each, one group of four with one parity.
-//! let layout = Topology::new(vec![0, 1, 2, 3], 4, 1).unwrap();
-//! let committed = [
-//!     Committed { level: Level::L1, id: 30, stamp: 7, layout: layout.clone() },
-//!     Committed { level: Level::L2, id: 20, stamp: 5, layout: layout.clone() },
-//!     Committed { level: Level::L3, id: 20, stamp: 5, layout: layout.clone() },
-//!     Committed { level: Level::L4, id: 10, stamp: 3, layout },
-//! ];
-//! // Nodes 1 and 2 are partners: level 2 is out, level 3 (one parity) too.
-//! let failure = Failure::nodes([1, 2]);
-//! let choice = plan(&failure, &committed, &[]).unwrap();
-//! assert_eq!((choice.level, choice.id), (Level::L4, 10));
-//! // Node 1 alone: its partner keeps its copy.
-//! let choice = plan(&Failure::nodes([1]), &committed, &[]).unwrap();
-//! assert_eq!((choice.level, choice.id), (Level::L2, 20));
-//! ```
+//! (`tests.rs` opens with the example of four nodes in one group.)
 
 use crate::level::Level;
 use crate::topology::Topology;
@@ -56,6 +36,7 @@ pub struct Failure {
 
 impl Failure {
     /// A failure of the given nodes (no soft failures).
+    #[cfg(test)]
     pub fn nodes(nodes: impl IntoIterator<Item = u32>) -> Self {
         Self {
             nodes: nodes.into_iter().collect(),

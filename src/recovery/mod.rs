@@ -143,12 +143,6 @@ impl Ballot {
         u64::MAX - self.values[1]
     }
 
-    /// The newest id every rank holds some sound checkpoint at or above (0
-    /// when some rank holds none), from a reduced ballot.
-    pub fn newest_everywhere(&self) -> u64 {
-        self.values[0]
-    }
-
     /// The largest id of any file on any rank, from a reduced ballot.
     pub fn largest_anywhere(&self) -> u64 {
         u64::MAX - self.values[3]

@@ -7,6 +7,45 @@
 use super::*;
 use crate::level::erasure::{Codec, Stripes};
 
+#[test]
+fn four_nodes_in_one_group_lose_two_partners_or_one_node() {
+    // Four nodes, one rank each, one group of four with one parity.
+    let layout = Topology::new(vec![0, 1, 2, 3], 4, 1).unwrap();
+    let committed = [
+        Committed {
+            level: Level::L1,
+            id: 30,
+            stamp: 7,
+            layout: layout.clone(),
+        },
+        Committed {
+            level: Level::L2,
+            id: 20,
+            stamp: 5,
+            layout: layout.clone(),
+        },
+        Committed {
+            level: Level::L3,
+            id: 20,
+            stamp: 5,
+            layout: layout.clone(),
+        },
+        Committed {
+            level: Level::L4,
+            id: 10,
+            stamp: 3,
+            layout,
+        },
+    ];
+    // Nodes 1 and 2 are partners: level 2 is out, level 3 (one parity) too.
+    let failure = Failure::nodes([1, 2]);
+    let choice = plan(&failure, &committed, &[]).unwrap();
+    assert_eq!((choice.level, choice.id), (Level::L4, 10));
+    // Node 1 alone: its partner keeps its copy.
+    let choice = plan(&Failure::nodes([1]), &committed, &[]).unwrap();
+    assert_eq!((choice.level, choice.id), (Level::L2, 20));
+}
+
 #[allow(clippy::needless_range_loop)] // stripes index several tables
 /// Whether level 3 of `layout` really rebuilds every lost node's blob.
 fn erasure_survives(layout: &Topology, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
