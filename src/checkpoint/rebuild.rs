@@ -1,7 +1,7 @@
 //! Level 3 recovery: files kept whole on a surviving node are sent as
 //! they are; the data of lost nodes is decoded by one rank of each
 //! affected group from the shards the surviving members send it, window
-//! by window ([`decode`](super::decode)), and sent on to the ranks it
+//! by window ([`super::decode`]), and sent on to the ranks it
 //! belongs to as it comes. Every rank then installs its file into level 1
 //! (see [`fetch`](super::fetch)).
 //!

@@ -5,7 +5,7 @@
 //! submits a [`Task`] once a checkpoint has committed at level 1 on every
 //! rank; the manager queues it (at most `queue` of them; when full, the
 //! submitter waits or the task is skipped, as configured), and a worker
-//! thread runs each level's transformation in turn (see [`promote`]):
+//! thread runs each level's transformation in turn (see `promote.rs`):
 //! reading the node's level-1 files, linking or writing copies, and sending
 //! partner copies to the partner node's manager. Ranks later ask where each
 //! promotion is ([`Progress`]), agree among themselves, and tell every

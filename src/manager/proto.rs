@@ -1,7 +1,7 @@
 //! What ranks and managers say to a manager, and how it travels.
 //!
 //! Every connection first passes the job's handshake
-//! ([`Channel::Manager`](crate::auth::Channel::Manager)). Then each frame
+//! ([`crate::auth::Channel::Manager`]). Then each frame
 //! (length-delimited, at most [`MAX_FRAME`] bytes) holds a JSON header and
 //! an optional binary payload: `[header length: u32 LE][header][payload]`.
 //! A request gets exactly one reply (a [`Request::Layout`] none); a

@@ -1,4 +1,4 @@
-//! Paths reached without a [`Dir`]: no-follow opens and reads for tools,
+//! Paths reached without a [`Dir`](super::Dir): no-follow opens and reads for tools,
 //! and the check of a shared base directory.
 
 use super::{kind_of, my_uid, FsError, FsResult, Kind};
@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// Opens the regular file at `path` for reading without following a
 /// symbolic link at its last component (for tools that read trees they did
-/// not open through a [`Dir`]).
+/// not open through a [`Dir`](super::Dir)).
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()

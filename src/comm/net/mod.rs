@@ -1,7 +1,7 @@
 //! [`NetComm`]: the communicator of ranks that are separate processes.
 //!
 //! Each rank process owns a [`Hub`] (its mailbox) and a listener (see
-//! [`listen`]) served by a background tokio runtime: one task per incoming
+//! `listen.rs`) served by a background tokio runtime: one task per incoming
 //! connection decodes frames and drops them into the hub. Sends are written
 //! by the calling thread straight onto a lazily opened connection to the
 //! peer, which is eager in practice because every peer's readers drain their

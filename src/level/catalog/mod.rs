@@ -5,7 +5,7 @@
 //! level directories (`<job>/l<N>/`, holding `LATEST` or `ckpt-<id>`
 //! directories) and reads their metadata records and pointers but no data.
 //! A job's level-1 checkpoints are spread over the node directories of its
-//! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`] puts them back together.
+//! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`](fn@verify) puts them back together.
 
 mod clean;
 mod findings;
