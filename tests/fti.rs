@@ -175,7 +175,8 @@ fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_del
         assert!(!again.status.success(), "{what}:\n{}", again.out);
         assert!(
             again.out.contains("FTI_Init returned -2"),
-            "{what}: FTI_Init must return FTI_NREC:\n{}",
+            "{what}: FTI_Init must return FTI_NREC (mpiexec ended with {}):\n{}",
+            again.status,
             again.out
         );
         for needle in named
