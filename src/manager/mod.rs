@@ -25,6 +25,8 @@ mod promote;
 pub mod proto;
 mod serve;
 pub mod task;
+#[cfg(test)]
+mod tests;
 
 pub use proto::{Client, CommitOrder, RemoveOrder, Reply, Request};
 pub use task::{Progress, Task, Transform};
@@ -314,8 +316,7 @@ impl Shared {
 
     fn promote(&self, task: &Task, peers: &mut promote::Peers) {
         self.promote_levels(task, peers);
-        let unstaged = Staging::open(&self.opts.local_dir, &task.job_id, self.who())
-            .and_then(|s| s.unstage(task.id).map(|()| s.remove_if_empty()));
+        let unstaged = release_staged(&self.opts.local_dir, &task.job_id, self.who(), task.id);
         if let Err(e) = unstaged {
             tracing::warn!(checkpoint = task.id, error = %e, "could not remove staged files");
         }
@@ -420,6 +421,18 @@ impl Shared {
         st.progress.retain(|(job, ..), _| *job != o.job_id);
         st.parity.forget(&o.job_id);
     }
+}
+
+/// Removes the staged files of promoted checkpoint `id`. The staging
+/// directory itself stays, even empty: a rank's next request may be
+/// staging into it at this very moment (the job's remove order takes it).
+fn release_staged(
+    local_dir: &std::path::Path,
+    job_id: &str,
+    who: u32,
+    id: u64,
+) -> Result<(), crate::level::StorageError> {
+    Staging::open(local_dir, job_id, who)?.unstage(id)
 }
 
 /// A running manager. Dropping it stops it (after the transformation in

@@ -1,0 +1,43 @@
+use super::release_staged;
+use crate::comm::{Comm, LocalComm};
+use crate::config::{Config, Interval};
+use crate::level::staging::Staging;
+use crate::level::{names, open_rank_file_in, Level};
+use crate::safefs::Dir;
+use crate::Checkpointer;
+
+/// A promotion that ends (its staged files released) between a rank's
+/// request opening the staging area and staging the next checkpoint into
+/// it must not take the directory away: the next checkpoint would never
+/// be promoted (seen under load as "cannot stage checkpoint 6: ... No such
+/// file or directory", and a level keeping its previous checkpoint).
+#[test]
+fn a_promotion_ending_while_the_next_is_staged_leaves_room_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config::default();
+    cfg.storage.local_dir = dir.path().to_path_buf();
+    cfg.job.id = "job".into();
+    cfg.snapshot.interval = Interval::Calls(1);
+    let shared = cfg.clone();
+    LocalComm::run(1, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&shared, &comm).unwrap();
+        let step = ckpt.protect(0, 0u64);
+        step.set(comm.rank() as u64 + 1);
+        ckpt.snapshot().unwrap();
+    })
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let l1 = Dir::open(dir.path())
+        .and_then(|d| d.sub("job", false))
+        .and_then(|d| d.sub(names::L1_DIR, false))
+        .and_then(|d| d.sub(&names::ckpt_dir(1), false))
+        .unwrap();
+    let (_, meta) = open_rank_file_in(&l1, "job", 1, 0, Level::L1, 1).unwrap();
+
+    let request = Staging::open(dir.path(), "job", 0).unwrap();
+    // The worker finishes the previous promotion meanwhile: nothing of
+    // it is staged any more, the staging area is empty.
+    release_staged(dir.path(), "job", 0, 0).unwrap();
+    request.stage(1, meta.stamp, &[0], 1).unwrap();
+    assert_eq!(request.ids(), vec![1]);
+}
