@@ -16,8 +16,8 @@
 
 mod support;
 
-use frame::report::{median, Recovered, Report};
-use frame::sim::projection::{Measured, Point};
+use frame_cli::report::{median, Recovered, Report};
+use frame_cli::sim::projection::{Measured, Point};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use support::heat2d;

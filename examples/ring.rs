@@ -19,8 +19,8 @@
 use clap::Parser;
 use frame::comm::ReduceOp;
 use frame::config::{Config, Interval};
-use frame::runtime::{self, Context, State};
 use frame::Checkpointer;
+use frame_runtime::{Context, State};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -160,5 +160,5 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    runtime::run(|ctx| resilient(ctx, &args))
+    frame_runtime::run(|ctx| resilient(ctx, &args))
 }

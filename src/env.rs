@@ -10,9 +10,9 @@
 //!   programs too; the `FRAME_RT_*` variables are the runtime's own.
 //! - **Test hooks** that builds with the `fault-injection` feature act on.
 //!
-//! Other modules take the names from here and read values through
-//! `var` and `var_os`, so that what frame takes from its environment
-//! can be found in one place.
+//! Other modules, and the runtime crate (`frame-runtime`), take the names
+//! from here and read values through [`var`] and [`var_os`], so that what
+//! frame takes from its environment can be found in one place.
 
 use std::ffi::OsString;
 
@@ -35,35 +35,35 @@ pub const NODE_DIR: &str = "FRAME_NODE_DIR";
 
 /// Role of a runtime process: `daemon`, `rank` or `manager` (unset: a
 /// launcher or a plain program).
-pub(crate) const ROLE: &str = "FRAME_RT_ROLE";
+pub const ROLE: &str = "FRAME_RT_ROLE";
 /// A rank's start: `new`, `restarted` or `standby`.
-pub(crate) const STATE: &str = "FRAME_RT_STATE";
+pub const STATE: &str = "FRAME_RT_STATE";
 /// The daemon's Unix socket (for ranks).
-pub(crate) const DAEMON: &str = "FRAME_RT_DAEMON";
+pub const DAEMON: &str = "FRAME_RT_DAEMON";
 /// The job's description for daemons and ranks (JSON).
-pub(crate) const SPEC: &str = "FRAME_RT_SPEC";
+pub const SPEC: &str = "FRAME_RT_SPEC";
 /// The root's address (for daemons).
-pub(crate) const ROOT: &str = "FRAME_RT_ROOT";
+pub const ROOT: &str = "FRAME_RT_ROOT";
 /// The Unix socket of the node's manager (for managers and ranks).
-pub(crate) const MANAGER: &str = "FRAME_RT_MANAGER";
+pub const MANAGER: &str = "FRAME_RT_MANAGER";
 /// The job's secret (64 hexadecimal digits), for daemons, ranks and
 /// managers.
-pub(crate) const SECRET: &str = "FRAME_RT_SECRET";
+pub const SECRET: &str = "FRAME_RT_SECRET";
 
 /// Every variable the runtime sets, cleared before it starts daemons so an
 /// outer job's settings never leak into an inner one.
-pub(crate) const RUNTIME: &[&str] = &[
+pub const RUNTIME: &[&str] = &[
     RANK, SIZE, NODE, EPOCH, NODE_DIR, ROLE, STATE, DAEMON, SPEC, ROOT, MANAGER, SECRET,
 ];
 
 /// `<who>:<n>`: SIGKILL the process at its n-th crash point of `who`
 /// (see [`crate::safefs`]'s crash points).
-pub(crate) const CRASH_AT: &str = "FRAME_CRASH_AT";
+pub const CRASH_AT: &str = "FRAME_CRASH_AT";
 /// A file that gets one line per crash point passed.
 #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
-pub(crate) const CRASH_TRACE: &str = "FRAME_CRASH_TRACE";
+pub const CRASH_TRACE: &str = "FRAME_CRASH_TRACE";
 /// [`CRASH_AT`] for the first manager process a daemon starts only.
-pub(crate) const MANAGER_CRASH_AT: &str = "FRAME_TEST_MANAGER_CRASH_AT";
+pub const MANAGER_CRASH_AT: &str = "FRAME_TEST_MANAGER_CRASH_AT";
 
 /// The variable that overrides configuration key `section.key`.
 ///
@@ -75,16 +75,16 @@ pub fn config_var(key: &str) -> String {
 }
 
 /// The value of `name`, if set and valid Unicode.
-pub(crate) fn var(name: &str) -> Option<String> {
+pub fn var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
 /// The value of `name`, if set.
-pub(crate) fn var_os(name: &str) -> Option<OsString> {
+pub fn var_os(name: &str) -> Option<OsString> {
     std::env::var_os(name)
 }
 
 /// Every variable of the process (those valid Unicode).
-pub(crate) fn vars() -> impl Iterator<Item = (String, String)> {
+pub fn vars() -> impl Iterator<Item = (String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
 }

@@ -21,7 +21,6 @@
 //! - [`comm`]: the communication trait, typed helpers, the in-process
 //!   communicator and the socket communicator of rank processes.
 //! - `checkpoint` (crate-private): the [`Checkpointer`] API tying them together.
-//! - [`runtime`]: the Reinit-style global-restart runtime (`frame run`).
 //! - [`auth`]: the per-job secret and the handshake every connection passes.
 //! - [`safefs`]: checked directory handles, no-follow opens, locks, and the
 //!   crash points of the kill-at-every-call tests.
@@ -41,14 +40,12 @@ pub mod metrics;
 pub mod node;
 pub(crate) mod recovery;
 pub mod region;
-pub mod report;
-pub mod runtime;
 pub mod safefs;
-pub mod sim;
 #[cfg(test)]
 mod testing;
 pub mod topology;
 
+pub use checkpoint::tuning::opt_par;
 pub use checkpoint::{Checkpointer, Stats};
 pub use config::Config;
 pub use error::{Error, RankProblem, Result};

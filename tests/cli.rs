@@ -204,16 +204,9 @@ fn fti_config_prints_frames_toml_and_warns_about_ignored_keys() {
 }
 
 #[test]
-fn sim_reproduces_paper_003_as_json_lines() {
+fn sim_reproduces_table_3_as_json_lines() {
     let (status, out, err) = run(
-        Command::new(frame_bin()).args([
-            "sim",
-            "--reproduce",
-            "paper-003",
-            "--json",
-            "--runs",
-            "400",
-        ]),
+        Command::new(frame_bin()).args(["sim", "--reproduce", "table3", "--json", "--runs", "400"]),
         DEADLINE,
     );
     assert!(status.success(), "{err}");
@@ -221,11 +214,11 @@ fn sim_reproduces_paper_003_as_json_lines() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(rows.len(), frame::sim::table3::MTBF.len(), "{out}");
+    assert_eq!(rows.len(), frame_cli::sim::table3::MTBF.len(), "{out}");
     for ((row, mtbf), paper) in rows
         .iter()
-        .zip(frame::sim::table3::MTBF)
-        .zip(frame::sim::table3::PAPER)
+        .zip(frame_cli::sim::table3::MTBF)
+        .zip(frame_cli::sim::table3::PAPER)
     {
         let f = |k: &str| row[k].as_f64().unwrap_or_else(|| panic!("{k} in {row}"));
         assert_eq!((f("mtbf1"), f("mtbf2")), mtbf);

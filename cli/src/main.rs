@@ -1,10 +1,8 @@
 //! `frame`: the command-line tool of the frame checkpoint/restart library.
 
-mod clean;
-mod inspect;
-mod run;
-mod sim;
-mod verify;
+mod commands;
+
+use commands::{clean, inspect, run, sim, verify};
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -25,7 +23,7 @@ enum Command {
     /// ranks respawned and survivors rolled back after failures.
     Run {
         #[command(flatten)]
-        launch: frame::runtime::LaunchArgs,
+        launch: frame_runtime::LaunchArgs,
         /// The program and its arguments.
         #[arg(last = true, required = true, value_name = "PROGRAM")]
         command: Vec<OsString>,
@@ -78,7 +76,7 @@ enum Command {
     },
     /// Simulate a job that fails (failure rates, checkpoint and recovery
     /// costs per level) under a recovery strategy, or reproduce a paper's
-    /// table (`--reproduce paper-003`).
+    /// table (`--reproduce table3`).
     Sim(sim::SimArgs),
     /// Convert an FTI configuration file (INI) to frame's TOML, printed on
     /// standard output; warnings about keys frame ignores go to standard
@@ -101,10 +99,10 @@ fn fti_config(file: &std::path::Path) -> anyhow::Result<ExitCode> {
 
 /// `frame report`.
 fn report(files: &[PathBuf], svg: Option<&std::path::Path>) -> anyhow::Result<ExitCode> {
-    let report = frame::report::Report::read(files)?;
+    let report = frame_cli::report::Report::read(files)?;
     print!("{}", report.table());
     if let Some(path) = svg {
-        let doc = frame::report::svg(&report)?;
+        let doc = frame_cli::report::svg(&report)?;
         std::fs::write(path, doc)
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
         println!("plot written to {}", path.display());
@@ -114,7 +112,7 @@ fn report(files: &[PathBuf], svg: Option<&std::path::Path>) -> anyhow::Result<Ex
 
 fn main() -> ExitCode {
     // `frame run` starts this executable again as each node's daemon.
-    if let Some(code) = frame::runtime::serve_if_daemon() {
+    if let Some(code) = frame_runtime::serve_if_daemon() {
         return code;
     }
     tracing_subscriber::fmt()

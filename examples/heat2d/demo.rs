@@ -8,8 +8,8 @@
 use crate::{launch_once, Args};
 use anyhow::{bail, Context as _};
 use frame::config::Config;
-use frame::report::{median, Report};
-use frame::runtime::LaunchArgs;
+use frame_cli::report::{median, Report};
+use frame_runtime::LaunchArgs;
 use std::path::Path;
 use std::time::Duration;
 

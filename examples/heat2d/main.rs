@@ -17,8 +17,8 @@
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use frame::config::{Config, Interval, Source};
-use frame::runtime::{self, Context, LaunchArgs, Role};
 use frame::Checkpointer;
+use frame_runtime::{Context, LaunchArgs, Role};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -242,9 +242,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if runtime::role() != Role::Launcher {
+    if frame_runtime::role() != Role::Launcher {
         let mut kept = None;
-        return runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
+        return frame_runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
     }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())

@@ -105,7 +105,7 @@ pub unsafe extern "C" fn frame_init(config_path: *const c_char, ctx: *mut FrameC
         };
         let cfg = Config::load(path.as_deref())
             .map_err(|e| Failure::new(crate::status::FRAME_ERROR, e.to_string()))?;
-        if ctx.is_null() && frame_core::runtime::role() == frame_core::runtime::Role::Rank {
+        if ctx.is_null() && frame_runtime::role() == frame_runtime::Role::Rank {
             return Err(Failure::invalid(
                 "the context is null, but this process is a rank of a job: pass the ctx frame_run gave the resilient function",
             ));

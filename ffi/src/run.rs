@@ -2,7 +2,7 @@
 
 use crate::state::{self, FrameCtx};
 use crate::status::{guard, Failure, FRAME_OK};
-use frame_core::runtime::{self, State};
+use frame_runtime::State;
 use std::ffi::{c_char, c_int, c_void};
 
 /// First start of the job.
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn frame_run(
         let Some(main) = resilient_main else {
             return Err(Failure::invalid("resilient_main is null"));
         };
-        let code = runtime::run_status(|ctx| {
+        let code = frame_runtime::run_status(|ctx| {
             let state = match ctx.state() {
                 State::New => FRAME_STATE_NEW,
                 State::Reinited => FRAME_STATE_REINITED,

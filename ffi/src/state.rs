@@ -10,8 +10,8 @@
 
 use crate::status::Failure;
 use frame_core::comm::{Comm, LocalComm};
-use frame_core::runtime::Context;
 use frame_core::Checkpointer;
+use frame_runtime::Context;
 use std::cell::RefCell;
 
 /// The opaque context handle of the C interface.

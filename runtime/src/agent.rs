@@ -1,7 +1,7 @@
 //! A rank process's link to its daemon, and its message listener.
 //!
 //! The agent owns a small tokio runtime on a background thread. It serves the
-//! rank's listener (see [`crate::comm::net`]) and the control connection to
+//! rank's listener (see [`frame::comm::net`]) and the control connection to
 //! the daemon: a `Reinit` from the daemon interrupts the hub at once, so any
 //! communication call of the rank fails or wakes up; the other control
 //! messages wait in a queue for the rank's main thread. It also sends the
@@ -12,8 +12,8 @@
 use super::handoff::{RankEnv, Transport};
 use super::proto::{FromRank, Receiver, Sender, ToRank};
 use super::RuntimeError;
-use crate::auth::{self, Channel};
-use crate::comm::net::{listen, Bind, Endpoint, Hub};
+use frame::auth::{self, Channel};
+use frame::comm::net::{listen, Bind, Endpoint, Hub};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -41,7 +41,7 @@ pub(crate) struct Agent {
 impl Agent {
     /// Starts listening, connects to the daemon and says hello.
     pub(crate) fn start(env: &RankEnv) -> Result<Self, RuntimeError> {
-        crate::comm::net::quiet_broken_pipes();
+        frame::comm::net::quiet_broken_pipes();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("frame-agent")
@@ -157,7 +157,7 @@ impl Agent {
     /// library notes: to the daemon, which forwards them to the root. A
     /// withdrawal (`None`) waits until the daemon forwarded it, so the root
     /// knows of it before the rank removes anything.
-    pub(crate) fn commit_notes(&self) -> crate::comm::net::CommitNotes {
+    pub(crate) fn commit_notes(&self) -> frame::comm::net::CommitNotes {
         let handle = self.rt.handle().clone();
         let to_daemon = Arc::clone(&self.to_daemon);
         let flushed = Arc::clone(&self.flushed);

@@ -4,7 +4,7 @@ use super::agent::Agent;
 use super::inject::{Injection, Target};
 use super::proto::FromRank;
 use super::State;
-use crate::comm::{Comm, CommError, Rank};
+use frame::comm::{Comm, CommError, Rank};
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,12 @@
 //! What the runtime's processes hand each other when one starts the next:
 //! the root starts daemons and daemons start ranks and managers, passing
-//! what each needs in environment variables (named in [`crate::env`]).
+//! what each needs in environment variables (named in [`frame::env`]).
 
 use super::inject::Injection;
 use super::{RuntimeError, State};
-use crate::auth::Secret;
-use crate::comm::net::{Limits, Security};
-use crate::env::{self, DAEMON, EPOCH, RANK, ROLE, ROOT, SPEC, STATE};
+use frame::auth::Secret;
+use frame::comm::net::{Limits, Security};
+use frame::env::{self, DAEMON, EPOCH, RANK, ROLE, ROOT, SPEC, STATE};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::net::SocketAddr;

@@ -27,7 +27,7 @@
 //!
 //! Survivors notice a REINIT at their next communication call (blocked calls
 //! wake up) or [`Context::fault_point`]: the call fails with
-//! [`CommError::Interrupted`](crate::comm::CommError::Interrupted), the
+//! [`CommError::Interrupted`](frame::comm::CommError::Interrupted), the
 //! resilient function returns (or unwinds), and [`run`] re-enters it. There is
 //! no `longjmp`. Messages of an old epoch are never delivered in a new one.
 

@@ -7,10 +7,10 @@
 //! the node's local directory, and [`NODE`](env::NODE). The process serves
 //! until its daemon dies.
 
-use crate::comm::net::Bind;
-use crate::config::Config;
-use crate::env;
-use crate::manager::{Manager, Options};
+use frame::comm::net::Bind;
+use frame::config::Config;
+use frame::env;
+use frame::manager::{Manager, Options};
 use std::process::ExitCode;
 
 /// Entry point of a manager process.

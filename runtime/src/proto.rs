@@ -3,12 +3,12 @@
 //! Each message is one JSON document in one frame of tokio-util's
 //! [`LengthDelimitedCodec`]. The control plane carries little traffic, so
 //! readability wins over compactness; the data plane between ranks is the
-//! binary transport in [`crate::comm::net`].
+//! binary transport in [`frame::comm::net`].
 
 use super::inject::Action;
 use super::State;
-use crate::comm::net::Endpoint;
 use bytes::Bytes;
+use frame::comm::net::Endpoint;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -57,7 +57,7 @@ pub(crate) struct Go {
     /// Injections that already fired (never fire again).
     pub fired: Vec<u32>,
     /// The newest checkpoint the ranks reported committed, if any (see
-    /// [`crate::comm::Comm::note_committed`]).
+    /// [`frame::comm::Comm::note_committed`]).
     pub committed: Option<u64>,
 }
 

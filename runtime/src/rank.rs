@@ -7,8 +7,8 @@ use super::handoff::RankEnv;
 use super::inject::Trigger;
 use super::proto::{FromRank, ToRank};
 use super::State;
-use crate::comm::net::NetComm;
-use crate::comm::LocalComm;
+use frame::comm::net::NetComm;
+use frame::comm::LocalComm;
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::fmt::Display;
@@ -101,14 +101,14 @@ where
             Arc::new(go.table),
             Arc::clone(&env.security),
         )
-        .with_failures(crate::comm::Failures {
+        .with_failures(frame::comm::Failures {
             epoch,
             ranks: go.failed_ranks.clone(),
             nodes: go.failed_nodes.clone(),
             committed: go.committed,
         })
         .with_commit_notes(agent.commit_notes())
-        .with_runtime_node(crate::node::RuntimeNode {
+        .with_runtime_node(frame::node::RuntimeNode {
             dir: env.spec.node_dir.clone(),
             manager: env.manager.clone(),
             secret: env.security.secret.clone(),
@@ -181,9 +181,9 @@ where
         Some(c) => c,
         None => return 2,
     };
-    let node_dir = crate::env::var_os(&crate::env::config_var("storage.local_dir"))
+    let node_dir = frame::env::var_os(&frame::env::config_var("storage.local_dir"))
         .map(PathBuf::from)
-        .unwrap_or_else(|| crate::config::Config::default().storage.local_dir);
+        .unwrap_or_else(|| frame::config::Config::default().storage.local_dir);
     let mut ctx = Context {
         comm: &comm,
         state: State::New,

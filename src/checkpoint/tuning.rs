@@ -20,7 +20,7 @@ use std::time::Duration;
 /// length in seconds of computation.
 ///
 /// ```
-/// let (n, w) = frame::sim::opt_par(&[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
+/// let (n, w) = frame::opt_par(&[1.0 / 1800.0, 1.0 / 36000.0], &[1.0, 6.0]);
 /// assert!((n[0] - 10.95).abs() < 0.01 && (n[1] - 1.0).abs() < 1e-12);
 /// assert!((w - 657.0).abs() < 1.0);
 /// ```

@@ -12,7 +12,7 @@
 //!
 //! [`LocalComm`] runs every rank as a thread of one process, for tests and
 //! single-machine demos; [`net::NetComm`] connects the rank processes of the
-//! runtime (see [`crate::runtime`]) over Unix or TCP sockets; with the `mpi`
+//! runtime (the `frame-runtime` crate) over Unix or TCP sockets; with the `mpi`
 //! feature, `mpi::MpiComm` runs frame inside an MPI program.
 
 mod collective;

@@ -66,6 +66,17 @@ pub fn config(dir: &Path, job: &str) -> Config {
     cfg
 }
 
+/// Shows frame's warnings (or what `RUST_LOG` asks for) in a failing
+/// test's output: a recovery that falls back says why.
+pub fn show_warnings() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
 /// Runs `f` on `size` rank threads (`per_node` ranks per virtual node) and
 /// returns their results in rank order. Fails the test if any rank panics or
 /// the ranks do not finish within [`RANKS_DEADLINE`].
@@ -74,6 +85,7 @@ where
     T: Send + 'static,
     F: Fn(LocalComm) -> T + Send + Sync + 'static,
 {
+    show_warnings();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(LocalComm::run(size, per_node, f));
@@ -212,9 +224,16 @@ impl Output {
     }
 }
 
-/// The `frame` command-line tool.
+/// The `frame` command-line tool (package `frame-cli`), built (or found
+/// up to date) by cargo once per test process, with the crash points of
+/// the kill-at-every-call tests.
 pub fn frame_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_frame"))
+    built(
+        "frame",
+        &["--package", "frame-cli", "--bin", "frame"],
+        &["fault-injection"],
+    );
+    profile_dir().join("frame")
 }
 
 /// The build directory of this test's profile (`target/<profile>`).
@@ -235,26 +254,30 @@ pub fn example(name: &str) -> PathBuf {
 
 /// [`example`] built with the crate's `features`.
 pub fn example_with(name: &str, features: &[&str]) -> PathBuf {
+    built(name, &["--example", name], features);
+    profile_dir().join("examples").join(name)
+}
+
+/// Runs `cargo build` with `target` (and `features`) in this test's
+/// profile, once per test process and `key`.
+fn built(key: &str, target: &[&str], features: &[&str]) {
     static BUILT: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let profile_dir = profile_dir();
-    let path = profile_dir.join("examples").join(name);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) {
-        let release = profile_dir.ends_with("release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "--example", name]);
-        if !features.is_empty() {
-            cmd.arg("--features").arg(features.join(","));
-        }
-        if release {
-            cmd.arg("--release");
-        }
-        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
-        let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
-        assert!(status.success(), "building example {name} failed:\n{err}");
-        built.push(name.to_string());
+    if built.iter().any(|b| b == key) {
+        return;
     }
-    path
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.arg("build").args(target);
+    if !features.is_empty() {
+        cmd.arg("--features").arg(features.join(","));
+    }
+    if profile_dir().ends_with("release") {
+        cmd.arg("--release");
+    }
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(status.success(), "building {key} failed:\n{err}");
+    built.push(key.to_string());
 }
 
 /// A command running this test binary's ignored test `name` as a child

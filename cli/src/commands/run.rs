@@ -1,6 +1,6 @@
 //! `frame run -- PROGRAM [ARGS]`
 
-use frame::runtime::LaunchArgs;
+use frame_runtime::LaunchArgs;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,15 +1,17 @@
 //! `frame sim`: simulate a failing job, or reproduce a paper's table.
 
 use clap::ValueEnum;
-use frame::sim::{self, projection, table3, Model, Strategy};
+use frame_cli::sim::{self, projection, table3, Model, Strategy};
 use std::process::ExitCode;
 
 /// What `frame sim` can reproduce.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Paper {
-    /// Table 3 of paper 003 (simulation rows).
-    #[value(name = "paper-003")]
-    Paper003,
+    /// Table 3 (simulation rows) of "Coordinated checkpointing with
+    /// logging of transmitted data and asynchronous recovery" (the name
+    /// `paper-003` still works).
+    #[value(name = "table3", alias = "paper-003")]
+    Table3,
 }
 
 /// Options of `frame sim`.
@@ -192,7 +194,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some(Paper::Paper003) = a.reproduce {
+    if let Some(Paper::Table3) = a.reproduce {
         if !(1..=MAX_RUNS / 10).contains(&a.runs) {
             anyhow::bail!(
                 "--runs {}: must be between 1 and {} with --reproduce",
@@ -206,9 +208,9 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(r)?);
             }
         } else {
-            println!("paper 003, Table 3 (simulation): mean overhead of a 3600 s job, {} runs per point, seed {}", a.runs, a.seed);
+            println!("Table 3 (simulation) of Coordinated checkpointing with logging of transmitted data and asynchronous recovery: mean overhead of a 3600 s job, {} runs per point, seed {}", a.runs, a.seed);
             print!("{}", table3::table(&rows));
-            println!("(± the 95 % confidence half-width; percentages: reduction against coordinated; the fourth pair is simulated at 240/1200, see `frame::sim::table3`)");
+            println!("(± the 95 % confidence half-width; percentages: reduction against coordinated; the fourth pair is simulated at 240/1200, see `frame_cli::sim::table3`)");
         }
         if let Some(path) = &a.svg {
             write_svg(path, sim::plot::table3_svg(&rows))?;

@@ -1,7 +1,7 @@
 //! `frame report`: the metrics lines of one or more runs turned into the
 //! five recovery metrics per failure, a table, and an SVG plot.
 //!
-//! A metrics file holds the JSON lines of [`crate::metrics`]: rank 0's
+//! A metrics file holds the JSON lines of [`frame::metrics`]: rank 0's
 //! checkpoint overheads and application recoveries, the managers'
 //! transformations, and the runtime's recoveries. A failure's runtime
 //! record and its application-recovery record are matched by the epoch
@@ -12,7 +12,7 @@ mod plot;
 
 pub use plot::svg;
 
-use crate::metrics::{Record, RecoveryRecord, RuntimeRecoveryRecord};
+use frame::metrics::{Record, RecoveryRecord, RuntimeRecoveryRecord};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,8 @@
 //! fault-tolerance strategies at scales no test reaches and to choose
 //! checkpoint intervals.
 //!
-//! The method follows the time-stepped model of paper 003 (section 2.2):
+//! The method follows the time-stepped model of *Coordinated checkpointing with logging of transmitted data and asynchronous recovery*
+//! (section 2.2):
 //! the job advances its computed time by a step, pays for the checkpoints
 //! due after that step, and fails when the wall-clock time passes the next
 //! failure of some level (independent exponential inter-arrival times, one
@@ -18,7 +19,7 @@
 //!   roll back, and the job waits R_i plus the lost work divided by k.
 //!
 //! [`opt_par`] gives the checkpoint pattern: how many checkpoints of each
-//! level, and the pattern's length (paper 003, figure 5). Everything here
+//! level, and the pattern's length (figure 5 of the same paper). Everything here
 //! is pure and seeded: a run depends only on the model, the seed and its
 //! index, never on the number of threads.
 
@@ -30,7 +31,7 @@ pub mod projection;
 pub mod retrieval;
 pub mod table3;
 
-pub use crate::checkpoint::tuning::opt_par;
+pub use frame::opt_par;
 
 /// How failures are repaired.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,5 +1,5 @@
 //! `frame sim --svg`: line charts of the simulations, drawn with plotters
-//! like `frame report`'s plot. Paper 003's Table 3 as overhead against the
+//! like `frame report`'s plot. That paper's Table 3 as overhead against the
 //! level-1 MTBF, one line per strategy (the paper's figures dashed), and
 //! the projection as full recovery time against the node count.
 
@@ -45,14 +45,14 @@ pub fn table3_svg(rows: &[Row]) -> Result<String, String> {
             points: ours,
         });
         lines.push(Line {
-            name: format!("{name} (paper 003)"),
+            name: format!("{name} (published)"),
             colour: i,
             dashed: true,
             points: paper,
         });
     }
     draw(
-        "Mean overhead of a 3600 s job (paper 003, Table 3)",
+        "Mean overhead of a 3600 s job, simulated and published (Table 3)",
         "MTBF of level-1 failures (s)",
         "overhead (s)",
         &lines,
@@ -240,8 +240,8 @@ mod tests {
         let svg = table3_svg(&rows).unwrap();
         for name in [
             "coordinated (frame sim)",
-            "coordinated (paper 003)",
-            "asynchronous, k = 5 (paper 003)",
+            "coordinated (published)",
+            "asynchronous, k = 5 (published)",
         ] {
             assert!(svg.contains(name), "{name} missing");
         }

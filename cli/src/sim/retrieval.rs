@@ -7,8 +7,8 @@
 //! differ only in what a recovery costs.
 //!
 //! ```
-//! use frame::sim::projection::Measured;
-//! use frame::sim::retrieval::{compare, Job};
+//! use frame_cli::sim::projection::Measured;
+//! use frame_cli::sim::retrieval::{compare, Job};
 //!
 //! let job = Job { planned: 3600.0, step: 0.5, mtbf: vec![1800.0, 36000.0], checkpoint: vec![1.0, 6.0] };
 //! let rows = compare(&Measured::test_machine(), 1024.0, &job, 200, 1);

@@ -1,4 +1,5 @@
-//! Paper 003's Table 3 (simulation rows): a 3600 s job in steps of 0.5 s,
+//! Table 3 (simulation rows) of *Coordinated checkpointing with logging of transmitted data and asynchronous recovery*:
+//! a 3600 s job in steps of 0.5 s,
 //! checkpoints of 1 s and 6 s, recoveries of 0.5 s and 4 s, periods from
 //! [`opt_par`](super::opt_par), five pairs of MTBF, and the mean overhead of
 //! coordinated recovery and of asynchronous recovery with 2 and 5 spares.

@@ -70,8 +70,9 @@ fn asynchronous_recovery_never_costs_more_than_coordinated_on_the_same_failures(
     }
 }
 
-/// Paper 003's Table 3 with 2000 runs per point (the full 10 000 are in
-/// `frame sim --reproduce paper-003`): coordinated means within 4 % of the
+/// Table 3 of *Coordinated checkpointing with logging of transmitted data and asynchronous recovery* with
+/// 2000 runs per point (the full 10 000 are in
+/// `frame sim --reproduce table3`): coordinated means within 4 % of the
 /// paper's, the reductions within 8 points (the model's reductions are
 /// 2 to 6 points above the paper's; see `table3`).
 #[test]

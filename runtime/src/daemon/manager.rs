@@ -2,7 +2,7 @@
 //! with the node, restarted if it dies or stops answering (promotions in
 //! flight are then lost and reported failed to the ranks; the levels keep
 //! their previous checkpoints), and killed with the node. The daemon only
-//! starts and watches it; what it does is the [`manager`](crate::manager)
+//! starts and watches it; what it does is the [`manager`](frame::manager)
 //! module's.
 //!
 //! Watching: every [`PING_EVERY`] the daemon asks the manager where no
@@ -11,10 +11,10 @@
 //! timeout (stopped, wedged) is killed, and restarted as if it had died.
 
 use super::Event;
-use crate::auth::Secret;
-use crate::comm::net::Endpoint;
-use crate::env;
-use crate::runtime::handoff::NodeSpec;
+use crate::handoff::NodeSpec;
+use frame::auth::Secret;
+use frame::comm::net::Endpoint;
+use frame::env;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
@@ -80,9 +80,9 @@ fn ping(pid: u32, socket: PathBuf, secret: Secret, events: UnboundedSender<Event
     let _ = std::thread::Builder::new()
         .name("frame-manager-ping".into())
         .spawn(move || {
-            let asked = crate::manager::Client::connect(&Endpoint::Unix(socket), &secret).and_then(
+            let asked = frame::manager::Client::connect(&Endpoint::Unix(socket), &secret).and_then(
                 |mut c| {
-                    c.call(&crate::manager::Request::Status {
+                    c.call(&frame::manager::Request::Status {
                         job_id: String::new(),
                         keys: Vec::new(),
                     })

@@ -13,16 +13,19 @@
 //! on the recovery's critical path. The daemon dies with the root
 //! (parent-death signal) and its processes die with it.
 
+mod exits;
 mod manager;
+mod orders;
 mod procs;
 
 use super::handoff::{self, NodeSpec, Role};
-use super::proto::{now_ns, FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
-use crate::auth::{self, Channel, Secret};
+use super::proto::{FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
+use exits::{describe, Unjoined};
+use frame::auth::{self, Channel, Secret};
 use procs::Proc;
 use std::collections::HashMap;
 use std::process::{ExitCode, ExitStatus};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::net::tcp::OwnedWriteHalf as RootWrite;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
@@ -56,25 +59,6 @@ enum Event {
     ManagerAnswered {
         pid: u32,
     },
-}
-
-/// How long a process that exited without a hello is given for a hello it
-/// may have sent just before dying (read after its exit was noticed).
-const LATE_HELLO: Duration = Duration::from_millis(500);
-
-/// A process that exited before joining: rank, incarnation, how it ended.
-type Unjoined = (Option<u32>, u64, String);
-
-fn describe(status: &std::io::Result<ExitStatus>) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match status {
-        Ok(s) => match (s.code(), s.signal()) {
-            (Some(c), _) => format!("exited with status {c}"),
-            (_, Some(sig)) => format!("killed by signal {sig}"),
-            _ => "ended".into(),
-        },
-        Err(e) => format!("could not be waited for: {e}"),
-    }
 }
 
 /// Entry point of a daemon process (`FRAME_RT_ROLE=daemon`).
@@ -116,7 +100,7 @@ pub(crate) fn main() -> u8 {
 pub fn serve_if_daemon() -> Option<ExitCode> {
     match handoff::role() {
         Role::Daemon => Some(ExitCode::from(main())),
-        Role::Manager => Some(crate::runtime::manager_process::main()),
+        Role::Manager => Some(crate::manager_process::main()),
         _ => None,
     }
 }
@@ -154,7 +138,7 @@ struct Daemon {
 }
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
-    crate::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
+    frame::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
     let open = || async {
         let s = tokio::net::TcpStream::connect(root).await?;
         s.set_nodelay(true)?;
@@ -172,7 +156,7 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
     let (events, mut inbox) = unbounded_channel();
 
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
-    let listener = crate::comm::net::bind_private(&socket)?;
+    let listener = frame::comm::net::bind_private(&socket)?;
     let ev = events.clone();
     let manager_secret = secret.clone();
     tokio::spawn(async move {
@@ -474,162 +458,5 @@ impl Daemon {
                 p.signal(*pid, rustix::process::Signal::KILL);
             }
         }
-    }
-
-    async fn on_exit(
-        &mut self,
-        pid: u32,
-        status: std::io::Result<ExitStatus>,
-    ) -> std::io::Result<()> {
-        let Some(p) = self.procs.remove(&pid) else {
-            return Ok(());
-        };
-        if self.shutting_down {
-            return Ok(());
-        }
-        let how = match &p.killed_for {
-            Some(why) => format!("killed by its daemon: {why}"),
-            None => describe(&status),
-        };
-        if !p.has_joined() && !self.finishing && !self.program_joins {
-            // Its hello may still be unread: decide a moment later.
-            self.unjoined.insert(pid, (p.rank, p.incarnation, how));
-            let ev = self.events.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(LATE_HELLO).await;
-                let _ = ev.send(Event::Unjoined(pid));
-            });
-            return Ok(());
-        }
-        let clean = p.finishing && status.as_ref().is_ok_and(|s| s.success());
-        self.report_exit(p.rank, p.incarnation, how, clean).await
-    }
-
-    /// Reports the end of a process that had joined: a rank's clean exit at
-    /// the end of the job, or its failure; a standby is replaced.
-    async fn report_exit(
-        &mut self,
-        rank: Option<u32>,
-        incarnation: u64,
-        how: String,
-        clean: bool,
-    ) -> std::io::Result<()> {
-        match rank {
-            Some(rank) if clean => self.to_root.send(&ToRoot::Exited { rank }).await,
-            Some(rank) => {
-                let failed = ToRoot::Failed {
-                    rank,
-                    incarnation,
-                    how,
-                    at_ns: now_ns(),
-                };
-                self.to_root.send(&failed).await
-            }
-            // A standby died: start another one.
-            None => {
-                self.fill_standby();
-                Ok(())
-            }
-        }
-    }
-
-    async fn on_root_message(&mut self, msg: ToDaemon) -> std::io::Result<bool> {
-        match msg {
-            ToDaemon::Launch {
-                epoch,
-                ranks,
-                state,
-            } => {
-                self.epoch = epoch;
-                for rank in ranks {
-                    self.start(Some(rank), epoch, state).await?;
-                }
-                self.fill_standby();
-            }
-            ToDaemon::Reinit { epoch, spawn, .. } => {
-                self.epoch = epoch;
-                let by = Instant::now() + self.timeout;
-                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
-                    p.rejoin_by = Some((by, epoch));
-                    if let Some((_, tx)) = p.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Reinit { epoch }).await;
-                    }
-                }
-                for rank in spawn {
-                    self.replace(rank, epoch).await?;
-                }
-            }
-            ToDaemon::Go(go) => {
-                self.program_joins = true;
-                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
-                    if let Some((_, tx)) = p.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
-                    }
-                }
-                // Recovery is over: restock standbys off the critical path.
-                self.fill_standby();
-            }
-            ToDaemon::Kill { rank, action } => {
-                for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
-                    p.signal(*pid, action.signal());
-                }
-            }
-            ToDaemon::Finish => {
-                self.finishing = true;
-                for p in self.procs.values_mut() {
-                    p.finishing = true;
-                    if let Some((_, tx)) = p.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Finish).await;
-                    }
-                }
-            }
-            ToDaemon::Shutdown => {
-                self.shutting_down = true;
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    async fn on_rank_message(&mut self, pid: u32, rank: u32, msg: FromRank) -> std::io::Result<()> {
-        let flush = matches!(
-            msg,
-            FromRank::Fired { .. } | FromRank::Abort { .. } | FromRank::Committed { id: None }
-        );
-        let forward = match msg {
-            FromRank::Hello { .. } => None,
-            FromRank::Alive { progress } => {
-                if let Some(p) = self.procs.get_mut(&pid) {
-                    p.progress = progress;
-                }
-                None
-            }
-            FromRank::Ready { epoch, endpoint } => {
-                if let Some(p) = self.procs.get_mut(&pid) {
-                    p.rolled_back(epoch);
-                }
-                Some(ToRoot::Ready {
-                    rank,
-                    epoch,
-                    endpoint,
-                })
-            }
-            FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
-            FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
-            FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
-            FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
-                self.committed = Some(id);
-                ToRoot::Committed { id }
-            }),
-        };
-        if let Some(m) = forward {
-            self.to_root.send(&m).await?;
-        }
-        if flush {
-            if let Some((_, tx)) = self.procs.get_mut(&pid).and_then(|p| p.conn.as_mut()) {
-                let _ = tx.send(&ToRank::Flushed).await;
-            }
-        }
-        Ok(())
     }
 }

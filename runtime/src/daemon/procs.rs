@@ -2,9 +2,9 @@
 //! to a failed rank, and the deadlines each process must meet.
 
 use super::{Daemon, Event};
-use crate::env;
-use crate::runtime::proto::{now_ns, Sender, ToRank, ToRoot};
-use crate::runtime::State;
+use crate::proto::{now_ns, Sender, ToRank, ToRoot};
+use crate::State;
+use frame::env;
 use std::time::{Duration, Instant};
 use tokio::net::unix::OwnedWriteHalf;
 
@@ -112,7 +112,7 @@ const MAX_DEPTH: usize = 32;
 /// The ancestors of `pid`, nearest first (from `/proc`; at most
 /// [`MAX_DEPTH`], stopping at the first this user does not own).
 pub(super) fn ancestors(pid: u32) -> impl Iterator<Item = u32> {
-    let me = crate::safefs::my_uid();
+    let me = frame::safefs::my_uid();
     std::iter::successors(parent(pid, me), move |p| parent(*p, me)).take(MAX_DEPTH)
 }
 

@@ -2,11 +2,11 @@
 //! launch themselves.
 
 use super::{Launch, RecoveryMode};
-use crate::comm::net::Limits;
-use crate::config::{Config, ConfigError};
-use crate::runtime::handoff::Transport;
-use crate::runtime::inject::Injection;
+use crate::handoff::Transport;
+use crate::inject::Injection;
 use bytesize::ByteSize;
+use frame::comm::net::Limits;
+use frame::config::{Config, ConfigError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

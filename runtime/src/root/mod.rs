@@ -18,7 +18,7 @@ pub use args::LaunchArgs;
 
 use super::handoff::Transport;
 use super::inject::Injection;
-use crate::comm::net::Limits;
+use frame::comm::net::Limits;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -125,7 +125,7 @@ impl Launch {
             injections: Vec::new(),
             recovery: RecoveryMode::Online,
             transport: Transport::Unix,
-            local_dir: crate::config::Config::default().storage.local_dir,
+            local_dir: frame::config::Config::default().storage.local_dir,
             run_dir: None,
             metrics: None,
             heartbeat: Duration::from_millis(200),
@@ -234,7 +234,7 @@ impl Launch {
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// One record per failure recovered from.
-    pub recoveries: Vec<crate::metrics::RuntimeRecoveryRecord>,
+    pub recoveries: Vec<frame::metrics::RuntimeRecoveryRecord>,
 }
 
 /// Why a job did not complete.

@@ -60,7 +60,7 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
 /// Listens on a Unix socket at `path` that is never reachable under that
 /// name with a mode other than 0600: it is bound under a temporary name,
 /// made private, then renamed into place (replacing a leftover).
-pub(crate) fn bind_private(path: &std::path::Path) -> io::Result<tokio::net::UnixListener> {
+pub fn bind_private(path: &std::path::Path) -> io::Result<tokio::net::UnixListener> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

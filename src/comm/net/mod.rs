@@ -24,7 +24,7 @@
 mod listen;
 mod wire;
 
-pub(crate) use listen::bind_private;
+pub use listen::bind_private;
 pub use listen::{listen, Bind};
 
 use super::{check_rank, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank};
@@ -237,7 +237,7 @@ enum Link {
 /// and Fortran programs; Rust programs already ignore it): a peer's death
 /// is something the job recovers from. A handler the program installed
 /// is left alone.
-pub(crate) fn quiet_broken_pipes() {
+pub fn quiet_broken_pipes() {
     // SAFETY: sigaction with a zeroed struct only reads the current
     // disposition; SIG_IGN is set only where the default was.
     unsafe {

@@ -2,12 +2,12 @@
 
 use super::super::daemons;
 use super::{Cluster, Failure, STOP};
-use crate::metrics::{Record, RuntimeRecoveryRecord};
-use crate::runtime::inject::Target;
-use crate::runtime::placement::{self, NodeSlots};
-use crate::runtime::proto::{now_ns, Go, ToDaemon};
-use crate::runtime::root::{RecoveryMode, RunError};
-use crate::runtime::State;
+use crate::inject::Target;
+use crate::placement::{self, NodeSlots};
+use crate::proto::{now_ns, Go, ToDaemon};
+use crate::root::{RecoveryMode, RunError};
+use crate::State;
+use frame::metrics::{Record, RuntimeRecoveryRecord};
 use std::io::Write;
 
 impl Cluster<'_> {

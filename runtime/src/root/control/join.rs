@@ -5,10 +5,10 @@
 //! for that node.
 
 use super::{Cluster, Event, STARTUP};
-use crate::auth::{self, Channel, Secret};
-use crate::runtime::proto::{Receiver, Sender, ToRoot};
-use crate::runtime::root::daemons;
-use crate::runtime::root::RunError;
+use crate::proto::{Receiver, Sender, ToRoot};
+use crate::root::daemons;
+use crate::root::RunError;
+use frame::auth::{self, Channel, Secret};
 use std::time::{Duration, Instant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpListener;

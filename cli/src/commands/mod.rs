@@ -1,0 +1,7 @@
+//! One module per subcommand of `frame` that needs more than a few lines.
+
+pub mod clean;
+pub mod inspect;
+pub mod run;
+pub mod sim;
+pub mod verify;

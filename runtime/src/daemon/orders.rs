@@ -1,0 +1,113 @@
+//! What a daemon does on the root's orders (launch, reinit, go, finish)
+//! and on its ranks' messages.
+
+use super::Daemon;
+use crate::proto::{FromRank, ToDaemon, ToRank, ToRoot};
+use std::time::Instant;
+
+impl Daemon {
+    pub(super) async fn on_root_message(&mut self, msg: ToDaemon) -> std::io::Result<bool> {
+        match msg {
+            ToDaemon::Launch {
+                epoch,
+                ranks,
+                state,
+            } => {
+                self.epoch = epoch;
+                for rank in ranks {
+                    self.start(Some(rank), epoch, state).await?;
+                }
+                self.fill_standby();
+            }
+            ToDaemon::Reinit { epoch, spawn, .. } => {
+                self.epoch = epoch;
+                let by = Instant::now() + self.timeout;
+                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                    p.rejoin_by = Some((by, epoch));
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Reinit { epoch }).await;
+                    }
+                }
+                for rank in spawn {
+                    self.replace(rank, epoch).await?;
+                }
+            }
+            ToDaemon::Go(go) => {
+                self.program_joins = true;
+                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
+                    }
+                }
+                // Recovery is over: restock standbys off the critical path.
+                self.fill_standby();
+            }
+            ToDaemon::Kill { rank, action } => {
+                for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
+                    p.signal(*pid, action.signal());
+                }
+            }
+            ToDaemon::Finish => {
+                self.finishing = true;
+                for p in self.procs.values_mut() {
+                    p.finishing = true;
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Finish).await;
+                    }
+                }
+            }
+            ToDaemon::Shutdown => {
+                self.shutting_down = true;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    pub(super) async fn on_rank_message(
+        &mut self,
+        pid: u32,
+        rank: u32,
+        msg: FromRank,
+    ) -> std::io::Result<()> {
+        let flush = matches!(
+            msg,
+            FromRank::Fired { .. } | FromRank::Abort { .. } | FromRank::Committed { id: None }
+        );
+        let forward = match msg {
+            FromRank::Hello { .. } => None,
+            FromRank::Alive { progress } => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.progress = progress;
+                }
+                None
+            }
+            FromRank::Ready { epoch, endpoint } => {
+                if let Some(p) = self.procs.get_mut(&pid) {
+                    p.rolled_back(epoch);
+                }
+                Some(ToRoot::Ready {
+                    rank,
+                    epoch,
+                    endpoint,
+                })
+            }
+            FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
+            FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
+            FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
+            FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
+                self.committed = Some(id);
+                ToRoot::Committed { id }
+            }),
+        };
+        if let Some(m) = forward {
+            self.to_root.send(&m).await?;
+        }
+        if flush {
+            if let Some((_, tx)) = self.procs.get_mut(&pid).and_then(|p| p.conn.as_mut()) {
+                let _ = tx.send(&ToRank::Flushed).await;
+            }
+        }
+        Ok(())
+    }
+}
