@@ -153,7 +153,7 @@ fn measure(
             .map(|rep| {
                 let dir = base.join(format!("fresh-{rep}"));
                 let cfg = config(&dir, "fresh", compression);
-                frame::level::l1::release_kept_files();
+                frame::internals::level::l1::release_kept_files();
                 let times = LocalComm::run(ranks, ranks, |comm| {
                     let mut ckpt = Checkpointer::init(&cfg, &comm).expect("init");
                     ckpt.protect_handle(0, &bufs[comm.rank()]);
@@ -222,7 +222,7 @@ fn load_times(
         for _ in 0..reps {
             if new_process {
                 comm.barrier().expect("barrier");
-                frame::level::l1::release_kept_files();
+                frame::internals::level::l1::release_kept_files();
                 comm.barrier().expect("barrier");
             }
             let mut ckpt = Checkpointer::init(cfg, &comm).expect("init");

@@ -23,9 +23,10 @@
 
 use frame::comm::{Comm, LocalComm};
 use frame::config::{Config, Interval};
-use frame::level::erasure::Codec;
-use frame::level::{GlobalStore, Level};
+use frame::internals::level::erasure::Codec;
+use frame::internals::level::GlobalStore;
 use frame::Checkpointer;
+use frame::Level;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -114,7 +115,7 @@ fn blocking(base: &Path, per_rank: usize) {
         with.as_secs_f64() * 1e3,
         with.as_secs_f64() / plain.as_secs_f64()
     );
-    frame::manager::inline::stop("blocking");
+    frame::internals::manager::inline::stop("blocking");
 }
 
 /// The same in two separate jobs (1.), one with the levels due at every
@@ -165,7 +166,7 @@ fn blocking_separate(base: &Path, per_rank: usize) {
         with.as_secs_f64() * 1e3,
         with.as_secs_f64() / plain.as_secs_f64()
     );
-    frame::manager::inline::stop("block-levels");
+    frame::internals::manager::inline::stop("block-levels");
 }
 
 /// 2. Level-3 encoding speed.
@@ -254,7 +255,7 @@ fn throughput(base: &Path, per_rank: usize) {
             }
             ckpt.finalize().expect("finalize");
         });
-        frame::manager::inline::stop(&job);
+        frame::internals::manager::inline::stop(&job);
         let text = std::fs::read_to_string(&metrics).unwrap_or_default();
         let records: Vec<serde_json::Value> = text
             .lines()
@@ -294,8 +295,8 @@ fn throughput(base: &Path, per_rank: usize) {
 fn differential(base: &Path, per_rank: usize) {
     let chunk = 4 << 20;
     let mut bytes: Vec<u8> = (0..per_rank).map(|i| (i * 13 % 251) as u8).collect();
-    let meta = |id: u64| frame::format::Metadata {
-        format_version: frame::format::VERSION,
+    let meta = |id: u64| frame::internals::format::Metadata {
+        format_version: frame::internals::format::VERSION,
         job_id: "diff".into(),
         checkpoint_id: id,
         level: 1,
@@ -309,7 +310,7 @@ fn differential(base: &Path, per_rank: usize) {
         data_crc: 0,
         raw_bytes: per_rank as u64,
         stored_bytes: per_rank as u64,
-        compression: frame::format::Compression::None,
+        compression: frame::internals::format::Compression::None,
         regions: Vec::new(),
         created_unix_ms: 0,
     };
@@ -320,7 +321,7 @@ fn differential(base: &Path, per_rank: usize) {
     let pieces = |bytes: &[u8]| {
         std::fs::write(&source, bytes).expect("source");
         let file = std::fs::File::open(&source).expect("source");
-        frame::level::Pieces::new(file, source.clone(), bytes.len() as u64)
+        frame::internals::level::Pieces::new(file, source.clone(), bytes.len() as u64)
     };
     for rep in 0..5u64 {
         let dir = base.join(format!("diff-{rep}"));
@@ -379,7 +380,7 @@ fn recovery(base: &Path, per_rank: usize) {
                 ckpt.checkpoint().expect("checkpoint");
                 ckpt.wait_for_promotions().expect("promotions");
             });
-            frame::manager::inline::stop(&job);
+            frame::internals::manager::inline::stop(&job);
             // Make `level` the lowest one every rank can use.
             let lost: &[u32] = match level {
                 Level::L1 => &[],
@@ -403,7 +404,7 @@ fn recovery(base: &Path, per_rank: usize) {
                 black_box(data.read().len());
                 took
             });
-            frame::manager::inline::stop(&job);
+            frame::internals::manager::inline::stop(&job);
             times.push(
                 took.into_iter()
                     .map(|t| t.expect("rank"))

@@ -57,7 +57,7 @@ pub const RUNTIME: &[&str] = &[
 ];
 
 /// `<who>:<n>`: SIGKILL the process at its n-th crash point of `who`
-/// (see [`crate::safefs`]'s crash points).
+/// (see the crash points of the `safefs` module).
 pub const CRASH_AT: &str = "FRAME_CRASH_AT";
 /// A file that gets one line per crash point passed.
 #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]

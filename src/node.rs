@@ -46,7 +46,7 @@ impl NodePlace {
     /// otherwise.
     ///
     /// ```
-    /// use frame::node::NodePlace;
+    /// use frame::internals::node::NodePlace;
     /// use std::path::Path;
     /// let place = NodePlace::standalone(3);
     /// assert_eq!(place.local_dir(Path::new("/tmp/l1"), false), Path::new("/tmp/l1"));

@@ -17,7 +17,7 @@
 //! - nothing has to be a multiple of anything.
 //!
 //! ```
-//! use frame::topology::Topology;
+//! use frame::internals::topology::Topology;
 //!
 //! // Ranks 0-1 on node 0, 2-3 on node 1, 4 on node 5, 5 on node 7.
 //! let t = Topology::new(vec![0, 0, 1, 1, 5, 7], 4, 1).unwrap();
@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 /// Largest configurable group. A stripe of a group of g nodes has g shards
 /// and the erasure code takes at most 256; merged short groups stay below
 /// twice this.
-pub const MAX_GROUP: u32 = 64;
+pub(crate) const MAX_GROUP: u32 = 64;
 
 /// Why a topology cannot be formed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

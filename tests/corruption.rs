@@ -15,8 +15,8 @@ mod common;
 
 use common::{config, ranks, scratch, serial};
 use frame::comm::Comm;
-use frame::format::layout::{self, RawHeader, CHUNK_SIZE, HEADER_SIZE, REGION_SIZE};
-use frame::level::catalog::{self, Severity};
+use frame::internals::format::layout::{self, RawHeader, CHUNK_SIZE, HEADER_SIZE, REGION_SIZE};
+use frame::internals::level::catalog::{self, Severity};
 use frame::{Checkpointer, Config};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -442,7 +442,8 @@ fn cases(pristine: &Path) -> Vec<Case> {
                 .write(true)
                 .open(record(b, 1, NEWEST))
                 .unwrap();
-            f.set_len(frame::format::MAX_RECORD + 10).unwrap();
+            f.set_len(frame::internals::format::MAX_RECORD + 10)
+                .unwrap();
         },
     ));
     v.push(case(

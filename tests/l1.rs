@@ -427,12 +427,12 @@ fn automatic_intervals_choose_how_often_a_level_above_is_promoted() {
         ckpt.finalize().unwrap();
         chosen
     });
-    frame::manager::inline::stop("auto-l2");
+    frame::internals::manager::inline::stop("auto-l2");
     let chosen = &out[0];
     // A hundred times rarer failures: L2 about sqrt(100) = 10 times rarer
     // than level 1 when both cost alike, never every checkpoint.
     let (level, every) = chosen.every[0];
-    assert_eq!(level, frame::level::Level::L2);
+    assert_eq!(level, frame::Level::L2);
     assert!((2..=40).contains(&every), "{chosen:?}");
     assert!(out.iter().all(|c| c == chosen), "{out:?}");
 }

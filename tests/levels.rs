@@ -126,7 +126,7 @@ fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
 }
 
 fn stop_managers(job: &str) {
-    frame::manager::inline::stop(job);
+    frame::internals::manager::inline::stop(job);
 }
 
 #[test]
@@ -431,7 +431,7 @@ fn an_explicit_level_is_promoted_whatever_the_intervals() {
         let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
         let _data = ckpt.protect(0, field(comm.rank(), 1, USUAL.len));
         ckpt.checkpoint().unwrap();
-        let id = ckpt.checkpoint_at(frame::level::Level::L4).unwrap();
+        let id = ckpt.checkpoint_at(frame::Level::L4).unwrap();
         ckpt.wait_for_promotions().unwrap();
         assert_eq!(id, 2);
         ckpt.finalize().unwrap();
@@ -441,7 +441,7 @@ fn an_explicit_level_is_promoted_whatever_the_intervals() {
     let plain = common::config(&dir.path().join("plain"), "plainl4");
     let out = ranks(1, 1, move |comm| {
         let mut ckpt = Checkpointer::init(&plain, &comm).unwrap();
-        let err = ckpt.checkpoint_at(frame::level::Level::L4).unwrap_err();
+        let err = ckpt.checkpoint_at(frame::Level::L4).unwrap_err();
         err.to_string()
     });
     assert!(

@@ -214,7 +214,7 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
     let trace = dir.path().join("trace");
     let (ok, out) = run_with(&[], &[("FRAME_CRASH_TRACE", trace.display().to_string())]);
     assert!(ok, "{out}");
-    let who = frame::safefs::crash::manager(1).to_string();
+    let who = frame::internals::safefs::crash::manager(1).to_string();
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let points = text
         .lines()

@@ -5,13 +5,13 @@
 mod common;
 
 use common::scratch;
-use frame::auth::Secret;
 use frame::comm::net::{Bind, Endpoint};
 use frame::comm::{Comm, LocalComm};
 use frame::config::WhenFull;
-use frame::level::Level;
-use frame::manager::{Client, Manager, Options, Progress, Reply, Request, Task};
-use frame::topology::Topology;
+use frame::internals::auth::Secret;
+use frame::internals::manager::{Client, Manager, Options, Progress, Reply, Request, Task};
+use frame::internals::topology::Topology;
+use frame::Level;
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
@@ -36,7 +36,8 @@ fn level1_checkpoint(dir: &Path) -> u64 {
         .join(JOB)
         .join("l1/ckpt-00000000000000000001/rank-000000.meta.json");
     let meta =
-        frame::format::Metadata::from_json(&std::fs::read(&record).unwrap(), &record).unwrap();
+        frame::internals::format::Metadata::from_json(&std::fs::read(&record).unwrap(), &record)
+            .unwrap();
     meta.stamp
 }
 

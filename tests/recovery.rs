@@ -11,7 +11,7 @@ mod common;
 use common::{ranks, scratch};
 use frame::comm::Comm;
 use frame::config::{Interval, Strategy};
-use frame::level::Level;
+use frame::Level;
 use frame::{Checkpointer, Config};
 use std::path::{Path, PathBuf};
 
@@ -60,7 +60,7 @@ fn run_and_crash(base: &Path, cfg: &Config) {
         }
         ckpt.wait_for_promotions().unwrap();
     });
-    frame::manager::inline::stop(&cfg.job.id);
+    frame::internals::manager::inline::stop(&cfg.job.id);
 }
 
 /// What a recovery did, as rank 0 saw it (every rank checks its data).
@@ -96,7 +96,7 @@ fn recover(base: &Path, cfg: &Config) -> Outcome {
             rounds: stats.recovery_rounds,
         }
     });
-    frame::manager::inline::stop(&cfg.job.id);
+    frame::internals::manager::inline::stop(&cfg.job.id);
     let first = &out[0];
     for o in &out {
         assert_eq!((o.id, o.level), (first.id, first.level));

@@ -14,7 +14,7 @@ mod common;
 
 use common::{config, is_child, ranks, scratch, self_as_child, serial};
 use frame::comm::Comm;
-use frame::level::catalog::{self, Severity};
+use frame::internals::level::catalog::{self, Severity};
 use frame::Checkpointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;

@@ -23,9 +23,9 @@ use clap::Parser;
 use frame::comm::mpi::{MpiComm, Nodes};
 use frame::comm::Comm;
 use frame::config::{Config, Interval};
-use frame::manager::dedicated::{self, Role};
-use frame::manager::Link;
+use frame::dedicated::{self, Role};
 use frame::Checkpointer;
+use frame::ManagerLink as Link;
 use mpi::traits::*;
 use std::process::ExitCode;
 

@@ -4,7 +4,7 @@
 use crate::state::{self, FrameCtx};
 use crate::status::{guard, guard_value, Failure, FRAME_DONE, FRAME_OK};
 use frame_core::comm::{Comm, LocalComm};
-use frame_core::level::Level;
+use frame_core::Level;
 use frame_core::{Checkpointer, Config, ElemType};
 use std::ffi::{c_char, c_int, c_void, CStr};
 

@@ -12,8 +12,8 @@
 use super::handoff::{RankEnv, Transport};
 use super::proto::{FromRank, Receiver, Sender, ToRank};
 use super::RuntimeError;
-use frame::auth::{self, Channel};
 use frame::comm::net::{listen, Bind, Endpoint, Hub};
+use frame::internals::auth::{self, Channel};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};

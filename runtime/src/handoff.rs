@@ -4,9 +4,9 @@
 
 use super::inject::Injection;
 use super::{RuntimeError, State};
-use frame::auth::Secret;
 use frame::comm::net::{Limits, Security};
 use frame::env::{self, DAEMON, EPOCH, RANK, ROLE, ROOT, SPEC, STATE};
+use frame::internals::auth::Secret;
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::net::SocketAddr;

@@ -9,10 +9,10 @@
 //! the failure information.
 //!
 //! ```no_run
-//! use frame::runtime::{self, State};
+//! use frame_runtime::State;
 //!
 //! fn main() -> std::process::ExitCode {
-//!     runtime::run(|ctx| {
+//!     frame_runtime::run(|ctx| {
 //!         if ctx.state() != State::New {
 //!             eprintln!("rank {} back after failures of {:?}", ctx.rank(), ctx.failed_ranks());
 //!         }

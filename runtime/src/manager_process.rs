@@ -10,7 +10,7 @@
 use frame::comm::net::Bind;
 use frame::config::Config;
 use frame::env;
-use frame::manager::{Manager, Options};
+use frame::internals::manager::{Manager, Options};
 use std::process::ExitCode;
 
 /// Entry point of a manager process.

@@ -108,7 +108,7 @@ where
             committed: go.committed,
         })
         .with_commit_notes(agent.commit_notes())
-        .with_runtime_node(frame::node::RuntimeNode {
+        .with_runtime_node(frame::internals::node::RuntimeNode {
             dir: env.spec.node_dir.clone(),
             manager: env.manager.clone(),
             secret: env.security.secret.clone(),

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// Handshakes that may be in progress at once on one listener.
-pub const MAX_PENDING: usize = 128;
+pub(crate) const MAX_PENDING: usize = 128;
 
 #[derive(Debug, Default)]
 struct Slots {
@@ -45,7 +45,7 @@ impl Gate {
     }
 
     /// Admits a new connection, dropping the oldest handshake in progress
-    /// when [`MAX_PENDING`] are.
+    /// when `MAX_PENDING` are.
     pub fn admit(&self) -> Pass {
         let (tx, rx) = oneshot::channel();
         let mut s = self.slots();

@@ -27,7 +27,7 @@ const MAGIC: &[u8; 8] = b"FRMAUTH1";
 
 mod gate;
 
-pub use gate::{Gate, Pass, MAX_PENDING};
+pub use gate::{Gate, Pass};
 
 /// A job's shared secret.
 #[derive(Clone, PartialEq, Eq)]
@@ -143,7 +143,7 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
 /// can fix: the listener dropped the connection before it was through,
 /// as it does to its oldest handshake when too many are pending (see
 /// [`Gate`]).
-pub fn worth_retrying(e: &io::Error) -> bool {
+pub(crate) fn worth_retrying(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::UnexpectedEof
@@ -155,7 +155,7 @@ pub fn worth_retrying(e: &io::Error) -> bool {
 
 /// The pauses between attempts to connect: from 2 ms, doubling, at most
 /// 250 ms, about [`HANDSHAKE_TIMEOUT`] in all.
-pub fn backoff() -> impl Iterator<Item = Duration> {
+pub(crate) fn backoff() -> impl Iterator<Item = Duration> {
     let mut left = HANDSHAKE_TIMEOUT;
     std::iter::successors(Some(Duration::from_millis(2)), |d| {
         Some((*d * 2).min(Duration::from_millis(250)))
@@ -167,7 +167,7 @@ pub fn backoff() -> impl Iterator<Item = Duration> {
 }
 
 /// Opens a stream with `open` and runs the connecting side on it, trying
-/// again after a pause (see [`backoff`]) while the listener drops it
+/// again after a pause (see `backoff`) while the listener drops it
 /// before the handshake is through.
 pub async fn connect_retrying<S, F, Fut>(
     mut open: F,
@@ -194,7 +194,7 @@ where
 }
 
 /// Runs the connecting side on `stream`, giving up after [`HANDSHAKE_TIMEOUT`].
-pub async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
+pub(crate) async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     secret: &Secret,
     channel: Channel,
@@ -216,7 +216,7 @@ pub async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// The connecting side on a blocking stream; the caller bounds it with the
 /// stream's read and write timeouts.
-pub fn connect_blocking<S: Read + Write>(
+pub(crate) fn connect_blocking<S: Read + Write>(
     stream: &mut S,
     secret: &Secret,
     channel: Channel,

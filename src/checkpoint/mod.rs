@@ -42,7 +42,7 @@ mod promotion;
 mod rebuild;
 mod restore;
 mod schedule;
-pub mod tuning;
+pub(crate) mod tuning;
 mod write;
 
 use crate::comm::{agree_on_problems, Comm};

@@ -65,7 +65,7 @@ pub struct Choice {
 /// (The example of *Coordinated checkpointing with logging of transmitted
 /// data and asynchronous recovery*, N1 = 10.95 level-1 checkpoints in a
 /// 657 s pattern, is a unit test below.)
-pub fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
+pub(crate) fn choose(levels: &[Level], rates: &[f64], costs: &[f64]) -> Choice {
     let (n1, w, exact) = pattern(rates, costs);
     let period = Duration::try_from_secs_f64(w / n1)
         .unwrap_or(MAX_PERIOD)
@@ -105,7 +105,7 @@ fn pattern(rates: &[f64], costs: &[f64]) -> (f64, f64, Vec<f64>) {
 
 /// Running cost estimates and the intervals chosen from them.
 #[derive(Clone, Debug)]
-pub struct Tuner {
+pub(crate) struct Tuner {
     levels: Vec<Level>,
     rates: Vec<f64>,
     costs: Vec<Option<f64>>,
@@ -116,7 +116,7 @@ impl Tuner {
     /// A tuner for `levels` (level 1 first) with mean times between
     /// failures `mtbf` (one per level); starts from an assumed cost of one
     /// second per level.
-    pub fn new(levels: Vec<Level>, mtbf: &[Duration]) -> Self {
+    pub(crate) fn new(levels: Vec<Level>, mtbf: &[Duration]) -> Self {
         let rates: Vec<f64> = mtbf
             .iter()
             .map(|m| 1.0 / m.as_secs_f64().max(1e-3))
@@ -131,19 +131,19 @@ impl Tuner {
     }
 
     /// The intervals in force.
-    pub fn choice(&self) -> &Choice {
+    pub(crate) fn choice(&self) -> &Choice {
         &self.chosen
     }
 
     /// Whether any checkpoint's cost was measured yet.
-    pub fn measured(&self) -> bool {
+    pub(crate) fn measured(&self) -> bool {
         self.costs.iter().any(Option::is_some)
     }
 
     /// Records that a checkpoint whose highest level was `highest` blocked
     /// the program for `cost`; returns the new intervals when they moved
     /// enough to change.
-    pub fn observe(&mut self, highest: Level, cost: Duration) -> Option<&Choice> {
+    pub(crate) fn observe(&mut self, highest: Level, cost: Duration) -> Option<&Choice> {
         let i = self.levels.iter().rposition(|l| *l <= highest)?;
         let c = cost.as_secs_f64();
         self.costs[i] = Some(match self.costs[i] {

@@ -143,7 +143,7 @@ pub struct ErasureConfig {
     /// How often a checkpoint is erasure-coded across node groups: every N
     /// checkpoints, or a duration; 0 turns level 3 off.
     pub interval: Interval,
-    /// Nodes per group (at most; see [`crate::topology`]).
+    /// Nodes per group (at most; see `crate::topology`).
     pub group_size: u32,
     /// Nodes of a group that may fail together without losing data.
     pub parity: u32,

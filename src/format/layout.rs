@@ -83,7 +83,7 @@ pub struct RawChunk {
     pub raw_len: U32,
     /// CRC32 of the stored bytes.
     pub crc: U32,
-    /// [`crate::format::Codec`] code.
+    /// `crate::format::Codec` code.
     pub codec: u8,
     /// Zero.
     pub reserved: [u8; 3],

@@ -23,24 +23,25 @@ mod sink;
 mod stream;
 mod writer;
 
-pub use error::{FormatError, FormatErrorKind};
-pub use header::{ChunkInfo, FileHeader};
-pub use meta::{Metadata, Place, MAX_RECORD};
-pub use reader::CheckpointFile;
-pub use sink::{FileSink, MemSink, Sink, SliceSink};
-pub use stream::StreamCheck;
-pub use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};
+pub(crate) use error::{FormatError, FormatErrorKind};
+pub(crate) use header::{ChunkInfo, FileHeader};
+pub(crate) use meta::Place;
+pub use meta::{Metadata, MAX_RECORD};
+pub(crate) use reader::CheckpointFile;
+pub(crate) use sink::{FileSink, Sink, SliceSink};
+pub(crate) use stream::StreamCheck;
+pub(crate) use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};
 
 /// Current format version, written into every file.
 pub const VERSION: u16 = 2;
 /// Longest job id that fits in a file header.
-pub const MAX_JOB_ID: usize = 64;
+pub(crate) const MAX_JOB_ID: usize = 64;
 /// Smallest allowed chunk size.
-pub const MIN_CHUNK: u64 = 64 * 1024;
+pub(crate) const MIN_CHUNK: u64 = 64 * 1024;
 /// Largest allowed chunk size.
-pub const MAX_CHUNK: u64 = 1 << 30;
+pub(crate) const MAX_CHUNK: u64 = 1 << 30;
 /// Chunk data starts at a multiple of this offset.
-pub const DATA_ALIGN: u64 = 4096;
+pub(crate) const DATA_ALIGN: u64 = 4096;
 
 /// Compression applied to a checkpoint's chunks (the `snapshot.compression` key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -3,8 +3,7 @@
 //! The writer asks a [`Sink`] for a writable window at an offset, fills it and
 //! commits it. A memory-mapped file is a [`SliceSink`] (windows are the mapped
 //! pages themselves, so the data is copied exactly once); [`FileSink`] writes
-//! with `pwrite` for file systems where mapping is not wanted; [`MemSink`]
-//! builds the file in memory.
+//! with `pwrite` for file systems where mapping is not wanted.
 
 use std::fs::File;
 use std::io;
@@ -13,7 +12,7 @@ use std::os::unix::fs::FileExt;
 use super::copy::copy_with_crc;
 
 /// A destination for the bytes of one checkpoint file.
-pub trait Sink {
+pub(crate) trait Sink {
     /// A writable buffer for `len` bytes that will land at `offset`.
     fn window(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]>;
     /// Declares the first `len` bytes of the last window written.
@@ -33,13 +32,13 @@ fn out_of_range(offset: u64, len: usize, cap: usize) -> io::Error {
 }
 
 /// Writes into borrowed memory of fixed size, such as a mapped file.
-pub struct SliceSink<'a> {
+pub(crate) struct SliceSink<'a> {
     buf: &'a mut [u8],
 }
 
 impl<'a> SliceSink<'a> {
     /// A sink writing into `buf`.
-    pub fn new(buf: &'a mut [u8]) -> Self {
+    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
         Self { buf }
     }
 }
@@ -59,39 +58,15 @@ impl Sink for SliceSink<'_> {
     }
 }
 
-/// Builds a file in memory, growing as needed.
-#[derive(Default)]
-pub struct MemSink {
-    /// The bytes written so far.
-    pub bytes: Vec<u8>,
-}
-
-impl Sink for MemSink {
-    fn window(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
-        let end = usize::try_from(offset)
-            .ok()
-            .and_then(|s| s.checked_add(len))
-            .ok_or_else(|| out_of_range(offset, len, self.bytes.len()))?;
-        if self.bytes.len() < end {
-            self.bytes.resize(end, 0);
-        }
-        Ok(&mut self.bytes[end - len..end])
-    }
-
-    fn commit(&mut self, _offset: u64, _len: usize) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Writes through `pwrite` on an open file.
-pub struct FileSink<'a> {
+pub(crate) struct FileSink<'a> {
     file: &'a File,
     scratch: Vec<u8>,
 }
 
 impl<'a> FileSink<'a> {
     /// A sink writing into `file`.
-    pub fn new(file: &'a File) -> Self {
+    pub(crate) fn new(file: &'a File) -> Self {
         Self {
             file,
             scratch: Vec::new(),

@@ -25,7 +25,7 @@ enum Part {
 }
 
 /// Checks a checkpoint file fed in order, piece by piece.
-pub struct StreamCheck {
+pub(crate) struct StreamCheck {
     path: PathBuf,
     expected: u64,
     seen: u64,
@@ -45,7 +45,7 @@ pub struct StreamCheck {
 impl StreamCheck {
     /// A check of a file that must be `expected` bytes long; `path` names it
     /// in errors.
-    pub fn new(path: impl AsRef<Path>, expected: u64) -> Result<Self, FormatError> {
+    pub(crate) fn new(path: impl AsRef<Path>, expected: u64) -> Result<Self, FormatError> {
         let path = path.as_ref().to_path_buf();
         let check = ChunkCheck::new().map_err(|k| FormatError::new(&path, k))?;
         Ok(Self {
@@ -68,7 +68,7 @@ impl StreamCheck {
     }
 
     /// Checks the next `bytes` of the file.
-    pub fn feed(&mut self, mut bytes: &[u8]) -> Result<(), FormatError> {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<(), FormatError> {
         if self.seen + bytes.len() as u64 > self.expected {
             return Err(self.err(FormatErrorKind::Inconsistent(format!(
                 "more than the {} bytes announced",
@@ -178,7 +178,7 @@ impl StreamCheck {
 
     /// Ends the check: the whole file arrived and every chunk was sound.
     /// Returns its header.
-    pub fn finish(self) -> Result<FileHeader, FormatError> {
+    pub(crate) fn finish(self) -> Result<FileHeader, FormatError> {
         let complete = matches!(self.part, Part::Chunks(i) if i == self.chunks.len());
         match self.header {
             Some(h) if complete && self.seen == self.expected => Ok(h),

@@ -5,6 +5,26 @@ use crate::region::{ElemType, RegionInfo};
 use std::path::Path;
 use zerocopy::IntoBytes;
 
+/// Builds a file in memory, growing as needed.
+#[derive(Default)]
+struct MemSink {
+    bytes: Vec<u8>,
+}
+
+impl Sink for MemSink {
+    fn window(&mut self, offset: u64, len: usize) -> std::io::Result<&mut [u8]> {
+        let end = usize::try_from(offset).unwrap() + len;
+        if self.bytes.len() < end {
+            self.bytes.resize(end, 0);
+        }
+        Ok(&mut self.bytes[end - len..end])
+    }
+
+    fn commit(&mut self, _offset: u64, _len: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 struct Fixture {
     dir: tempfile::TempDir,
     regions: Vec<(RegionInfo, Vec<u8>)>,

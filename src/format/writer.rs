@@ -12,7 +12,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 /// Identity and options of the file being written.
 #[derive(Clone, Debug)]
-pub struct WriteSpec<'a> {
+pub(crate) struct WriteSpec<'a> {
     /// Job id (at most [`MAX_JOB_ID`] bytes).
     pub job_id: &'a str,
     /// Checkpoint id.
@@ -44,7 +44,7 @@ pub struct RegionSource<'a> {
 
 /// Sizes of a file before it is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Offset of the first chunk.
     pub header_len: u64,
     /// Largest size the file can reach (every chunk stored raw).
@@ -55,7 +55,7 @@ pub struct Layout {
 
 /// Summary of a written file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Written {
+pub(crate) struct Written {
     /// Final length of the file.
     pub file_len: u64,
     /// Bytes of region data.
@@ -76,7 +76,10 @@ fn too_big(what: &str) -> FormatErrorKind {
 
 /// Computes the layout of a file holding `regions`, checking the limits of the
 /// format. Regions must be in ascending id order.
-pub fn plan(spec: &WriteSpec<'_>, regions: &[RegionSource<'_>]) -> Result<Layout, FormatErrorKind> {
+pub(crate) fn plan(
+    spec: &WriteSpec<'_>,
+    regions: &[RegionSource<'_>],
+) -> Result<Layout, FormatErrorKind> {
     if spec.job_id.len() > MAX_JOB_ID {
         return Err(too_big("job id"));
     }
@@ -124,7 +127,7 @@ pub fn plan(spec: &WriteSpec<'_>, regions: &[RegionSource<'_>]) -> Result<Layout
 /// Writes a checkpoint file into `sink`, which must hold `layout.capacity`
 /// bytes. `layout` must be what [`plan`] returned for the same spec and
 /// regions. Returns the summary recorded in the metadata.
-pub fn write_checkpoint(
+pub(crate) fn write_checkpoint(
     sink: &mut dyn Sink,
     spec: &WriteSpec<'_>,
     regions: &[RegionSource<'_>],

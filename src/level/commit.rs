@@ -8,7 +8,7 @@ use crate::topology::Layout;
 use serde::{Deserialize, Serialize};
 
 /// The marker of a checkpoint committed at a level.
-pub const COMMITTED: &str = "COMMITTED";
+pub(crate) const COMMITTED: &str = "COMMITTED";
 
 /// Contents of a [`COMMITTED`] marker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub(crate) fn commits(root: &Dir, job_id: &str, level: super::Level) -> Vec<Comm
 }
 
 /// The marker of checkpoint `id` under `root`, if present and sound.
-pub fn read(root: &Dir, job_id: &str, id: u64) -> Option<Commit> {
+pub(crate) fn read(root: &Dir, job_id: &str, id: u64) -> Option<Commit> {
     root.try_sub(&names::ckpt_dir(id))
         .ok()
         .flatten()
@@ -107,20 +107,4 @@ pub(crate) fn ids(root: &Dir) -> Vec<u64> {
 pub(crate) fn oldest_kept(committed: &[u64], keep_last: usize) -> Option<u64> {
     let keep = keep_last.max(1);
     (committed.len() >= keep).then(|| committed[committed.len() - keep])
-}
-
-/// Reads file `name` of `dir`, which must be exactly `len` bytes long.
-pub(crate) fn read_exact(dir: &Dir, name: &str, len: u64) -> Result<Vec<u8>, StorageError> {
-    let bytes = dir.read_capped(name, len)?;
-    if bytes.len() as u64 != len {
-        return Err(crate::format::FormatError::new(
-            dir.join(name),
-            crate::format::FormatErrorKind::Metadata(format!(
-                "holds {} bytes, its record says {len}",
-                bytes.len()
-            )),
-        )
-        .into());
-    }
-    Ok(bytes)
 }

@@ -47,7 +47,7 @@ pub struct CopyStore {
 }
 
 /// The directory name of `level` under a job's directory.
-pub fn level_dir(level: Level) -> String {
+pub(crate) fn level_dir(level: Level) -> String {
     format!("l{}", level.number())
 }
 
@@ -119,10 +119,10 @@ impl CopyStore {
     }
 
     /// Starts keeping a copy of a rank's file, described by `meta`, whose
-    /// bytes arrive in pieces ([`IncomingCopy::write`]): its record goes
+    /// bytes arrive in pieces (`IncomingCopy::write`): its record goes
     /// first (an earlier copy's record must never pair with new data), the
     /// data is written under a temporary name and checked on the way, and
-    /// [`IncomingCopy::finish`] names it and writes the record.
+    /// `IncomingCopy::finish` names it and writes the record.
     pub fn begin_put(&self, meta: &Metadata) -> Result<IncomingCopy, StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let (data, record) = (names::data_file(meta.rank), names::record_file(meta.rank));

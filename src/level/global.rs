@@ -33,13 +33,13 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The directory of level 4 under a job's directory.
-pub const L4_DIR: &str = "l4";
+pub(crate) const L4_DIR: &str = "l4";
 const CHUNKS: &str = "chunks";
 
 /// A chunk of a rank's file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ChunkRef {
+pub(crate) struct ChunkRef {
     /// 128-bit BLAKE3 hash of the content, in hex.
     pub hash: String,
     /// Length in bytes.
@@ -49,7 +49,7 @@ pub struct ChunkRef {
 /// What a rank's level-4 checkpoint is made of.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// The rank's record (level 4).
     pub record: Metadata,
     /// Its file, chunk by chunk.
@@ -66,12 +66,12 @@ pub struct Written {
 }
 
 /// The manifest file of `rank`.
-pub fn manifest_file(rank: u32) -> String {
+pub(crate) fn manifest_file(rank: u32) -> String {
     format!("rank-{rank:06}.l4.json")
 }
 
 /// The rank of a manifest file's name.
-pub fn parse_manifest_file(name: &str) -> Option<u32> {
+pub(crate) fn parse_manifest_file(name: &str) -> Option<u32> {
     let digits = name.strip_prefix("rank-")?.strip_suffix(".l4.json")?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
         .then(|| digits.parse().ok())
@@ -83,7 +83,7 @@ fn chunk_dir(rank: u32) -> String {
 }
 
 /// The 128-bit content hash of a chunk, in hex.
-pub fn chunk_hash(bytes: &[u8]) -> String {
+pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
     let h = blake3::hash(bytes);
     h.to_hex()[..32].to_string()
 }

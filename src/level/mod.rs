@@ -13,24 +13,25 @@
 //! the bytes to store.
 
 pub mod catalog;
-pub mod commit;
-pub mod copies;
+pub(crate) mod commit;
+pub(crate) mod copies;
 pub mod erasure;
 mod fsio;
-pub mod global;
+pub(crate) mod global;
 mod inventory;
 pub mod l1;
-pub mod names;
+pub(crate) mod names;
 mod slot;
-pub mod staging;
-pub mod stream;
+pub(crate) mod staging;
+pub(crate) mod stream;
 
-pub use copies::{CopyStore, IncomingCopy};
+pub use copies::CopyStore;
+pub(crate) use copies::IncomingCopy;
 pub use fsio::StorageError;
 pub use global::GlobalStore;
-pub use inventory::{Held, Inventory};
+pub(crate) use inventory::{Held, Inventory};
 pub(crate) use l1::open_rank_file as open_rank_file_in;
-pub use l1::L1Store;
+pub(crate) use l1::L1Store;
 pub use stream::Pieces;
 
 use serde::{Deserialize, Serialize};

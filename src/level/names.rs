@@ -10,67 +10,67 @@
 //! ```
 
 /// The pointer file naming the newest checkpoint committed on a node.
-pub const POINTER: &str = "LATEST";
+pub(crate) const POINTER: &str = "LATEST";
 /// The directory of reusable files.
-pub const SPARE: &str = "spare";
+pub(crate) const SPARE: &str = "spare";
 /// The directory of level 1 under a job's directory.
-pub const L1_DIR: &str = "l1";
+pub(crate) const L1_DIR: &str = "l1";
 
 /// Directory of checkpoint `id`.
-pub fn ckpt_dir(id: u64) -> String {
+pub(crate) fn ckpt_dir(id: u64) -> String {
     format!("ckpt-{id:020}")
 }
 
 /// Parses `ckpt-<digits>` directory names.
-pub fn parse_ckpt_dir(name: &str) -> Option<u64> {
+pub(crate) fn parse_ckpt_dir(name: &str) -> Option<u64> {
     name.strip_prefix("ckpt-")
         .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|d| d.parse().ok())
 }
 
 /// Data file of `rank`.
-pub fn data_file(rank: u32) -> String {
+pub(crate) fn data_file(rank: u32) -> String {
     format!("rank-{rank:06}.fck")
 }
 
 /// Metadata record of `rank`.
-pub fn record_file(rank: u32) -> String {
+pub(crate) fn record_file(rank: u32) -> String {
     format!("rank-{rank:06}.meta.json")
 }
 
 /// The temporary name `write_atomic` uses for `name`, written by `rank`.
-pub fn temporary(name: &str, rank: u32) -> String {
+pub(crate) fn temporary(name: &str, rank: u32) -> String {
     format!(".{name}.tmp-{rank}")
 }
 
 /// Whether `name` is a temporary of some atomic replacement.
-pub fn is_temporary(name: &str) -> bool {
+pub(crate) fn is_temporary(name: &str) -> bool {
     name.starts_with('.') && name.contains(".tmp-")
 }
 
 /// Lock file of `rank`.
-pub fn lock_file(rank: u32) -> String {
+pub(crate) fn lock_file(rank: u32) -> String {
     format!(".lock-rank-{rank:06}")
 }
 
 /// Whether `name` is a rank's lock file.
-pub fn is_lock(name: &str) -> bool {
+pub(crate) fn is_lock(name: &str) -> bool {
     name.starts_with(".lock-rank-")
 }
 
 /// Write probe of `rank`.
-pub fn probe_file(rank: u32) -> String {
+pub(crate) fn probe_file(rank: u32) -> String {
     format!(".probe-rank-{rank:06}")
 }
 
 /// Prefix of `rank`'s spare files.
-pub fn spare_prefix(rank: u32) -> String {
+pub(crate) fn spare_prefix(rank: u32) -> String {
     format!("rank-{rank:06}.")
 }
 
 /// What a file in a checkpoint directory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RankFile {
+pub(crate) enum RankFile {
     /// A data file.
     Data(u32),
     /// A metadata record.
@@ -78,7 +78,7 @@ pub enum RankFile {
 }
 
 /// Parses `rank-<digits>.fck` and `rank-<digits>.meta.json`.
-pub fn parse_rank_file(name: &str) -> Option<RankFile> {
+pub(crate) fn parse_rank_file(name: &str) -> Option<RankFile> {
     let rest = name.strip_prefix("rank-")?;
     let (digits, data) = match rest.strip_suffix(".fck") {
         Some(d) => (d, true),

@@ -13,10 +13,10 @@ use crate::safefs::{Dir, Kind};
 use std::path::Path;
 
 /// The staging directory under a job's directory.
-pub const STAGING_DIR: &str = "staging";
+pub(crate) const STAGING_DIR: &str = "staging";
 
 /// A node's staged level-1 files of one job.
-pub struct Staging {
+pub(crate) struct Staging {
     job_id: String,
     job: Dir,
     root: Dir,
@@ -25,7 +25,7 @@ pub struct Staging {
 impl Staging {
     /// Opens (creating) the staging directory of `job_id` under `local_dir`.
     /// `who` numbers the crash points.
-    pub fn open(local_dir: &Path, job_id: &str, who: u32) -> Result<Self, StorageError> {
+    pub(crate) fn open(local_dir: &Path, job_id: &str, who: u32) -> Result<Self, StorageError> {
         let job = Dir::open(local_dir)?.counted_as(who).sub(job_id, false)?;
         let root = job.sub(STAGING_DIR, true)?;
         Ok(Self {
@@ -37,7 +37,13 @@ impl Staging {
 
     /// Links `ranks`' level-1 files of checkpoint `id` (each checked against
     /// its record and place, and of stamp `stamp`) into the staging area.
-    pub fn stage(&self, id: u64, stamp: u64, ranks: &[u32], world: u32) -> Result<(), String> {
+    pub(crate) fn stage(
+        &self,
+        id: u64,
+        stamp: u64,
+        ranks: &[u32],
+        world: u32,
+    ) -> Result<(), String> {
         let name = names::ckpt_dir(id);
         let l1 = self
             .job
@@ -63,19 +69,19 @@ impl Staging {
 
     /// `rank`'s staged record of checkpoint `id`, checked against its place
     /// and file, with the directory holding it.
-    pub fn record(&self, id: u64, rank: u32, world: u32) -> Result<(Dir, Metadata), StorageError> {
+    pub(crate) fn record(
+        &self,
+        id: u64,
+        rank: u32,
+        world: u32,
+    ) -> Result<(Dir, Metadata), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
         let (_, meta) = open_rank_file(&ckpt, &self.job_id, id, rank, Level::L1, world)?;
         Ok((ckpt, meta))
     }
 
-    /// The bytes of the data file `meta` describes, in `ckpt`.
-    pub fn bytes(&self, ckpt: &Dir, meta: &Metadata) -> Result<Vec<u8>, StorageError> {
-        commit::read_exact(ckpt, &names::data_file(meta.rank), meta.file_len)
-    }
-
     /// Removes the staged files of checkpoint `id`.
-    pub fn unstage(&self, id: u64) -> Result<(), StorageError> {
+    pub(crate) fn unstage(&self, id: u64) -> Result<(), StorageError> {
         let name = names::ckpt_dir(id);
         if let Some(ckpt) = self.root.try_sub(&name)? {
             for (file, kind) in ckpt.entries()? {
@@ -89,12 +95,12 @@ impl Staging {
     }
 
     /// Ids of the staged checkpoints.
-    pub fn ids(&self) -> Vec<u64> {
+    pub(crate) fn ids(&self) -> Vec<u64> {
         commit::ids(&self.root)
     }
 
     /// Removes the staging directory if it is empty.
-    pub fn remove_if_empty(&self) {
+    pub(crate) fn remove_if_empty(&self) {
         self.job.remove_dir_if_empty(STAGING_DIR);
     }
 }

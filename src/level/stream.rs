@@ -15,7 +15,7 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 /// Bytes moved at a time when a file is copied, sent or installed.
-pub const PIECE: usize = 8 << 20;
+pub(crate) const PIECE: usize = 8 << 20;
 
 /// A file read from its start, piece by piece.
 pub struct Pieces {
@@ -106,7 +106,7 @@ impl Pieces {
 
 /// A checkpoint file arriving in pieces: written under a temporary name and
 /// checked on the way; it gets its name only when whole and sound.
-pub struct Arriving {
+pub(crate) struct Arriving {
     file: AtomicFile,
     check: StreamCheck,
 }
@@ -114,7 +114,7 @@ pub struct Arriving {
 impl Arriving {
     /// Starts receiving `name` in `dir`, `len` bytes long; `tag` keeps
     /// concurrent writers of the name apart.
-    pub fn begin(dir: &Dir, name: &str, len: u64, tag: &str) -> Result<Self, StorageError> {
+    pub(crate) fn begin(dir: &Dir, name: &str, len: u64, tag: &str) -> Result<Self, StorageError> {
         let check = StreamCheck::new(dir.join(name), len)?;
         let file = dir
             .begin_atomic(name, tag)
@@ -123,7 +123,7 @@ impl Arriving {
     }
 
     /// Checks and writes the next piece.
-    pub fn write(&mut self, piece: &[u8]) -> Result<(), StorageError> {
+    pub(crate) fn write(&mut self, piece: &[u8]) -> Result<(), StorageError> {
         self.check.feed(piece)?;
         let need = piece.len() as u64;
         self.file
@@ -133,7 +133,7 @@ impl Arriving {
 
     /// Ends the file: it must be whole and sound, and `accept` must take
     /// its header; then it is made durable and named. Returns its header.
-    pub fn finish(
+    pub(crate) fn finish(
         self,
         accept: impl FnOnce(&FileHeader) -> Result<(), StorageError>,
     ) -> Result<FileHeader, StorageError> {

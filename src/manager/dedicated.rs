@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! use frame::comm::mpi::{MpiComm, Nodes};
-//! use frame::manager::dedicated::{split, Role};
+//! use frame::dedicated::{split, Role};
 //! use frame::{config::Config, Checkpointer};
 //!
 //! let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Serialized).unwrap();

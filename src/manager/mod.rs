@@ -22,14 +22,16 @@ pub mod dedicated;
 pub mod inline;
 mod parity;
 mod promote;
-pub mod proto;
+pub(crate) mod proto;
 mod serve;
-pub mod task;
+pub(crate) mod task;
 #[cfg(test)]
 mod tests;
 
-pub use proto::{Client, CommitOrder, RemoveOrder, Reply, Request};
-pub use task::{Progress, Task, Transform};
+pub use proto::{Client, Reply, Request};
+pub(crate) use proto::{CommitOrder, RemoveOrder};
+pub(crate) use task::Transform;
+pub use task::{Progress, Task};
 
 use crate::auth::Secret;
 use crate::comm::net::{Bind, Endpoint};
@@ -45,7 +47,7 @@ use std::sync::{Arc, Condvar, Mutex};
 /// The Unix socket a node's manager listens on when a rank or an MPI
 /// manager rank starts it (frame's runtime puts its own in its run
 /// directory).
-pub(crate) fn socket_in(local_dir: &std::path::Path, job_id: &str, node: u32) -> PathBuf {
+pub fn socket_in(local_dir: &std::path::Path, job_id: &str, node: u32) -> PathBuf {
     local_dir.join(format!(".manager-{job_id}-node-{node}.sock"))
 }
 

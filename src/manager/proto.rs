@@ -22,11 +22,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 /// Largest frame (header and payload).
-pub const MAX_FRAME: usize = 9 << 20;
+pub(crate) const MAX_FRAME: usize = 9 << 20;
 /// Largest payload of one data frame.
-pub const DATA_PIECE: usize = 8 << 20;
+pub(crate) const DATA_PIECE: usize = 8 << 20;
 /// Largest file a peer may send in one copy.
-pub const MAX_COPY: u64 = 1 << 40;
+pub(crate) const MAX_COPY: u64 = 1 << 40;
 
 /// A request to a manager.
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,11 +117,11 @@ pub struct Term {
 }
 
 /// Bytes of a parity term sent (and summed) at once.
-pub const WINDOW: u64 = DATA_PIECE as u64;
+pub(crate) const WINDOW: u64 = DATA_PIECE as u64;
 
 /// The length of the window at `offset` of a shard of `piece` bytes, if
 /// `offset` starts one.
-pub fn window_len(piece: u64, offset: u64) -> Option<u64> {
+pub(crate) fn window_len(piece: u64, offset: u64) -> Option<u64> {
     (offset % WINDOW == 0 && offset < piece).then(|| WINDOW.min(piece - offset))
 }
 
@@ -311,7 +311,7 @@ impl Client {
     }
 
     /// Sends bytes for the manager to keep (a file copy or a window of
-    /// parity terms), read from `source` one piece (at most [`DATA_PIECE`]
+    /// parity terms), read from `source` one piece (at most `DATA_PIECE`
     /// bytes) at a time. A source that fails leaves the connection
     /// unusable: drop the client.
     pub fn put_from(

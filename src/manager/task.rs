@@ -71,7 +71,7 @@ impl Progress {
 
 /// Time and bytes of one transformation, for metrics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transform {
+pub(crate) struct Transform {
     /// Microseconds the manager spent.
     pub micros: u64,
     /// Bytes read from level 1.

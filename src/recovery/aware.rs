@@ -27,7 +27,7 @@ use std::collections::BTreeSet;
 /// The failure topology: the nodes whose storage is gone, and the ranks
 /// whose processes died (on nodes that may have survived).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// Failed nodes.
     pub nodes: BTreeSet<u32>,
     /// Failed ranks.
@@ -37,7 +37,7 @@ pub struct Failure {
 impl Failure {
     /// A failure of the given nodes (no soft failures).
     #[cfg(test)]
-    pub fn nodes(nodes: impl IntoIterator<Item = u32>) -> Self {
+    pub(crate) fn nodes(nodes: impl IntoIterator<Item = u32>) -> Self {
         Self {
             nodes: nodes.into_iter().collect(),
             ranks: BTreeSet::new(),
@@ -45,7 +45,7 @@ impl Failure {
     }
 
     /// The failed nodes among `layout`'s.
-    pub fn lost_in(&self, layout: &Topology) -> Vec<u32> {
+    pub(crate) fn lost_in(&self, layout: &Topology) -> Vec<u32> {
         layout
             .nodes()
             .iter()
@@ -58,7 +58,7 @@ impl Failure {
 /// A checkpoint committed at a level, with the layout it was protected
 /// under.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Committed {
+pub(crate) struct Committed {
     /// The level.
     pub level: Level,
     /// Checkpoint id.
@@ -71,7 +71,7 @@ pub struct Committed {
 
 /// What to restore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Choice {
+pub(crate) struct Choice {
     /// The lowest level that restores [`id`](Self::id).
     pub level: Level,
     /// Checkpoint id.
@@ -82,7 +82,7 @@ pub struct Choice {
 
 /// Whether `level`'s data of a checkpoint laid out as `layout` survives
 /// the failed nodes of `failure`.
-pub fn usable(level: Level, layout: &Topology, failure: &Failure) -> bool {
+pub(crate) fn usable(level: Level, layout: &Topology, failure: &Failure) -> bool {
     let lost = failure.lost_in(layout);
     match level {
         Level::L1 => lost.is_empty(),
@@ -103,7 +103,7 @@ pub fn usable(level: Level, layout: &Topology, failure: &Failure) -> bool {
 /// and the lowest such level for it; `None` when nothing committed
 /// survives. Entries in `excluded` (a level's copy of a checkpoint found
 /// damaged while loading) are passed over.
-pub fn plan(
+pub(crate) fn plan(
     failure: &Failure,
     committed: &[Committed],
     excluded: &[(Level, u64)],

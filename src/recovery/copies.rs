@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 /// A copy of `rank`'s file of checkpoint `id` (stamp `stamp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Copy {
+pub(crate) struct Copy {
     /// Checkpoint id.
     pub id: u64,
     /// Whose file.
@@ -28,7 +28,7 @@ pub struct Copy {
 
 /// What one rank can provide.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Offer {
+pub(crate) struct Offer {
     /// Its node.
     pub node: u32,
     /// Its own sound level-1 checkpoints: (id, stamp).
@@ -42,7 +42,7 @@ pub struct Offer {
 
 /// Drops from `offers` every copy of a checkpoint no node's marker says
 /// the level committed (a promotion cut short may be partial anywhere).
-pub fn retain_committed(offers: &mut [Offer]) {
+pub(crate) fn retain_committed(offers: &mut [Offer]) {
     let committed = super::committed_anywhere(offers.iter().map(|o| &o.committed));
     for o in offers {
         o.copies.retain(|c| committed.contains(&(c.id, c.stamp)));
@@ -51,7 +51,7 @@ pub fn retain_committed(offers: &mut [Offer]) {
 
 /// The agreed restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CopyPlan {
+pub(crate) struct CopyPlan {
     /// Checkpoint id.
     pub id: u64,
     /// Its stamp.
@@ -67,7 +67,7 @@ pub struct CopyPlan {
 /// A copy kept on another node than the rank's is preferred: a node keeps
 /// its own ranks' copies as second names of their level-1 files, so a
 /// level-1 file found damaged is damaged there too.
-pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
+pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()
         .flat_map(|o| {

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 /// What a node keeps of one checkpoint's level 3.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// The group's manifest.
     pub manifest: GroupManifest,
     /// Ranks whose files the node keeps soundly.
@@ -25,7 +25,7 @@ pub struct Kept {
 
 /// What one rank offers.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Offer {
+pub(crate) struct Offer {
     /// Its own sound level-1 checkpoints: (id, stamp).
     pub own: Vec<(u64, u64)>,
     /// Its node (meaningful with `kept`).
@@ -40,7 +40,7 @@ pub struct Offer {
 
 /// Drops from `offers` what nodes keep of checkpoints no node's marker says
 /// level 3 committed.
-pub fn retain_committed(offers: &mut [Offer]) {
+pub(crate) fn retain_committed(offers: &mut [Offer]) {
     let committed = super::committed_anywhere(offers.iter().map(|o| &o.committed));
     for o in offers {
         o.kept
@@ -50,7 +50,7 @@ pub fn retain_committed(offers: &mut [Offer]) {
 
 /// A group whose lost members' data must be decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decode {
+pub(crate) struct Decode {
     /// The group.
     pub manifest: GroupManifest,
     /// The rank that decodes.
@@ -65,7 +65,7 @@ pub struct Decode {
 
 /// The agreed level-3 restore.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ErasurePlan {
+pub(crate) struct ErasurePlan {
     /// Checkpoint id.
     pub id: u64,
     /// Its stamp.
@@ -98,7 +98,7 @@ fn whole(k: &Kept, pos: usize) -> bool {
 
 /// The newest checkpoint not in `excluded` (ids whose rebuild failed) that
 /// every rank can restore from level 3, or `None`.
-pub fn plan(offers: &[Offer], excluded: &[u64]) -> Option<ErasurePlan> {
+pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<ErasurePlan> {
     let world = offers.len() as u32;
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()

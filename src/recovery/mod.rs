@@ -42,11 +42,11 @@
 //! stamp exactly when all copies come from the same attempt. The newest such
 //! id is the decision.
 
-pub use crate::level::{Held, Inventory};
+pub(crate) use crate::level::{Held, Inventory};
 
-pub mod aware;
-pub mod copies;
-pub mod erasure;
+pub(crate) mod aware;
+pub(crate) mod copies;
+pub(crate) mod erasure;
 
 /// The (id, stamp) pairs any node's markers say a level committed. One
 /// marker is enough: every node finished its part of a promotion before
@@ -57,14 +57,14 @@ fn committed_anywhere<'a>(
     lists.into_iter().flatten().copied().collect()
 }
 
-pub use crate::config::MAX_KEEP_LAST;
+pub(crate) use crate::config::MAX_KEEP_LAST;
 
 // Every retained id stays inside the ballot's window (checkpoint ids are
 // consecutive: a failed checkpoint's id is reused by the next attempt).
 const _: () = assert!(2 * MAX_KEEP_LAST as u64 <= WINDOW);
 
 /// Number of consecutive checkpoint ids a ballot can tell apart.
-pub const WINDOW: u64 = 64;
+pub(crate) const WINDOW: u64 = 64;
 
 /// The levels above 1, in the ballot's order.
 const HIGHER: [crate::level::Level; 3] = [
@@ -79,7 +79,7 @@ const W: usize = WINDOW as usize;
 
 /// The agreed outcome of recovery planning.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// No checkpoint is held soundly by every rank, nothing is damaged and
     /// no rank knows of a committed checkpoint (none ever committed, or the
     /// job was removing its files at its end): start from the beginning. Leftovers are kept (retention removes them
@@ -99,7 +99,7 @@ pub enum Decision {
 
 /// One rank's vote, reduced element-wise with `Min` over all ranks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ballot {
+pub(crate) struct Ballot {
     values: Vec<u64>,
 }
 
@@ -108,7 +108,7 @@ impl Ballot {
     /// load on some rank in an earlier attempt). `random` should be a fresh
     /// random number: the reduced ballot's [`session`](Self::session) is the
     /// smallest one, the same on every rank.
-    pub fn new(inventory: &Inventory, excluded: &[u64], random: u64) -> Self {
+    pub(crate) fn new(inventory: &Inventory, excluded: &[u64], random: u64) -> Self {
         let mut values = vec![0u64; HEAD + 3 * W];
         let newest = inventory.newest(excluded).unwrap_or(0);
         values[0] = newest;
@@ -134,28 +134,28 @@ impl Ballot {
     }
 
     /// The values to reduce with [`ReduceOp::Min`](crate::comm::ReduceOp::Min).
-    pub fn values_mut(&mut self) -> &mut [u64] {
+    pub(crate) fn values_mut(&mut self) -> &mut [u64] {
         &mut self.values
     }
 
     /// The newest id held soundly by any rank (0 if none), from a reduced ballot.
-    pub fn newest_anywhere(&self) -> u64 {
+    pub(crate) fn newest_anywhere(&self) -> u64 {
         u64::MAX - self.values[1]
     }
 
     /// The largest id of any file on any rank, from a reduced ballot.
-    pub fn largest_anywhere(&self) -> u64 {
+    pub(crate) fn largest_anywhere(&self) -> u64 {
         u64::MAX - self.values[3]
     }
 
     /// A number every rank shares after the reduction, random per planning.
-    pub fn session(&self) -> u64 {
+    pub(crate) fn session(&self) -> u64 {
         self.values[4]
     }
 
     /// The levels above 1 whose commit markers some rank saw, from a
     /// reduced ballot.
-    pub fn levels_with_commits(&self) -> Vec<crate::level::Level> {
+    pub(crate) fn levels_with_commits(&self) -> Vec<crate::level::Level> {
         HIGHER
             .iter()
             .enumerate()
@@ -165,13 +165,13 @@ impl Ballot {
     }
 
     /// Whether no rank holds a damaged checkpoint, from a reduced ballot.
-    pub fn nothing_damaged(&self) -> bool {
+    pub(crate) fn nothing_damaged(&self) -> bool {
         self.values[2] == 1
     }
 
     /// The newest id any rank has evidence committed everywhere (0 if
     /// none), from a reduced ballot.
-    pub fn committed_anywhere(&self) -> u64 {
+    pub(crate) fn committed_anywhere(&self) -> u64 {
         u64::MAX - self.values[5]
     }
 
@@ -185,7 +185,7 @@ impl Ballot {
 
     /// The decision encoded by a reduced ballot. Every rank holding the same
     /// reduced ballot gets the same answer.
-    pub fn decide(&self) -> Decision {
+    pub(crate) fn decide(&self) -> Decision {
         let min_newest = self.values[0];
         let max_newest = self.newest_anywhere();
         let clean = self.nothing_damaged();

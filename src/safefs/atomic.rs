@@ -28,8 +28,8 @@ impl Dir {
         f.commit()
     }
 
-    /// Starts replacing `name`: the bytes given to [`AtomicFile::write`]
-    /// become its content at [`AtomicFile::commit`].
+    /// Starts replacing `name`: the bytes given to `AtomicFile::write`
+    /// become its content at `AtomicFile::commit`.
     pub fn begin_atomic(&self, name: &str, tag: &str) -> FsResult<AtomicFile> {
         let tmp = format!(".{name}.tmp-{tag}");
         let dir = self.try_clone()?;

@@ -15,8 +15,9 @@ mod atomic;
 pub mod crash;
 mod path;
 
-pub use atomic::AtomicFile;
-pub use path::{append_json_line, check_base, open_append, open_nofollow, read_nofollow};
+pub(crate) use atomic::AtomicFile;
+pub(crate) use path::{append_json_line, open_nofollow, read_nofollow};
+pub use path::{check_base, open_append};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;
@@ -27,7 +28,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Whether an I/O error means the storage is full or a file-size limit was hit.
-pub fn is_no_space(e: &std::io::Error) -> bool {
+pub(crate) fn is_no_space(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::StorageFull
@@ -108,7 +109,7 @@ impl FsError {
 }
 
 /// Result of a safe file-system operation.
-pub type FsResult<T> = Result<T, FsError>;
+pub(crate) type FsResult<T> = Result<T, FsError>;
 
 /// The kind of a directory entry, read without following links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::path::Path;
 /// Opens the regular file at `path` for reading without following a
 /// symbolic link at its last component (for tools that read trees they did
 /// not open through a [`Dir`](super::Dir)).
-pub fn open_nofollow(path: &Path) -> io::Result<File> {
+pub(crate) fn open_nofollow(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -28,7 +28,7 @@ pub fn open_nofollow(path: &Path) -> io::Result<File> {
 
 /// Reads the regular file at `path` (see [`open_nofollow`]), refusing one
 /// larger than `max` bytes.
-pub fn read_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_nofollow(path: &Path, max: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     open_nofollow(path)?.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
@@ -76,7 +76,7 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 }
 
 /// Appends `value` to the JSON-lines file at `path` as one line, in one write.
-pub fn append_json_line<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
+pub(crate) fn append_json_line<T: serde::Serialize>(path: &Path, value: &T) -> io::Result<()> {
     use std::io::Write;
     let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
     line.push(b'\n');

@@ -1,7 +1,7 @@
 //! `frame clean DIR [--job ID] [--yes]`
 
 use anyhow::{bail, Context};
-use frame::level::catalog;
+use frame::internals::level::catalog;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 use bytesize::ByteSize;
-use frame::level::catalog::{self, CheckpointDir, LevelDir};
+use frame::internals::level::catalog::{self, CheckpointDir, LevelDir};
 use frame::region::RegionInfo;
 use std::collections::BTreeMap;
 use std::path::Path;

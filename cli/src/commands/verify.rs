@@ -1,7 +1,7 @@
 //! `frame verify DIR`
 
 use anyhow::Context;
-use frame::level::catalog::{self, Severity};
+use frame::internals::level::catalog::{self, Severity};
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -2,7 +2,7 @@
 //! checkpoint levels.
 
 use crate::status::Failure;
-use frame_core::level::Level;
+use frame_core::Level;
 use std::os::raw::c_int;
 
 /// A variable id as frame's region id.

@@ -5,7 +5,7 @@ use crate::args::{checked_level, var_id};
 use crate::session::{self, Session, Var};
 use crate::status::{guard, guard_value, Failure, FTI_DONE, FTI_SCES};
 use crate::types::{self, fti_id_t};
-use frame_core::level::Level;
+use frame_core::Level;
 use std::os::raw::{c_int, c_void};
 
 extern "C" {

@@ -11,7 +11,7 @@ use crate::status::{guard, Failure, FTI_SCES};
 use frame_core::comm::mpi::{placement, MpiComm, Nodes, Placement};
 use frame_core::config::fti::FtiFile;
 use frame_core::config::{Config, Interval, Source};
-use frame_core::manager::dedicated::{self, Role};
+use frame_core::dedicated::{self, Role};
 use frame_core::Checkpointer;
 use mpi::collective::SystemOperation;
 use mpi::ffi::MPI_Comm;

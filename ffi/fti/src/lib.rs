@@ -14,7 +14,7 @@
 //! - `types`: the type handles and `FTI_InitType`;
 //! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
 //! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
-//!   (`frame::manager::dedicated`);
+//!   (`frame::dedicated`);
 //! - `calls`: protecting, checkpointing and recovering;
 //! - `icp`: checkpoints written variable by variable.
 //!

@@ -9,8 +9,8 @@ use crate::status::Failure;
 use crate::types::Layout;
 use frame_core::comm::mpi::MpiComm;
 use frame_core::config::fti::FtiFile;
-use frame_core::level::Level;
 use frame_core::Checkpointer;
+use frame_core::Level;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -52,7 +52,7 @@ pub(crate) struct Session {
     pub icp: Option<Icp>,
     /// With `head = 1`, the tie to the node's manager rank, let go when
     /// the program finalizes.
-    pub program: Option<frame_core::manager::dedicated::Program>,
+    pub program: Option<frame_core::dedicated::Program>,
 }
 
 thread_local! {

@@ -2,7 +2,7 @@
 //! with the node, restarted if it dies or stops answering (promotions in
 //! flight are then lost and reported failed to the ranks; the levels keep
 //! their previous checkpoints), and killed with the node. The daemon only
-//! starts and watches it; what it does is the [`manager`](frame::manager)
+//! starts and watches it; what it does is the [`manager`](frame::internals::manager)
 //! module's.
 //!
 //! Watching: every [`PING_EVERY`] the daemon asks the manager where no
@@ -12,9 +12,9 @@
 
 use super::Event;
 use crate::handoff::NodeSpec;
-use frame::auth::Secret;
 use frame::comm::net::Endpoint;
 use frame::env;
+use frame::internals::auth::Secret;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
@@ -80,14 +80,14 @@ fn ping(pid: u32, socket: PathBuf, secret: Secret, events: UnboundedSender<Event
     let _ = std::thread::Builder::new()
         .name("frame-manager-ping".into())
         .spawn(move || {
-            let asked = frame::manager::Client::connect(&Endpoint::Unix(socket), &secret).and_then(
-                |mut c| {
-                    c.call(&frame::manager::Request::Status {
-                        job_id: String::new(),
-                        keys: Vec::new(),
-                    })
-                },
-            );
+            let asked =
+                frame::internals::manager::Client::connect(&Endpoint::Unix(socket), &secret)
+                    .and_then(|mut c| {
+                        c.call(&frame::internals::manager::Request::Status {
+                            job_id: String::new(),
+                            keys: Vec::new(),
+                        })
+                    });
             if asked.is_ok() || asked.is_err_and(|e| e.kind() != std::io::ErrorKind::TimedOut) {
                 let _ = events.send(Event::ManagerAnswered { pid });
             }

@@ -21,7 +21,7 @@ mod procs;
 use super::handoff::{self, NodeSpec, Role};
 use super::proto::{FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
 use exits::{describe, Unjoined};
-use frame::auth::{self, Channel, Secret};
+use frame::internals::auth::{self, Channel, Secret};
 use procs::Proc;
 use std::collections::HashMap;
 use std::process::{ExitCode, ExitStatus};
@@ -138,7 +138,7 @@ struct Daemon {
 }
 
 async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
-    frame::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
+    frame::internals::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
     let open = || async {
         let s = tokio::net::TcpStream::connect(root).await?;
         s.set_nodelay(true)?;

@@ -112,7 +112,7 @@ const MAX_DEPTH: usize = 32;
 /// The ancestors of `pid`, nearest first (from `/proc`; at most
 /// [`MAX_DEPTH`], stopping at the first this user does not own).
 pub(super) fn ancestors(pid: u32) -> impl Iterator<Item = u32> {
-    let me = frame::safefs::my_uid();
+    let me = frame::internals::safefs::my_uid();
     std::iter::successors(parent(pid, me), move |p| parent(*p, me)).take(MAX_DEPTH)
 }
 

@@ -10,9 +10,9 @@
 
 use super::{Launch, RunError};
 use crate::handoff::NodeSpec;
-use frame::auth::Secret;
 use frame::env;
-use frame::safefs::{self, Dir, Lock};
+use frame::internals::auth::Secret;
+use frame::internals::safefs::{self, Dir, Lock};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -105,7 +105,7 @@ fn remove_stale(base: &Path) {
 
 /// The node-local directory of node `node`.
 pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
-    frame::node::dir_of(&launch.local_dir, node)
+    frame::internals::node::dir_of(&launch.local_dir, node)
 }
 
 /// Checks (creating them if needed) the node-local base directory and the
@@ -113,7 +113,7 @@ pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
 pub(super) fn check_node_dirs(launch: &Launch, nodes: usize) -> Result<(), RunError> {
     let base = Dir::open_or_create(&launch.local_dir).map_err(startup)?;
     for n in 0..nodes {
-        base.sub(&frame::node::dir_name(n as u32), true)
+        base.sub(&frame::internals::node::dir_name(n as u32), true)
             .map_err(startup)?;
     }
     Ok(())
@@ -170,6 +170,6 @@ pub(super) fn signal_group(pid: u32, sig: rustix::process::Signal) {
 /// Opens the metrics file for appending: created mode 0600, never through a
 /// symbolic link.
 pub(super) fn metrics_file(path: &Path) -> Result<std::fs::File, RunError> {
-    frame::safefs::open_append(path)
+    frame::internals::safefs::open_append(path)
         .map_err(|e| RunError::Startup(format!("metrics file {}: {e}", path.display())))
 }

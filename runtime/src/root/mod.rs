@@ -256,8 +256,8 @@ pub enum RunError {
         ranks: Vec<u32>,
     },
     /// The program does not join the runtime (it never calls
-    /// `frame::runtime::run`), so no rank can ever start.
-    #[error("the program {} ended without joining the runtime ({how}); frame run needs a program that runs its work through frame::runtime::run", program.display())]
+    /// `frame_runtime::run`), so no rank can ever start.
+    #[error("the program {} ended without joining the runtime ({how}); frame run needs a program that runs its work through frame_runtime::run (or frame_run in C)", program.display())]
     NeverJoined {
         /// The program.
         program: PathBuf,

@@ -15,7 +15,7 @@
 //!
 //! Addresses are Unix-domain sockets on one machine or TCP anywhere
 //! ([`Endpoint`]). Every connection starts with the job's handshake (see
-//! [`crate::auth`]); a peer that does not know the job's secret is dropped
+//! `crate::auth`); a peer that does not know the job's secret is dropped
 //! before it can send a frame. Frame lengths and the bytes queued per
 //! connection are capped ([`Limits`]): a peer cannot make a rank allocate
 //! without bound, and a reader whose queue is full stops reading until the

@@ -1,6 +1,6 @@
 //! Level 1: checkpoints on node-local storage (RAM-disk or SSD).
 //!
-//! Under `<local_dir>/<job_id>/l1/` (layout in [`super::names`];
+//! Under `<local_dir>/<job_id>/l1/` (layout in `super::names`;
 //! every directory mode 0700, every file 0600, all reached through checked
 //! directory handles without following links):
 //!

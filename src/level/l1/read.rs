@@ -19,7 +19,7 @@ impl L1Store {
     /// there without a record (incomplete: an interrupted write or removal).
     /// Only headers are read. Leftover temporary files of this rank are
     /// removed on the way. The node's `LATEST` pointer is the rank's
-    /// evidence of a committed checkpoint ([`Inventory::committed`]); a
+    /// evidence of a committed checkpoint (`Inventory::committed`); a
     /// pointer that cannot be read counts as damage (it blocks a fresh
     /// start, never a restore).
     pub fn inventory(&mut self) -> Inventory {

@@ -8,7 +8,7 @@ use super::{Cluster, Event, STARTUP};
 use crate::proto::{Receiver, Sender, ToRoot};
 use crate::root::daemons;
 use crate::root::RunError;
-use frame::auth::{self, Channel, Secret};
+use frame::internals::auth::{self, Channel, Secret};
 use std::time::{Duration, Instant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpListener;

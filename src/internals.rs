@@ -1,0 +1,51 @@
+//! The library's insides that frame's own crates use: the runtime
+//! (`frame-runtime`), the `frame` tool (`frame-cli`: `inspect`, `verify`,
+//! `clean`), libframe and libfti, and frame's tests and benches.
+//!
+//! Programs do not need anything here: they use the crate root
+//! ([`Checkpointer`](crate::Checkpointer), [`Config`](crate::Config),
+//! regions, [`Level`](crate::Level), errors) and the modules
+//! [`comm`](crate::comm), [`config`](crate::config), [`env`](crate::env),
+//! [`metrics`](crate::metrics), [`region`](crate::region) and
+//! `dedicated` (feature `mpi`). What is here may change in any
+//! release.
+
+/// The job's secret and the handshake every connection passes.
+pub mod auth {
+    pub use crate::auth::{
+        accept, connect_retrying, Channel, Gate, Pass, Secret, HANDSHAKE_TIMEOUT,
+    };
+}
+
+/// The checkpoint file format.
+pub mod format {
+    pub use crate::format::{layout, Compression, Metadata, MAX_RECORD, VERSION};
+}
+
+/// Where checkpoint copies live: level stores and the catalog that
+/// `frame inspect`, `verify` and `clean` read.
+pub mod level {
+    pub use crate::level::{catalog, erasure, l1, CopyStore, GlobalStore, Pieces, StorageError};
+}
+
+/// The managers that promote checkpoints to levels 2 to 4.
+pub mod manager {
+    pub use crate::manager::{
+        inline, socket_in, Client, Manager, Options, Progress, Reply, Request, Task,
+    };
+}
+
+/// A rank's node and its local directory.
+pub mod node {
+    pub use crate::node::{dir_name, dir_of, NodePlace, RuntimeNode};
+}
+
+/// Checked directory handles, no-follow opens, locks and crash points.
+pub mod safefs {
+    pub use crate::safefs::{check_base, crash, my_uid, open_append, Dir, Kind, Lock};
+}
+
+/// Partners and erasure groups.
+pub mod topology {
+    pub use crate::topology::Topology;
+}
