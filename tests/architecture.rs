@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of `src/`, highest first, as in
 /// docs/ARCHITECTURE.md; a module may use only those on later lines.
 const LAYERS: &[&[&str]] = &[
+    &["internals"],
     &["checkpoint"],
     &["manager"],
     &["recovery"],
@@ -334,4 +335,31 @@ fn only_the_env_module_reads_the_process_environment() {
         .collect();
     readers.sort();
     assert_eq!(readers, vec!["env.rs".to_string()]);
+}
+
+#[test]
+fn unit_tests_live_in_sibling_files() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut inline = Vec::new();
+    let mut read = 0;
+    for dir in ["src", "runtime/src", "cli/src", "ffi/src", "ffi/fti/src"] {
+        let mut files = Vec::new();
+        sources(&base.join(dir), &mut files);
+        for f in files {
+            read += 1;
+            let text = std::fs::read_to_string(&f).unwrap();
+            if text
+                .lines()
+                .any(|l| l.trim_start().starts_with("mod tests {"))
+            {
+                inline.push(f.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(read > 100, "too few files read: {read}");
+    assert!(
+        inline.is_empty(),
+        "unit tests inline (put them in a sibling tests.rs, docs/TESTING.md):\n{}",
+        inline.join("\n")
+    );
 }

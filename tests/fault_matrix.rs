@@ -67,12 +67,7 @@ fn heat2d_env(
 }
 
 fn checksum(job: &Job) -> String {
-    job.out
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("final checksum: "))
-        .unwrap_or_else(|| panic!("no checksum in:\n{}", job.out))
-        .to_string()
+    common::final_checksum(&job.out)
 }
 
 /// The library's recovery lines: (level, checkpoint, rounds).

@@ -28,14 +28,12 @@ fn heat2d(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::Exi
 }
 
 fn checksum(out: &str) -> String {
-    let line = out
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("final checksum: 0x"))
-        .unwrap_or_else(|| panic!("no checksum in:\n{out}"));
-    let hex = line.trim_start_matches("final checksum: 0x");
-    assert_eq!(hex.len(), 16, "{line}");
-    hex.to_string()
+    let sum = common::final_checksum(out);
+    assert!(
+        sum.len() == 18 && sum.starts_with("0x"),
+        "not a 64-bit checksum: {sum}"
+    );
+    sum
 }
 
 /// Runs heat2d fault-free on `nodes` x `per_node` ranks.

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ranks, scratch};
+use common::{node_dir, ranks, scratch};
 use frame::comm::Comm;
 use frame::config::Interval;
 use frame::{Checkpointer, Config};
@@ -29,10 +29,6 @@ const USUAL: Shape = Shape {
     per_node: PER_NODE,
     len: 40_000,
 };
-
-fn node_dir(base: &Path, node: u32) -> std::path::PathBuf {
-    base.join(format!("node-{node}"))
-}
 
 fn level_config(base: &Path, job: &str, l2: u64, l4: u64) -> Config {
     let mut cfg = common::config(&base.join("unused"), job);

@@ -8,19 +8,15 @@
 
 mod common;
 
-use common::{ranks, scratch};
+use common::{node_dir, ranks, scratch};
 use frame::comm::Comm;
 use frame::config::{Interval, Strategy};
 use frame::Level;
 use frame::{Checkpointer, Config};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SIZE: usize = 6;
 const STEPS: u64 = 6;
-
-fn node_dir(base: &Path, node: u32) -> PathBuf {
-    base.join(format!("node-{node}"))
-}
 
 fn level_config(base: &Path, job: &str, strategy: Strategy) -> Config {
     let mut cfg = common::config(&base.join("unused"), job);

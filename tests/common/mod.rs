@@ -514,3 +514,8 @@ pub fn final_checksum(out: &str) -> String {
         .unwrap_or_else(|| panic!("no checksum in:\n{out}"))
         .to_string()
 }
+
+/// Node `node`'s local directory under `base`, by the library's rule.
+pub fn node_dir(base: &Path, node: u32) -> PathBuf {
+    frame::internals::node::dir_of(base, node)
+}

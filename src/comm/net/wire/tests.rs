@@ -1,0 +1,77 @@
+use super::*;
+use tokio_util::codec::Decoder;
+
+#[test]
+fn frames_written_are_the_frames_the_codec_reads() {
+    let mut stream = Vec::new();
+    write_frame(&mut stream, 7, 1 << 33, 3, b"hello").unwrap();
+    write_frame(&mut stream, 8, 5, 0, b"").unwrap();
+    let big = vec![0xabu8; 100_000];
+    write_frame(&mut stream, 9, 6, 1, &big).unwrap();
+    let mut buf = BytesMut::from(&stream[..]);
+    let mut codec = codec(1 << 30);
+    let a = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+    assert_eq!(
+        (a.epoch, a.tag, a.src, &a.payload[..]),
+        (7, 1 << 33, 3, &b"hello"[..])
+    );
+    let b = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+    assert_eq!((b.epoch, b.payload.len()), (8, 0));
+    let c = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
+    assert_eq!(c.payload, big);
+    assert!(codec.decode(&mut buf).unwrap().is_none());
+}
+
+#[test]
+fn a_partial_frame_waits_for_more_bytes() {
+    let mut stream = Vec::new();
+    write_frame(&mut stream, 1, 2, 3, &[9u8; 50]).unwrap();
+    let mut codec = codec(1 << 30);
+    let mut buf = BytesMut::from(&stream[..40]);
+    assert!(codec.decode(&mut buf).unwrap().is_none());
+    buf.extend_from_slice(&stream[40..]);
+    assert_eq!(
+        decode(codec.decode(&mut buf).unwrap().unwrap())
+            .unwrap()
+            .payload
+            .len(),
+        50
+    );
+}
+
+#[test]
+fn large_frames_reuse_the_buffer_of_a_dropped_frame() {
+    let big = vec![3u8; 2 << 20];
+    let mut stream = Vec::new();
+    write_frame(&mut stream, 1, 1, 0, &big).unwrap();
+    let mut decoder = FrameDecoder::new(1 << 30);
+    let mut buf = BytesMut::from(&stream[..100]);
+    assert!(decoder.decode(&mut buf).unwrap().is_none());
+    buf.extend_from_slice(&stream[100..]);
+    let first = decode(decoder.decode(&mut buf).unwrap().unwrap()).unwrap();
+    let addr = first.payload.as_ptr() as usize;
+    assert_eq!(first.payload, big);
+    drop(first);
+    drop(buf);
+    // The next large frame lands in the same memory.
+    let mut buf = BytesMut::from(&stream[..100]);
+    assert!(decoder.decode(&mut buf).unwrap().is_none());
+    buf.extend_from_slice(&stream[100..]);
+    let second = decode(decoder.decode(&mut buf).unwrap().unwrap()).unwrap();
+    assert_eq!(second.payload, big);
+    assert_eq!(second.payload.as_ptr() as usize, addr);
+}
+
+#[test]
+fn absurd_lengths_are_refused() {
+    let mut header = WireHeader::new_zeroed();
+    header.len.set(u64::MAX);
+    let mut buf = BytesMut::from(header.as_bytes());
+    assert!(codec(1 << 30).decode(&mut buf).is_err());
+    // A length just over the limit is refused before any allocation.
+    let mut header = WireHeader::new_zeroed();
+    header.len.set(1 << 39);
+    let mut buf = BytesMut::from(header.as_bytes());
+    assert!(FrameDecoder::new(1 << 30).decode(&mut buf).is_err());
+    assert!(buf.capacity() < 1 << 20);
+}

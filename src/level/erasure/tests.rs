@@ -1,0 +1,99 @@
+use super::*;
+
+/// Encodes blobs stripe by stripe with contributions, drops `lost`
+/// positions, and rebuilds their blobs.
+fn round_trip(g: usize, p: usize, lens: &[usize], lost: &[usize]) {
+    let s = Stripes { g, p };
+    let blobs: Vec<Vec<u8>> = lens
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|j| (j * 13 + i * 101 + 7) as u8).collect())
+        .collect();
+    let piece = s.piece(*lens.iter().max().unwrap() as u64) as usize;
+    let padded: Vec<Vec<u8>> = blobs
+        .iter()
+        .map(|b| {
+            let mut v = b.clone();
+            v.resize(piece * s.k(), 0);
+            v
+        })
+        .collect();
+    let codec = Codec::new(s.k(), p).unwrap();
+    // parity[t][j]
+    let mut parity = vec![vec![vec![0u8; piece]; p]; g];
+    let mut terms = vec![Vec::new(); p];
+    for pos in 0..g {
+        for (q, t) in s.data_stripes(pos).into_iter().enumerate() {
+            let idx = s.data_index(t, pos).unwrap();
+            codec
+                .contribution(idx, &padded[pos][q * piece..(q + 1) * piece], &mut terms)
+                .unwrap();
+            for j in 0..p {
+                Codec::add(&mut parity[t][j], &terms[j]);
+            }
+        }
+    }
+    // Lose `lost`; rebuild every stripe's missing data shards.
+    let mut rebuilt = vec![vec![0u8; piece * s.k()]; g];
+    for t in 0..g {
+        let data = s.data_nodes(t);
+        let mut shards: Vec<Option<Vec<u8>>> = data
+            .iter()
+            .map(|&pos| {
+                let q = s.data_stripes(pos).iter().position(|x| *x == t).unwrap();
+                (!lost.contains(&pos)).then(|| padded[pos][q * piece..(q + 1) * piece].to_vec())
+            })
+            .collect();
+        for j in 0..p {
+            let holder = s.parity_holder(t, j);
+            shards.push((!lost.contains(&holder)).then(|| parity[t][j].clone()));
+        }
+        codec.reconstruct(&mut shards).unwrap();
+        for (i, &pos) in data.iter().enumerate() {
+            let q = s.data_stripes(pos).iter().position(|x| *x == t).unwrap();
+            rebuilt[pos][q * piece..(q + 1) * piece].copy_from_slice(shards[i].as_ref().unwrap());
+        }
+    }
+    for &pos in lost {
+        assert_eq!(
+            &rebuilt[pos][..lens[pos]],
+            &blobs[pos][..],
+            "g={g} p={p} lost={lost:?}"
+        );
+    }
+}
+
+#[test]
+fn any_p_lost_nodes_of_a_group_are_rebuilt() {
+    for g in 2..=7usize {
+        for p in 1..g {
+            let lens: Vec<usize> = (0..g).map(|i| 1000 + i * 333 + (i % 2) * 50).collect();
+            // Every subset of exactly p positions.
+            for mask in 0u32..(1 << g) {
+                if mask.count_ones() as usize == p {
+                    let lost: Vec<usize> = (0..g).filter(|i| mask & (1 << i) != 0).collect();
+                    round_trip(g, p, &lens, &lost);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_node_holds_p_parity_shards_and_g_minus_p_pieces() {
+    for g in 2..=9usize {
+        for p in 1..g {
+            let s = Stripes { g, p };
+            for pos in 0..g {
+                let held = (0..g).filter(|t| s.parity_index(*t, pos).is_some()).count();
+                assert_eq!(held, p);
+                assert_eq!(s.data_stripes(pos).len(), g - p);
+            }
+            for t in 0..g {
+                for j in 0..p {
+                    assert_eq!(s.parity_index(t, s.parity_holder(t, j)), Some(j));
+                }
+            }
+        }
+    }
+}
