@@ -56,7 +56,10 @@ fn the_readme_is_a_front_door() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(base.join("README.md")).unwrap();
     let lines = readme.lines().count();
-    assert!(lines <= 200, "README.md has {lines} lines; depth goes to docs/");
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; depth goes to docs/"
+    );
     for command in [
         "cargo run --release --example heat2d",
         "cargo test --workspace",

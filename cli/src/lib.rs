@@ -6,6 +6,7 @@
 //! - [`sim`]: a simulated job that fails, under each recovery strategy.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod report;
 pub mod sim;

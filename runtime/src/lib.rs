@@ -31,6 +31,9 @@
 //! resilient function returns (or unwinds), and [`run`] re-enters it. There is
 //! no `longjmp`. Messages of an old epoch are never delivered in a new one.
 
+#![warn(missing_docs)]
+#![warn(unreachable_pub)]
+
 mod agent;
 mod context;
 mod daemon;

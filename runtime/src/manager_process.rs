@@ -14,7 +14,7 @@ use frame::internals::manager::{Manager, Options};
 use std::process::ExitCode;
 
 /// Entry point of a manager process.
-pub fn main() -> ExitCode {
+pub(crate) fn main() -> ExitCode {
     ExitCode::from(main_code())
 }
 

@@ -47,15 +47,15 @@ impl RecoveryMode {
 }
 
 /// Most nodes of a job, spare nodes included.
-pub const MAX_NODES: usize = 4096;
+pub(crate) const MAX_NODES: usize = 4096;
 /// Most ranks on one node.
-pub const MAX_RANKS_PER_NODE: usize = 1024;
+pub(crate) const MAX_RANKS_PER_NODE: usize = 1024;
 /// Most ranks of a job.
-pub const MAX_RANKS: usize = 65_536;
+pub(crate) const MAX_RANKS: usize = 65_536;
 /// Most standby processes per node.
-pub const MAX_STANDBY: usize = 64;
+pub(crate) const MAX_STANDBY: usize = 64;
 /// Most failures a job may recover from before it gives up.
-pub const MAX_FAILURES: usize = 1_000_000;
+pub(crate) const MAX_FAILURES: usize = 1_000_000;
 
 /// A job to launch: nodes, ranks, program, injections.
 #[derive(Clone, Debug)]
