@@ -60,7 +60,7 @@ fn module_of(root: &Path, file: &Path) -> Vec<String> {
 
 /// The code of a file without comments and without its unit tests.
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
+    let text = match text.find("#[cfg(test)]\nmod tests {") {
         Some(at) => &text[..at],
         None => text,
     };
