@@ -68,7 +68,18 @@ struct Outcome {
 /// four-level configuration) adapted to the demo's nodes.
 pub fn run(args: &Args, template: &LaunchArgs, levels: &str) -> anyhow::Result<()> {
     let dir = tempfile::Builder::new().prefix("heat2d-demo-").tempdir()?;
+    // The nodes' local directories go in a RAM disk of their own (removed
+    // with everything else at the end), not in the user's default one.
+    let local = tempfile::Builder::new()
+        .prefix("heat2d-demo-")
+        .tempdir_in("/dev/shm")
+        .or_else(|_| {
+            tempfile::Builder::new()
+                .prefix("heat2d-demo-local-")
+                .tempdir()
+        })?;
     let mut cfg = Config::from_toml_str(levels, "config/levels.toml")?;
+    cfg.storage.local_dir = local.path().to_path_buf();
     cfg.storage.global_dir = dir.path().join("global");
     cfg.l3.group_size = GROUP;
     eprintln!(
