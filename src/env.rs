@@ -50,11 +50,46 @@ pub const MANAGER: &str = "FRAME_RT_MANAGER";
 /// managers.
 pub const SECRET: &str = "FRAME_RT_SECRET";
 
+/// `stdin`: a daemon on another host reads its handoff (the job's
+/// description, the root's address and the secret) as one JSON line on
+/// its standard input, never from its command line or environment.
+pub const HANDOFF: &str = "FRAME_RT_HANDOFF";
+/// The descriptor of a listening TCP socket a manager inherits from its
+/// daemon: where managers on other hosts reach it (the same port across
+/// the manager's restarts).
+pub const MANAGER_FD: &str = "FRAME_RT_MANAGER_FD";
+/// The address managers on other hosts reach this node's manager on (for
+/// ranks).
+pub const MANAGER_PEER: &str = "FRAME_RT_MANAGER_PEER";
+
 /// Every variable the runtime sets, cleared before it starts daemons so an
 /// outer job's settings never leak into an inner one.
 pub const RUNTIME: &[&str] = &[
-    RANK, SIZE, NODE, EPOCH, NODE_DIR, ROLE, STATE, DAEMON, SPEC, ROOT, MANAGER, SECRET,
+    RANK,
+    SIZE,
+    NODE,
+    EPOCH,
+    NODE_DIR,
+    ROLE,
+    STATE,
+    DAEMON,
+    SPEC,
+    ROOT,
+    MANAGER,
+    SECRET,
+    HANDOFF,
+    MANAGER_FD,
+    MANAGER_PEER,
 ];
+
+/// The log filter of frame's processes (`tracing`'s `RUST_LOG`): carried
+/// over to other hosts with the `FRAME_*` settings.
+pub const LOG: &str = "RUST_LOG";
+
+/// Slurm's list of the allocation's nodes (compressed: `n[01-04],gpu7`).
+pub const SLURM_NODELIST: &str = "SLURM_JOB_NODELIST";
+/// Slurm's tasks per node of the allocation (`4`, or `4(x2),2`).
+pub const SLURM_TASKS_PER_NODE: &str = "SLURM_TASKS_PER_NODE";
 
 /// `<who>:<n>`: SIGKILL the process at its n-th crash point of `who`
 /// (see the crash points of the `safefs` module).

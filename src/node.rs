@@ -6,7 +6,8 @@
 //!
 //! The one rule for node directories is here too: node `N` of a job keeps
 //! its node-local files in `<storage.local_dir>/node-N` whenever one
-//! machine holds several nodes (frame's runtime, or virtual nodes).
+//! machine holds several nodes (frame's runtime, or virtual nodes); a job
+//! whose nodes are hosts uses the configured directory itself.
 
 use crate::auth::Secret;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,9 @@ pub struct RuntimeNode {
     pub dir: PathBuf,
     /// The Unix socket of the node's manager, when the runtime runs one.
     pub manager: Option<PathBuf>,
+    /// The TCP address managers of other hosts reach that manager on, when
+    /// the job spans hosts (`None`: they reach it at its socket).
+    pub manager_peer: Option<std::net::SocketAddr>,
     /// The job's secret, which the node's manager also holds.
     pub secret: Secret,
 }

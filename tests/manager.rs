@@ -90,6 +90,7 @@ fn start(dir: &Path, when_full: WhenFull, secret: &Secret) -> Manager {
         when_full,
         bind: Bind::Unix(dir.join("manager.sock")),
         secret: secret.clone(),
+        peer_listener: None,
     })
     .unwrap()
 }

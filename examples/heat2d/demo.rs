@@ -103,8 +103,8 @@ pub fn run(args: &Args, template: &LaunchArgs, levels: &str) -> anyhow::Result<(
         std::fs::write(&config, toml::to_string(&cfg)?)?;
         let mut launch = template.clone();
         launch.config = Some(config);
-        launch.nodes = NODES;
-        launch.ranks_per_node = 1;
+        launch.nodes = Some(NODES);
+        launch.ranks_per_node = Some(1);
         launch.spare_nodes = SPARES;
         launch.metrics = Some(metrics.clone());
         launch.progress = Duration::from_millis(250);

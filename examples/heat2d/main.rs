@@ -242,14 +242,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The launcher and the ranks log to standard error (RUST_LOG).
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     if frame_runtime::role() != Role::Launcher {
         let mut kept = None;
         return frame_runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
     match launch(&args, &cfg) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

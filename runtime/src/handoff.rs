@@ -1,6 +1,9 @@
 //! What the runtime's processes hand each other when one starts the next:
 //! the root starts daemons and daemons start ranks and managers, passing
-//! what each needs in environment variables (named in [`frame::env`]).
+//! what each needs in environment variables (named in [`frame::env`]). A
+//! daemon on another host gets its [`Handoff`] on its standard input
+//! instead, so that the job's secret is on no command line and in no
+//! environment there.
 
 use super::inject::Injection;
 use super::{RuntimeError, State};
@@ -77,6 +80,51 @@ pub(crate) struct NodeSpec {
     pub standby: usize,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
+    /// The host this node is, when the job's nodes are hosts (`None`:
+    /// a virtual node of the root's machine).
+    pub host: Option<String>,
+    /// Variables the daemon sets for its ranks and manager (on another
+    /// host: the launching user's `FRAME_*` settings, which no launcher
+    /// carries over).
+    pub env: Vec<(String, String)>,
+    /// Names this start of the node's daemon; its hello repeats it.
+    pub ticket: u64,
+}
+
+/// What a daemon on another host reads on its standard input.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Handoff {
+    pub spec: NodeSpec,
+    pub root: SocketAddr,
+    /// The job's secret, hexadecimal.
+    pub secret: String,
+}
+
+/// Longest handoff line a daemon reads.
+const MAX_HANDOFF: u64 = 16 << 20;
+
+impl Handoff {
+    /// Reads the handoff line from standard input.
+    pub(crate) fn read() -> Result<(NodeSpec, SocketAddr, Secret), RuntimeError> {
+        use std::io::{BufRead, Read};
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_HANDOFF)
+            .read_line(&mut line)
+            .map_err(|e| RuntimeError::Environment(format!("reading the handoff: {e}")))?;
+        let h: Handoff = serde_json::from_str(&line).map_err(|e| {
+            RuntimeError::Environment(format!("the handoff on standard input: {e}"))
+        })?;
+        let secret = Secret::from_hex(&h.secret)
+            .ok_or_else(|| RuntimeError::Environment("the handoff's secret is not valid".into()))?;
+        Ok((h.spec, h.root, secret))
+    }
+
+    /// Whether this daemon was told to read its handoff from standard input.
+    pub(crate) fn on_stdin() -> bool {
+        env::var(env::HANDOFF).as_deref() == Some("stdin")
+    }
 }
 
 fn var(name: &'static str) -> Result<String, RuntimeError> {
@@ -110,6 +158,8 @@ pub(crate) struct RankEnv {
     pub daemon: PathBuf,
     /// The node's manager socket, when the daemon runs one.
     pub manager: Option<PathBuf>,
+    /// Where managers of other hosts reach that manager.
+    pub manager_peer: Option<SocketAddr>,
     pub spec: NodeSpec,
     pub security: std::sync::Arc<Security>,
 }
@@ -128,6 +178,7 @@ impl RankEnv {
             state,
             daemon: PathBuf::from(var(DAEMON)?),
             manager: env::var_os(env::MANAGER).map(PathBuf::from),
+            manager_peer: env::var(env::MANAGER_PEER).and_then(|a| a.parse().ok()),
             security: spec_security(&spec)?,
             spec,
         })

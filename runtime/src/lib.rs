@@ -44,12 +44,13 @@ pub mod placement;
 mod proto;
 mod rank;
 mod root;
+mod rundir;
 
 pub use context::Context;
 pub use daemon::serve_if_daemon;
 pub use handoff::{role, Role, Transport};
 pub use inject::Injection;
-pub use root::{Launch, LaunchArgs, Outcome, RecoveryMode, RunError};
+pub use root::{Launch, LaunchArgs, Launcher, Outcome, RecoveryMode, RunError};
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;

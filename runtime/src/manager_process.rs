@@ -4,8 +4,10 @@
 //! The daemon starts its own executable again with the role `manager` and
 //! these variables (besides the job's secret and configuration):
 //! [`MANAGER`](env::MANAGER) where to listen, [`NODE_DIR`](env::NODE_DIR)
-//! the node's local directory, and [`NODE`](env::NODE). The process serves
-//! until its daemon dies.
+//! the node's local directory, and [`NODE`](env::NODE); in a job across
+//! hosts also [`MANAGER_FD`](env::MANAGER_FD), a listening TCP socket
+//! managers on other hosts reach it on. The process serves until its
+//! daemon dies.
 
 use frame::comm::net::Bind;
 use frame::config::Config;
@@ -55,6 +57,7 @@ fn serve() -> Result<std::convert::Infallible, String> {
         queue: cfg.manager.queue.max(1) as usize,
         when_full: cfg.manager.when_full,
         bind: Bind::Unix(socket),
+        peer_listener: peer_listener()?.map(std::sync::Arc::new),
         secret,
     })
     .map_err(|e| e.to_string())?;
@@ -63,5 +66,30 @@ fn serve() -> Result<std::convert::Infallible, String> {
         // Everything happens on the manager's threads; this one only keeps
         // the process (and the manager) alive until the daemon is gone.
         std::thread::park();
+    }
+}
+
+/// The TCP listener the daemon handed down for managers on other hosts, if
+/// it did ([`MANAGER_FD`](env::MANAGER_FD)).
+fn peer_listener() -> Result<Option<std::net::TcpListener>, String> {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let Some(value) = env::var(env::MANAGER_FD) else {
+        return Ok(None);
+    };
+    let fd: i32 = value
+        .parse()
+        .ok()
+        .filter(|fd| *fd > 2)
+        .ok_or_else(|| format!("{} is not a descriptor: {value}", env::MANAGER_FD))?;
+    // SAFETY: the daemon left this descriptor open for this process alone,
+    // and nothing else in it takes ownership of it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let listener = std::net::TcpListener::from(fd);
+    match listener.local_addr() {
+        Ok(_) => Ok(Some(listener)),
+        Err(e) => Err(format!(
+            "{} ({value}) is not a TCP socket: {e}",
+            env::MANAGER_FD
+        )),
     }
 }

@@ -36,6 +36,9 @@ pub(crate) enum ToDaemon {
     Go(Go),
     /// Kill (or stop) this rank (time-triggered fault injection).
     Kill { rank: u32, action: Action },
+    /// Kill (or stop) the whole node: its ranks, its manager and the daemon
+    /// (a fault injection on a node that is another host).
+    Die { action: Action },
     /// Every rank finished: let them exit.
     Finish,
     /// Stop: kill every local rank and exit.
@@ -64,8 +67,9 @@ pub(crate) struct Go {
 /// What a daemon tells the root.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) enum ToRoot {
-    /// First message on the connection.
-    Hello { node: u32, pid: u32 },
+    /// First message on the connection, with the ticket of the daemon's
+    /// start (from its spec).
+    Hello { node: u32, pid: u32, ticket: u64 },
     /// A rank process was started (or a standby assigned) at this time.
     Spawned { rank: u32, epoch: u64, at_ns: u64 },
     /// A rank is rolled back or started and listening, waiting for `Go`.

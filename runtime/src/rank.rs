@@ -111,6 +111,7 @@ where
         .with_runtime_node(frame::internals::node::RuntimeNode {
             dir: env.spec.node_dir.clone(),
             manager: env.manager.clone(),
+            manager_peer: env.manager_peer,
             secret: env.security.secret.clone(),
         });
         let state = if entered { State::Reinited } else { env.state };

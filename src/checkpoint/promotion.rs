@@ -206,9 +206,17 @@ impl Promotions {
                 problems: problems(trouble),
             });
         }
-        let mine = match &client {
-            Some(c) => serde_json::to_vec(c.endpoint()).unwrap_or_default(),
-            None => Vec::new(),
+        // Other nodes reach the manager where the runtime says they do (its
+        // TCP port when the job spans hosts), else where this rank did.
+        let peer = place
+            .runtime
+            .as_ref()
+            .and_then(|r| r.manager_peer)
+            .map(Endpoint::Tcp);
+        let mine = match (&client, peer) {
+            (Some(_), Some(e)) => serde_json::to_vec(&e).unwrap_or_default(),
+            (Some(c), None) => serde_json::to_vec(c.endpoint()).unwrap_or_default(),
+            (None, _) => Vec::new(),
         };
         let mut peers = BTreeMap::new();
         for (r, bytes) in comm.all_gather(&mine)?.iter().enumerate() {

@@ -187,6 +187,7 @@ fn serve(job: &SimpleCommunicator, node: u32, members: &[i32], cfg: &Config, sec
                 when_full: cfg.manager.when_full,
                 bind,
                 secret,
+                peer_listener: None,
             })
             .map_err(|e| e.to_string())
         });

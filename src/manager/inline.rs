@@ -58,6 +58,7 @@ pub fn ensure(
         when_full,
         bind,
         secret: secret.clone(),
+        peer_listener: None,
     })?);
     running.push((key, Arc::clone(&manager)));
     Ok(manager)

@@ -64,6 +64,10 @@ pub struct Options {
     pub when_full: WhenFull,
     /// Where to listen.
     pub bind: Bind,
+    /// A TCP socket, already listening, that managers on other hosts reach
+    /// this one on, besides `bind` (frame's runtime binds it once per
+    /// node, so its port outlives a manager's restart).
+    pub peer_listener: Option<Arc<std::net::TcpListener>>,
     /// The job's secret.
     pub secret: Secret,
 }

@@ -240,6 +240,11 @@ pub struct Client {
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
+/// How long a manager on another host may leave a connection attempt, or
+/// bytes sent to it, unanswered before it is taken as lost (a host cut off
+/// the network answers nothing at all).
+const PEER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How long a client waits for a reply before calling the manager lost
 /// (promotion requests are answered at once; `Drain` and a full queue under
 /// the `wait` policy are the slow ones).
@@ -256,8 +261,19 @@ impl Client {
                 let stream: Box<dyn Stream> = match endpoint {
                     Endpoint::Unix(p) => Box::new(tokio::net::UnixStream::connect(p).await?),
                     Endpoint::Tcp(a) => {
-                        let s = tokio::net::TcpStream::connect(a).await?;
+                        let s =
+                            tokio::time::timeout(PEER_TIMEOUT, tokio::net::TcpStream::connect(a))
+                                .await
+                                .map_err(|_| {
+                                    io::Error::new(io::ErrorKind::TimedOut, "no answer to connect")
+                                })??;
                         s.set_nodelay(true)?;
+                        // Bytes a lost host never acknowledges fail the
+                        // connection instead of holding the sender.
+                        rustix::net::sockopt::set_tcp_user_timeout(
+                            &s,
+                            PEER_TIMEOUT.as_millis() as u32,
+                        )?;
                         Box::new(s)
                     }
                 };

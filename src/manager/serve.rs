@@ -27,15 +27,24 @@ pub(super) fn start(
         .enable_all()
         .build()?;
     let bind = shared.opts.bind.clone();
-    let (endpoint, unix, tcp) = rt.block_on(async {
+    let peers = shared.opts.peer_listener.clone();
+    let (endpoint, unix, tcp, peers) = rt.block_on(async {
+        let peers = match peers {
+            Some(l) => {
+                let l = l.try_clone()?;
+                l.set_nonblocking(true)?;
+                Some(tokio::net::TcpListener::from_std(l)?)
+            }
+            None => None,
+        };
         match bind {
             Bind::Unix(path) => {
                 let l = bind_private(&path)?;
-                std::io::Result::Ok((Endpoint::Unix(path), Some(l), None))
+                std::io::Result::Ok((Endpoint::Unix(path), Some(l), None, peers))
             }
             Bind::Tcp(ip) => {
                 let l = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await?;
-                Ok((Endpoint::Tcp(l.local_addr()?), None, Some(l)))
+                Ok((Endpoint::Tcp(l.local_addr()?), None, Some(l), peers))
             }
         }
     })?;
@@ -44,33 +53,51 @@ pub(super) fn start(
         .name("frame-manager-io".into())
         .spawn(move || {
             rt.block_on(async move {
+                // One gate for every listener: pending handshakes are capped
+                // for the manager as a whole.
                 let gate = auth::Gate::default();
-                let accept = async {
-                    loop {
-                        let shared = Arc::clone(&shared);
-                        if let Some(l) = &unix {
-                            let Ok((s, _)) = l.accept().await else {
-                                continue;
-                            };
-                            let pass = gate.admit();
-                            tokio::spawn(connection(s, pass, shared));
-                        } else if let Some(l) = &tcp {
-                            let Ok((s, _)) = l.accept().await else {
-                                continue;
-                            };
-                            let pass = gate.admit();
-                            let _ = s.set_nodelay(true);
-                            tokio::spawn(connection(s, pass, shared));
-                        }
-                    }
-                };
                 tokio::select! {
-                    _ = accept => {}
+                    _ = accept_unix(unix.as_ref(), &gate, &shared) => {}
+                    _ = accept_tcp(tcp.as_ref(), &gate, &shared) => {}
+                    _ = accept_tcp(peers.as_ref(), &gate, &shared) => {}
                     _ = stopped => {}
                 }
             });
         })?;
     Ok((endpoint, stop, thread))
+}
+
+/// Serves the connections of a Unix listener, if there is one.
+async fn accept_unix(
+    listener: Option<&tokio::net::UnixListener>,
+    gate: &auth::Gate,
+    shared: &Arc<Shared>,
+) {
+    let Some(l) = listener else {
+        return std::future::pending().await;
+    };
+    loop {
+        if let Ok((s, _)) = l.accept().await {
+            tokio::spawn(connection(s, gate.admit(), Arc::clone(shared)));
+        }
+    }
+}
+
+/// Serves the connections of a TCP listener, if there is one.
+async fn accept_tcp(
+    listener: Option<&tokio::net::TcpListener>,
+    gate: &auth::Gate,
+    shared: &Arc<Shared>,
+) {
+    let Some(l) = listener else {
+        return std::future::pending().await;
+    };
+    loop {
+        if let Ok((s, _)) = l.accept().await {
+            let _ = s.set_nodelay(true);
+            tokio::spawn(connection(s, gate.admit(), Arc::clone(shared)));
+        }
+    }
 }
 
 /// What a connection is receiving.

@@ -4,6 +4,7 @@
 
 pub mod mpirun;
 pub mod storage;
+pub mod vhost;
 
 use frame::comm::LocalComm;
 use frame::config::{Config, Interval};

@@ -103,30 +103,41 @@ pub(super) fn socket(spec: &NodeSpec) -> PathBuf {
 }
 
 /// Starts the manager process; its exit comes back as [`Event::ManagerExit`].
-pub(super) fn start(
-    spec: &NodeSpec,
-    socket: &Path,
-    first: bool,
-    events: &UnboundedSender<Event>,
-) -> std::io::Result<u32> {
+pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    let (spec, events, peers) = (&daemon.spec, &daemon.events, daemon.peers.as_ref());
     let exe = std::env::current_exe()?;
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.env(env::ROLE, "manager")
+    super::child_env(&mut cmd, spec, &daemon.secret)
+        .env(env::ROLE, "manager")
         .env(env::NODE, spec.node.to_string())
         .env(env::NODE_DIR, &spec.node_dir)
         .env(env::MANAGER, socket)
         .env_remove(env::ROOT)
         .env_remove(env::CRASH_AT)
+        .env_remove(env::MANAGER_FD)
         .stdin(std::process::Stdio::null());
     // Test hook: the first manager process kills itself at a crash point.
     if let (true, Some(at)) = (first, env::var_os(env::MANAGER_CRASH_AT)) {
         cmd.env(env::CRASH_AT, at);
     }
-    // SAFETY: only an async-signal-safe prctl between fork and exec.
+    let inherit = peers.map(|l| l.as_raw_fd());
+    if let Some(fd) = inherit {
+        cmd.env(env::MANAGER_FD, fd.to_string());
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec (a prctl,
+    // and an fcntl on a descriptor the daemon keeps open meanwhile).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(std::io::Error::from)
+                .map_err(std::io::Error::from)?;
+            if let Some(fd) = inherit {
+                // The manager (and only it) inherits the peers' listener.
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
         });
     }
     let mut child = cmd.spawn()?;

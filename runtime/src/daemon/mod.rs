@@ -18,7 +18,7 @@ mod manager;
 mod orders;
 mod procs;
 
-use super::handoff::{self, NodeSpec, Role};
+use super::handoff::{self, Handoff, NodeSpec, Role};
 use super::proto::{FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
 use exits::{describe, Unjoined};
 use frame::internals::auth::{self, Channel, Secret};
@@ -65,10 +65,14 @@ enum Event {
 pub(crate) fn main() -> u8 {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    let started = NodeSpec::from_env().and_then(|spec| {
-        let secret = handoff::spec_security(&spec)?.secret.clone();
-        Ok((spec, handoff::root_addr()?, secret))
-    });
+    let started = if Handoff::on_stdin() {
+        Handoff::read()
+    } else {
+        NodeSpec::from_env().and_then(|spec| {
+            let secret = handoff::spec_security(&spec)?.secret.clone();
+            Ok((spec, handoff::root_addr()?, secret))
+        })
+    };
     let (spec, root, secret) = match started {
         Ok(x) => x,
         Err(e) => {
@@ -131,13 +135,20 @@ struct Daemon {
     manager_restarts: u32,
     /// Whether the manager answers.
     manager_watch: manager::Liveness,
-    /// The job's secret (to ask the manager).
+    /// The job's secret (to ask the manager, and for the processes it starts).
     secret: Secret,
+    /// On a host of its own: the listener managers of other hosts reach
+    /// this node's manager on, handed to every manager process it starts.
+    peers: Option<std::net::TcpListener>,
     /// The last commit note forwarded to the root (each is sent once).
     committed: Option<Option<u64>>,
 }
 
-async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> std::io::Result<()> {
+async fn serve(
+    mut spec: NodeSpec,
+    root: std::net::SocketAddr,
+    secret: Secret,
+) -> std::io::Result<()> {
     frame::internals::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
     let open = || async {
         let s = tokio::net::TcpStream::connect(root).await?;
@@ -145,15 +156,31 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         Ok(s)
     };
     let stream = auth::connect_retrying(open, &secret, Channel::Node).await?;
+    let (events, mut inbox) = unbounded_channel();
+    // On a host of its own, the daemon keeps its sockets in a run directory
+    // of its own, and ranks and the manager listen on the interface that
+    // reaches the root.
+    let (own_run, peers) = match spec.host {
+        Some(_) => {
+            let ip = stream.local_addr()?.ip();
+            spec.bind = ip;
+            let run = crate::rundir::make(None).map_err(std::io::Error::other)?;
+            spec.run_dir = run.path.clone();
+            let peers = std::net::TcpListener::bind((ip, 0))?;
+            watch_stdin(events.clone());
+            (Some(run), Some(peers))
+        }
+        None => (None, None),
+    };
     let (read, write) = stream.into_split();
     let mut to_root = Sender::new(write);
     to_root
         .send(&ToRoot::Hello {
             node: spec.node,
             pid: std::process::id(),
+            ticket: spec.ticket,
         })
         .await?;
-    let (events, mut inbox) = unbounded_channel();
 
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
     let listener = frame::comm::net::bind_private(&socket)?;
@@ -215,9 +242,10 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
         manager_restarts: 0,
         manager_watch: manager::Liveness::default(),
         secret: manager_secret,
+        peers,
     };
     let manager_socket = manager::socket(&d.spec);
-    match manager::start(&d.spec, &manager_socket, true, &d.events) {
+    match manager::start(&d, &manager_socket, true) {
         Ok(pid) => d.manager = Some(pid),
         Err(e) => tracing::warn!(error = %e, "cannot start the node's manager"),
     }
@@ -234,7 +262,38 @@ async fn serve(spec: NodeSpec, root: std::net::SocketAddr, secret: Secret) -> st
     }
     let _ = std::fs::remove_file(&d.socket);
     let _ = std::fs::remove_file(&manager_socket);
+    if own_run.is_some() {
+        // The node directory goes too if the job left it empty.
+        let _ = std::fs::remove_dir(&d.spec.node_dir);
+    }
+    drop(own_run);
     Ok(())
+}
+
+/// Reports the end of standard input (the launcher's connection: ssh or
+/// srun ended, or the root closed it) as the root's.
+fn watch_stdin(events: UnboundedSender<Event>) {
+    let _ = std::thread::Builder::new()
+        .name("frame-daemon-stdin".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut sink = [0u8; 512];
+            while matches!(std::io::stdin().read(&mut sink), Ok(n) if n > 0) {}
+            let _ = events.send(Event::RootGone);
+        });
+}
+
+/// What every process a daemon starts gets from the job: the launching
+/// user's settings the spec carries, and the job's secret.
+fn child_env<'c>(
+    cmd: &'c mut tokio::process::Command,
+    spec: &NodeSpec,
+    secret: &Secret,
+) -> &'c mut tokio::process::Command {
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    cmd.env(frame::env::SECRET, secret.to_hex())
 }
 
 /// Reads one process's control connection: the job's handshake, its hello
@@ -401,8 +460,7 @@ impl Daemon {
                         let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
                         self.manager_restarts += 1;
                         let socket = manager::socket(&self.spec);
-                        self.manager =
-                            manager::start(&self.spec, &socket, false, &self.events).ok();
+                        self.manager = manager::start(self, &socket, false).ok();
                     }
                 }
             }

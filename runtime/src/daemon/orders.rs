@@ -1,7 +1,7 @@
 //! What a daemon does on the root's orders (launch, reinit, go, finish)
 //! and on its ranks' messages.
 
-use super::Daemon;
+use super::{procs, Daemon};
 use crate::proto::{FromRank, ToDaemon, ToRank, ToRoot};
 use std::time::Instant;
 
@@ -46,6 +46,16 @@ impl Daemon {
                 for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
                     p.signal(*pid, action.signal());
                 }
+            }
+            ToDaemon::Die { action } => {
+                let sig = action.signal();
+                for (pid, p) in &self.procs {
+                    p.signal(*pid, sig);
+                }
+                if let Some(pid) = self.manager {
+                    procs::signal(pid, sig);
+                }
+                procs::signal(std::process::id(), sig);
             }
             ToDaemon::Finish => {
                 self.finishing = true;

@@ -237,6 +237,12 @@ impl Daemon {
             (Some(_), State::Restarted) => "restarted",
             _ => "new",
         };
+        super::child_env(&mut cmd, &self.spec, &self.secret);
+        if let Some(addr) = self.peers.as_ref().and_then(|l| l.local_addr().ok()) {
+            cmd.env(env::MANAGER_PEER, addr.to_string());
+        } else {
+            cmd.env_remove(env::MANAGER_PEER);
+        }
         cmd.args(&self.spec.args)
             .env(env::ROLE, "rank")
             .env(env::SIZE, self.spec.size.to_string())

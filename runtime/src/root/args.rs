@@ -1,12 +1,14 @@
 //! Command-line options of a launch, shared by `frame run` and programs that
 //! launch themselves.
 
-use super::{Launch, RecoveryMode};
+use super::hosts::{self, Host};
+use super::{Launch, Launcher, RecoveryMode, RunError};
 use crate::handoff::Transport;
 use crate::inject::Injection;
 use bytesize::ByteSize;
 use frame::comm::net::Limits;
-use frame::config::{Config, ConfigError};
+use frame::config::Config;
+use frame::env;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,16 +16,35 @@ use std::time::Duration;
 /// Options of a launch, as `clap` arguments.
 #[derive(Clone, Debug, clap::Args)]
 pub struct LaunchArgs {
-    /// Nodes that run ranks (at most 4096 nodes in all, spares included).
-    #[arg(long, default_value_t = 2)]
-    pub nodes: usize,
-    /// Ranks per node (1 to 1024; at most 65536 ranks in all).
-    #[arg(long, default_value_t = 2)]
-    pub ranks_per_node: usize,
+    /// Nodes that run ranks (at most 4096 nodes in all, spares included;
+    /// default 2 virtual nodes, or every host but the spares).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Ranks per node (1 to 1024; at most 65536 ranks in all; default 2 on
+    /// virtual nodes, the hosts' slots, or 1).
+    #[arg(long)]
+    pub ranks_per_node: Option<usize>,
     /// Spare nodes, started without ranks, that take the ranks of failed
-    /// nodes.
+    /// nodes (with hosts: the last ones listed).
     #[arg(long, default_value_t = 0)]
     pub spare_nodes: usize,
+    /// Run on these hosts, one node each: `a:4,b:4,c` (`:N` gives a
+    /// host's slots). Starts daemons with --launcher (default ssh).
+    #[arg(long, value_name = "HOSTS", conflicts_with = "hostfile")]
+    pub hosts: Option<String>,
+    /// Run on the hosts of this file, one per line as mpirun reads them
+    /// (`node17 slots=4`; `#` comments).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// What starts the node daemons: local (virtual nodes on this
+    /// machine), ssh (each host by ssh in batch mode), slurm (srun inside
+    /// the allocation, whose nodes are the hosts when none are given).
+    #[arg(long, value_enum)]
+    pub launcher: Option<Launcher>,
+    /// The launcher's program and options, split like a shell would
+    /// (default `ssh` or `srun`), e.g. "ssh -F ~/.ssh/cluster".
+    #[arg(long, value_name = "COMMAND")]
+    pub launcher_command: Option<String>,
     /// frame configuration file: its storage.local_dir holds the node
     /// directories, and the ranks load it (FRAME_CONFIG).
     #[arg(long)]
@@ -36,9 +57,10 @@ pub struct LaunchArgs {
     /// redeploy: kill and relaunch the whole job, as a job script would.
     #[arg(long, value_enum, default_value_t = RecoveryMode::Online)]
     pub recovery: RecoveryMode,
-    /// How ranks reach each other.
-    #[arg(long, value_enum, default_value_t = Transport::Unix)]
-    pub transport: Transport,
+    /// How ranks reach each other (default unix on virtual nodes, tcp
+    /// across hosts).
+    #[arg(long, value_enum)]
+    pub transport: Option<Transport>,
     /// The address to bind the control port and the ranks' TCP listeners
     /// (the interface other hosts reach this one on).
     #[arg(long, default_value = "127.0.0.1", value_name = "IP")]
@@ -79,14 +101,49 @@ pub struct LaunchArgs {
 impl LaunchArgs {
     /// The launch of `program` with `args`, node directories under the
     /// configured `storage.local_dir`.
-    pub fn launch(&self, program: PathBuf, args: Vec<OsString>) -> Result<Launch, ConfigError> {
-        let cfg = Config::load(self.config.as_deref())?;
-        let mut l = Launch::new(self.nodes, self.ranks_per_node, program);
+    pub fn launch(&self, program: PathBuf, args: Vec<OsString>) -> Result<Launch, RunError> {
+        let invalid = RunError::Invalid;
+        let cfg = Config::load(self.config.as_deref()).map_err(|e| invalid(e.to_string()))?;
+        let (hosts, launcher) = self.hosts().map_err(invalid)?;
+        let (nodes, ranks_per_node) = if hosts.is_empty() {
+            (self.nodes.unwrap_or(2), self.ranks_per_node.unwrap_or(2))
+        } else {
+            let nodes = hosts.len().checked_sub(self.spare_nodes).filter(|n| *n > 0);
+            let Some(nodes) = nodes else {
+                return Err(invalid(format!(
+                    "--spare-nodes {}: only {} host(s), and at least one must run ranks",
+                    self.spare_nodes,
+                    hosts.len()
+                )));
+            };
+            if self.nodes.is_some_and(|n| n != nodes) {
+                return Err(invalid(format!(
+                    "--nodes {}: {} host(s) with {} spare(s) make {nodes} node(s)",
+                    self.nodes.unwrap_or(0),
+                    hosts.len(),
+                    self.spare_nodes
+                )));
+            }
+            let per = hosts::ranks_per_node(&hosts, self.ranks_per_node).map_err(invalid)?;
+            (nodes, per)
+        };
+        let mut l = Launch::new(nodes, ranks_per_node, program);
         l.args = args;
         l.spare_nodes = self.spare_nodes;
         l.injections = self.inject.clone();
         l.recovery = self.recovery;
-        l.transport = self.transport;
+        l.transport = self.transport.unwrap_or(if hosts.is_empty() {
+            Transport::Unix
+        } else {
+            Transport::Tcp
+        });
+        l.hosts = hosts.into_iter().map(|h| h.name).collect();
+        l.launcher = launcher;
+        if let Some(c) = &self.launcher_command {
+            l.launcher_command = shlex::split(c)
+                .filter(|w| !w.is_empty())
+                .ok_or_else(|| invalid(format!("--launcher-command `{c}`: cannot split it")))?;
+        }
         l.bind = self.bind;
         l.local_dir = cfg.storage.local_dir;
         l.run_dir = self.run_dir.clone();
@@ -107,5 +164,41 @@ impl LaunchArgs {
             .as_ref()
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
         Ok(l)
+    }
+
+    /// The hosts and the launcher: from `--hosts` or `--hostfile` (started
+    /// by ssh unless told otherwise), from Slurm's allocation under
+    /// `--launcher slurm` or inside one with no hosts given, else none
+    /// (virtual nodes, started here).
+    fn hosts(&self) -> Result<(Vec<Host>, Launcher), String> {
+        let given = match (&self.hosts, &self.hostfile) {
+            (Some(list), _) => Some(hosts::parse_list(list)?),
+            (None, Some(file)) => Some(hosts::read_file(file)?),
+            (None, None) => None,
+        };
+        let slurm = env::var(env::SLURM_NODELIST);
+        match (given, self.launcher) {
+            (Some(h), None) => Ok((h, Launcher::Ssh)),
+            (Some(h), Some(Launcher::Local)) => Err(format!(
+                "--launcher local runs virtual nodes on this machine; {} host(s) were given (use ssh or slurm)",
+                h.len()
+            )),
+            (Some(h), Some(l)) => Ok((h, l)),
+            (None, Some(Launcher::Local)) => Ok((Vec::new(), Launcher::Local)),
+            (None, Some(Launcher::Ssh)) => {
+                Err("--launcher ssh needs --hosts or --hostfile".into())
+            }
+            (None, launcher) => match slurm {
+                Some(list) => {
+                    let tasks = env::var(env::SLURM_TASKS_PER_NODE);
+                    Ok((hosts::from_slurm(&list, tasks.as_deref())?, Launcher::Slurm))
+                }
+                None if launcher == Some(Launcher::Slurm) => Err(format!(
+                    "--launcher slurm runs inside a Slurm allocation ({} is not set)",
+                    env::SLURM_NODELIST
+                )),
+                None => Ok((Vec::new(), Launcher::Local)),
+            },
+        }
     }
 }

@@ -13,8 +13,11 @@
 mod args;
 mod control;
 mod daemons;
+mod hosts;
+mod remote;
 
 pub use args::LaunchArgs;
+pub use remote::Launcher;
 
 use super::handoff::Transport;
 use super::inject::Injection;
@@ -108,8 +111,17 @@ pub struct Launch {
     /// replaced without launching a process (spare nodes keep one per slot;
     /// 0 disables them; redeploy mode never uses them).
     pub standby: usize,
-    /// The executable that serves as daemon (default: this executable).
+    /// The executable that serves as daemon (default: this executable; on
+    /// other hosts, the same path).
     pub daemon_exe: Option<PathBuf>,
+    /// The hosts, one per node (spares last), when the job's nodes are
+    /// machines; empty for virtual nodes on this one.
+    pub hosts: Vec<String>,
+    /// What starts the daemons: `Local` for virtual nodes, `Ssh` or `Slurm`
+    /// for hosts.
+    pub launcher: Launcher,
+    /// The launcher's program and first arguments (empty: `ssh` or `srun`).
+    pub launcher_command: Vec<String>,
 }
 
 impl Launch {
@@ -138,7 +150,53 @@ impl Launch {
             max_failures: 32,
             standby: 1,
             daemon_exe: None,
+            hosts: Vec::new(),
+            launcher: Launcher::Local,
+            launcher_command: Vec::new(),
         }
+    }
+
+    /// The launcher's command, its default when none was given.
+    fn launcher_command(&self) -> Vec<String> {
+        if self.launcher_command.is_empty() {
+            vec![self.launcher.default_command().to_string()]
+        } else {
+            self.launcher_command.clone()
+        }
+    }
+
+    /// Checks that hosts, launcher and transport go together.
+    fn check_hosts(&self) -> Result<(), RunError> {
+        let invalid = |why: String| Err(RunError::Invalid(why));
+        if self.hosts.is_empty() {
+            if self.launcher != Launcher::Local {
+                return invalid(format!(
+                    "--launcher {} needs hosts: --hosts, --hostfile, or a Slurm allocation",
+                    self.launcher.name()
+                ));
+            }
+            return Ok(());
+        }
+        if self.launcher == Launcher::Local {
+            return invalid(
+                "hosts are started by --launcher ssh or --launcher slurm, not local".into(),
+            );
+        }
+        let all = self.nodes + self.spare_nodes;
+        if self.hosts.len() != all {
+            return invalid(format!(
+                "{} host(s) for {} node(s) and {} spare(s): one host per node",
+                self.hosts.len(),
+                self.nodes,
+                self.spare_nodes
+            ));
+        }
+        if self.transport != Transport::Tcp {
+            return invalid(
+                "ranks on different hosts reach each other over TCP: --transport tcp".into(),
+            );
+        }
+        Ok(())
     }
 
     /// Checks the job's counts against [`MAX_NODES`], [`MAX_RANKS_PER_NODE`],
@@ -199,6 +257,7 @@ impl Launch {
     /// Runs the job to its end (blocking) and reports what happened.
     pub fn run(&self) -> Result<Outcome, RunError> {
         self.check_counts()?;
+        self.check_hosts()?;
         let size = self.nodes * self.ranks_per_node;
         let all_nodes = self.nodes + self.spare_nodes;
         for inj in &self.injections {

@@ -74,31 +74,36 @@ impl Cluster<'_> {
             }
             Target::Nodes(nodes) => {
                 for n in nodes {
-                    let node = &self.nodes[n as usize];
-                    if node.alive {
-                        if let Some(pid) = node.pid {
-                            daemons::signal_group(pid, inj.action.signal());
-                        }
-                    }
+                    self.take_down(n, inj.action).await;
                 }
             }
+        }
+    }
+
+    /// Kills (or stops) node `n`: its daemon's process group here, or, on
+    /// another host, everything its daemon runs there.
+    async fn take_down(&mut self, n: u32, action: crate::inject::Action) {
+        let node = &self.nodes[n as usize];
+        if !node.alive {
+            return;
+        }
+        match (&node.host, node.pid) {
+            (Some(_), _) => self.send(n, &ToDaemon::Die { action }).await,
+            (None, Some(pid)) => daemons::signal_group(pid, action.signal()),
+            (None, None) => {}
         }
     }
 
     /// A node injection fired by a rank at an iteration names one event:
     /// the rank took its own node down; the root takes the other nodes it
     /// names at once, rather than leaving each to its own ranks' timing.
-    pub(super) fn fire_other_nodes(&mut self, idx: u32) {
+    pub(super) async fn fire_other_nodes(&mut self, idx: u32) {
         let Some(inj) = self.launch.injections.get(idx as usize) else {
             return;
         };
-        if let Target::Nodes(nodes) = &inj.target {
-            for &n in nodes {
-                if let Some(node) = self.nodes.get(n as usize).filter(|x| x.alive) {
-                    if let Some(pid) = node.pid {
-                        daemons::signal_group(pid, inj.action.signal());
-                    }
-                }
+        if let Target::Nodes(nodes) = inj.target.clone() {
+            for n in nodes {
+                self.take_down(n, inj.action).await;
             }
         }
     }
@@ -119,15 +124,21 @@ impl Cluster<'_> {
                 let n = &mut self.nodes[node as usize];
                 n.alive = false;
                 n.tx = None;
+                // On another host, the end of its standard input stops
+                // whatever of the node still runs.
+                n.remote = None;
                 if let Some(pid) = n.pid {
                     daemons::kill_group(pid);
                 }
                 // A dead node's local storage is gone with it (removed in
-                // the background: it is not on the recovery's critical path).
-                let dir = n.dir.clone();
-                self.cleanup.push(tokio::task::spawn_blocking(move || {
-                    let _ = std::fs::remove_dir_all(dir);
-                }));
+                // the background: it is not on the recovery's critical path;
+                // another host's is out of reach, and gone with the host).
+                if n.host.is_none() {
+                    let dir = n.dir.clone();
+                    self.cleanup.push(tokio::task::spawn_blocking(move || {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }));
+                }
                 ("node", at_ns, self.ranks_on(node), vec![node])
             }
         };
@@ -235,6 +246,7 @@ impl Cluster<'_> {
             daemons::kill_group(pid);
         }
         node.tx = None;
+        node.remote = None;
     }
 
     /// Stops every daemon (and so every rank).
@@ -248,8 +260,11 @@ impl Cluster<'_> {
         }
         for n in 0..self.nodes.len() as u32 {
             self.stop(n).await;
-            // Node directories the job left empty go too.
-            let _ = std::fs::remove_dir(&self.nodes[n as usize].dir);
+            // Node directories the job left empty go too (a daemon on
+            // another host removes its own).
+            if self.nodes[n as usize].host.is_none() {
+                let _ = std::fs::remove_dir(&self.nodes[n as usize].dir);
+            }
         }
     }
 }

@@ -5,9 +5,10 @@
 //! for that node.
 
 use super::{Cluster, Event, STARTUP};
+use crate::handoff::Handoff;
 use crate::proto::{Receiver, Sender, ToRoot};
-use crate::root::daemons;
 use crate::root::RunError;
+use crate::root::{daemons, remote};
 use frame::internals::auth::{self, Channel, Secret};
 use std::time::{Duration, Instant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -18,6 +19,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 pub(super) struct Joined {
     node: u32,
     pid: u32,
+    ticket: u64,
     rx: Receiver<OwnedReadHalf>,
     tx: Sender<OwnedWriteHalf>,
 }
@@ -57,9 +59,10 @@ async fn handshake(mut stream: tokio::net::TcpStream, secret: &Secret) -> std::i
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no hello"))??;
     match hello {
-        Some(ToRoot::Hello { node, pid }) => Ok(Joined {
+        Some(ToRoot::Hello { node, pid, ticket }) => Ok(Joined {
             node,
             pid,
+            ticket,
             rx,
             tx: Sender::new(write),
         }),
@@ -75,24 +78,60 @@ impl Cluster<'_> {
     pub(super) async fn start_daemons(&mut self, which: &[u32]) -> Result<(), RunError> {
         for &n in which {
             let spec = self.spec(n);
-            let child =
-                daemons::start(self.launch, &spec, self.addr, &self.secret).map_err(|e| {
-                    RunError::Startup(format!("cannot start the daemon of node {n}: {e}"))
-                })?;
+            let host = self.nodes[n as usize].host.clone();
+            let (child, remote) = match &host {
+                None => {
+                    let child = daemons::start(self.launch, &spec, self.addr, &self.secret)
+                        .map_err(|e| {
+                            RunError::Startup(format!("cannot start the daemon of node {n}: {e}"))
+                        })?;
+                    (child, None)
+                }
+                Some(host) => {
+                    let l = self.launch;
+                    let cant = |e: String| {
+                        RunError::Startup(format!(
+                            "cannot start the daemon of node {n} on host {host} with {}: {e}",
+                            l.launcher.name()
+                        ))
+                    };
+                    let root = remote::root_for(l.bind, self.addr.port(), host).map_err(cant)?;
+                    let handoff = Handoff {
+                        spec,
+                        root,
+                        secret: self.secret.to_hex(),
+                    };
+                    let exe = daemons::daemon_exe(l).map_err(|e| cant(e.to_string()))?;
+                    let started =
+                        remote::start(l.launcher, &l.launcher_command(), host, &exe, &handoff)
+                            .await
+                            .map_err(|e| cant(e.to_string()))?;
+                    (started.child, Some((started.stdin, started.tail)))
+                }
+            };
             let node = &mut self.nodes[n as usize];
             node.gen += 1;
             node.pid = child.id();
             node.child = Some(child);
+            node.remote = remote;
             node.tx = None;
             node.stopping = false;
             node.last_seen = Instant::now();
         }
         let deadline = Instant::now() + STARTUP;
         while which.iter().any(|&n| self.nodes[n as usize].tx.is_none()) {
-            self.check_started(which)?;
+            self.check_started(which).await?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(RunError::Startup("daemons did not connect in time".into()));
+                let late: Vec<String> = which
+                    .iter()
+                    .filter(|&&n| self.nodes[n as usize].tx.is_none())
+                    .map(|&n| format!("node {n}{}", self.nodes[n as usize].on_host()))
+                    .collect();
+                return Err(RunError::Startup(format!(
+                    "daemons did not connect in time: {}",
+                    late.join(", ")
+                )));
             }
             // Wake up now and then to notice a daemon that died starting.
             let wait = left.min(Duration::from_millis(100));
@@ -102,7 +141,10 @@ impl Cluster<'_> {
             let Some(slot) = self.nodes.get_mut(j.node as usize) else {
                 continue;
             };
-            if slot.tx.is_some() || slot.pid != Some(j.pid) {
+            // A daemon here must be the process the root started; one on
+            // another host must carry the ticket of this start.
+            let local_mismatch = slot.host.is_none() && slot.pid != Some(j.pid);
+            if slot.tx.is_some() || j.ticket != slot.gen || local_mismatch {
                 tracing::warn!(
                     node = j.node,
                     pid = j.pid,
@@ -124,22 +166,42 @@ impl Cluster<'_> {
         Ok(())
     }
 
-    /// Fails if a daemon being started already exited.
-    fn check_started(&mut self, which: &[u32]) -> Result<(), RunError> {
+    /// Fails if a daemon being started already exited (its launcher, for a
+    /// daemon on another host, whose last words then explain).
+    async fn check_started(&mut self, which: &[u32]) -> Result<(), RunError> {
         for &n in which {
+            let launcher = self.launch.launcher.name();
             let node = &mut self.nodes[n as usize];
             if node.tx.is_some() {
                 continue;
             }
-            if let Some(status) = node
+            let Some(status) = node
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
-            {
+            else {
+                continue;
+            };
+            let Some((_, tail)) = &node.remote else {
                 return Err(RunError::Startup(format!(
                     "the daemon of node {n} exited while starting ({status})"
                 )));
+            };
+            // What the launcher printed last may still be on its way.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while !tail.closed() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            let said = tail.lines();
+            return Err(RunError::Startup(format!(
+                "the daemon of node {n}{} did not start: {launcher} exited ({status}){}",
+                node.on_host(),
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {said}")
+                }
+            )));
         }
         Ok(())
     }

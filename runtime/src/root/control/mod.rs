@@ -63,6 +63,21 @@ struct Node {
     dir: PathBuf,
     /// The slowest of its ranks' iteration, from its last heartbeat.
     progress: Option<u64>,
+    /// The host it is, when the job's nodes are hosts.
+    host: Option<String>,
+    /// The launcher's ends of a daemon on another host: its standard input
+    /// (closed, the daemon stops) and the end of its standard error.
+    remote: Option<(tokio::process::ChildStdin, super::remote::Tail)>,
+}
+
+impl Node {
+    /// Where it is, for messages: ` on host h` or nothing.
+    fn on_host(&self) -> String {
+        self.host
+            .as_ref()
+            .map(|h| format!(" on host {h}"))
+            .unwrap_or_default()
+    }
 }
 
 struct Cluster<'a> {
@@ -104,12 +119,22 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
     let began = Instant::now();
     let total = launch.nodes + launch.spare_nodes;
     let size = launch.nodes * launch.ranks_per_node;
-    daemons::check_node_dirs(launch, total)?;
+    if launch.hosts.is_empty() {
+        daemons::check_node_dirs(launch, total)?;
+    }
     let run = daemons::run_dir(launch.run_dir.as_deref())?;
     let secret = Secret::generate()?;
-    let listener = TcpListener::bind((launch.bind, 0))
+    // Daemons on other hosts cannot reach loopback: listen on every
+    // interface, and tell each daemon the one on its route.
+    let bind = match launch.bind {
+        ip if ip.is_loopback() && !launch.hosts.is_empty() => {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        }
+        ip => ip,
+    };
+    let listener = TcpListener::bind((bind, 0))
         .await
-        .map_err(|e| RunError::Startup(format!("cannot listen on {}: {e}", launch.bind)))?;
+        .map_err(|e| RunError::Startup(format!("cannot listen on {bind}: {e}")))?;
     let addr = listener.local_addr()?;
     let joins = join::accept_daemons(listener, secret.clone());
     let (events, mut inbox) = unbounded_channel();
@@ -136,6 +161,8 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 stopping: false,
                 dir: daemons::node_dir(launch, n as u32),
                 progress: None,
+                host: launch.hosts.get(n).cloned(),
+                remote: None,
             })
             .collect(),
         placement: (0..size)
@@ -176,6 +203,23 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         );
     }
     result
+}
+
+/// What a daemon on another host sets for its processes: the launching
+/// user's `FRAME_*` settings, its log filter and the configuration file
+/// (no launcher carries the environment over).
+fn forwarded_env(launch: &Launch) -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = frame::env::vars()
+        .filter(|(k, _)| {
+            (k.starts_with(frame::env::PREFIX) && !frame::env::RUNTIME.contains(&k.as_str()))
+                || k == frame::env::LOG
+        })
+        .collect();
+    if let Some(config) = launch.config.as_ref().and_then(|c| c.to_str()) {
+        vars.retain(|(k, _)| k != frame::env::CONFIG);
+        vars.push((frame::env::CONFIG.to_string(), config.to_string()));
+    }
+    vars
 }
 
 /// Starts the tasks that turn time into events: heartbeat checks, timed
@@ -261,11 +305,18 @@ impl Cluster<'_> {
 
     fn spec(&self, node: u32) -> NodeSpec {
         let l = self.launch;
+        let n = &self.nodes[node as usize];
         NodeSpec {
             node,
             size: self.size() as u32,
             run_dir: self.run.path.clone(),
-            node_dir: self.nodes[node as usize].dir.clone(),
+            node_dir: n.dir.clone(),
+            host: n.host.clone(),
+            env: match n.host {
+                Some(_) => forwarded_env(l),
+                None => Vec::new(),
+            },
+            ticket: n.gen + 1,
             program: l.program.clone().into_os_string(),
             args: l.args.clone(),
             transport: l.transport,
@@ -443,7 +494,7 @@ impl Cluster<'_> {
             ToRoot::Aborted { rank, reason } => return Err(RunError::Aborted { rank, reason }),
             ToRoot::Fired { injection } => {
                 self.fired.insert(injection);
-                self.fire_other_nodes(injection);
+                self.fire_other_nodes(injection).await;
             }
         }
         Ok(false)

@@ -1,0 +1,347 @@
+//! Jobs across hosts: the runtime on virtual hosts (network and mount
+//! namespaces, each with its own sshd and RAM disk; see `common::vhost`),
+//! its daemons started by the ssh launcher. A job on 4 hosts plus 2 spares
+//! computes what it computes on one machine, and recovers online and
+//! bit-exact when a rank is killed, a host is killed (every process of it,
+//! its RAM disk gone), a host and its partner, two hosts of one group, or a
+//! host is cut off the network. A host that refuses ssh stops the start
+//! with its name, and the job's secret is on no remote command line and in
+//! no remote daemon's environment.
+
+mod common;
+
+use common::vhost::{contains, Cluster};
+use common::{example, final_checksum, run, serial, wait_for_line, ChildGuard};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_secs(240);
+/// A short run (fault-free comparisons) and a long one (faults injected
+/// from outside while it runs).
+const SHORT: [&str; 8] = [
+    "--nx", "64", "--ny", "60", "--steps", "240", "--every", "10",
+];
+const LONG: [&str; 8] = [
+    "--nx", "64", "--ny", "60", "--steps", "1500", "--every", "10",
+];
+/// Every host's node-local directory, on its own RAM disk.
+const LOCAL: &str = "/dev/shm/frame-hosts-test";
+
+/// heat2d with levels 2 to 4 on (groups of 2 hosts), its global directory
+/// in `global`.
+fn heat2d(grid: &[&str], global: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(example("heat2d"));
+    cmd.args(grid)
+        .args(args)
+        .env("FRAME_STORAGE_LOCAL_DIR", LOCAL)
+        .env("FRAME_STORAGE_GLOBAL_DIR", global)
+        .env("FRAME_L2_INTERVAL", "1")
+        .env("FRAME_L3_INTERVAL", "2")
+        .env("FRAME_L3_GROUP_SIZE", "2")
+        .env("FRAME_L4_INTERVAL", "3")
+        .env("FRAME_L4_CHUNK_SIZE", "64 KiB");
+    cmd
+}
+
+/// The launch options for hosts 0..4 with hosts 4 and 5 as spares.
+fn host_args(c: &Cluster) -> Vec<String> {
+    [
+        "--hosts",
+        &c.list(0..6, 2),
+        "--spare-nodes",
+        "2",
+        "--launcher",
+        "ssh",
+        "--launcher-command",
+        &c.launcher_command(),
+        "--heartbeat-timeout",
+        "3s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// The checksum of `grid` on virtual nodes of this machine (4 nodes of 2
+/// ranks, 2 spares).
+fn on_one_host(grid: &[&str]) -> String {
+    let dir = common::scratch();
+    let mut cmd = heat2d(
+        grid,
+        &dir.path().join("global"),
+        &[
+            "--nodes",
+            "4",
+            "--ranks-per-node",
+            "2",
+            "--spare-nodes",
+            "2",
+        ],
+    );
+    cmd.env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"));
+    let (status, out, err) = run(&mut cmd, DEADLINE);
+    assert!(status.success(), "{out}{err}");
+    final_checksum(&out)
+}
+
+/// A long job across the hosts, running in the background, its standard
+/// error read line by line as it comes.
+struct Running {
+    guard: ChildGuard,
+    out: std::thread::JoinHandle<String>,
+    lines: mpsc::Receiver<String>,
+    err: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn start(c: &Cluster, tag: &str) -> Self {
+        let args = host_args(c);
+        let mut cmd = heat2d(
+            &LONG,
+            &c.shared_dir().join(format!("global-{tag}")),
+            &strs(&args),
+        );
+        // Rank 0 logs each level's commits.
+        cmd.env("RUST_LOG", "warn,frame::checkpoint::promotion=info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut guard = ChildGuard::spawn(&mut cmd);
+        let mut stdout = guard.child.stdout.take().expect("stdout");
+        let out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
+            s
+        });
+        let stderr = guard.child.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        let err = Arc::new(Mutex::new(String::new()));
+        let all = Arc::clone(&err);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut all = all.lock().unwrap_or_else(|p| p.into_inner());
+                all.push_str(&line);
+                all.push('\n');
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            guard,
+            out,
+            lines,
+            err,
+        }
+    }
+
+    /// Waits until `level` committed twice: the first of the two commits
+    /// is then recorded on every node (a node's manager handles its orders
+    /// in turn, and the second promotion came after the first commit).
+    fn wait_for_commits(&self, level: u8) {
+        let tag = format!("level=L{level}");
+        let mut seen = 0;
+        while seen < 2 {
+            let line = wait_for_line(&self.lines, "level committed", Duration::from_secs(120));
+            if line.contains(&tag) {
+                seen += 1;
+            }
+        }
+    }
+
+    /// Waits for the end: (success, output).
+    fn finish(mut self) -> (bool, String) {
+        use wait_timeout::ChildExt;
+        let status = self.guard.child.wait_timeout(DEADLINE).expect("wait");
+        if status.is_none() {
+            let _ = self.guard.child.kill();
+        }
+        let out = self.out.join().unwrap_or_default();
+        // The reader ends with the job's standard error.
+        let end = Instant::now() + Duration::from_secs(10);
+        while self
+            .lines
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+            .is_ok()
+        {}
+        let out = out + &self.err.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(status) = status else {
+            panic!("the job did not end within {DEADLINE:?}:\n{out}");
+        };
+        (status.success(), out)
+    }
+}
+
+/// Kills `hosts` once a checkpoint reached `level` (and so is at every
+/// level below), and checks the job recovered from `expect` to the
+/// fault-free checksum, online.
+fn kill_hosts_and_recover(hosts: &[usize], level: u8, expect: &str) {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let mut c = Cluster::start(6);
+    let job = Running::start(&c, "kill");
+    job.wait_for_commits(level);
+    c.kill_together(hosts);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    let recovered: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("recovered checkpoint"))
+        .collect();
+    assert_eq!(recovered.len(), 1, "one recovery of both hosts:\n{out}");
+    assert!(recovered[0].contains(&format!("from {expect}")), "{out}");
+    assert!(out.contains("(online recovery"), "{out}");
+}
+
+#[test]
+fn a_job_on_four_hosts_computes_what_it_computes_on_one() {
+    let _g = serial();
+    let reference = on_one_host(&SHORT);
+    let c = Cluster::start(6);
+    let global = c.shared_dir().join("global");
+    let args = host_args(&c);
+    let (status, out, err) = run(&mut heat2d(&SHORT, &global, &strs(&args)), DEADLINE);
+    assert!(status.success(), "{out}{err}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    assert!(err.contains("on 4 node(s) + 2 spare"), "{err}");
+}
+
+#[test]
+fn a_killed_rank_is_recovered_online_from_level_1() {
+    let _g = serial();
+    let reference = on_one_host(&SHORT);
+    let c = Cluster::start(6);
+    let mut args = host_args(&c);
+    args.extend(["--inject".into(), "rank:3@iter=95".into()]);
+    let global = c.shared_dir().join("global");
+    let (status, out, err) = run(&mut heat2d(&SHORT, &global, &strs(&args)), DEADLINE);
+    assert!(status.success(), "{out}{err}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    assert!(
+        out.contains("failed ranks [3]") && out.contains("from L1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_killed_host_is_recovered_from_its_partner_copies() {
+    kill_hosts_and_recover(&[2], 2, "L2");
+}
+
+#[test]
+fn a_host_and_its_partner_are_recovered_from_erasure_groups() {
+    // Hosts 1 and 2 are partners in groups {0, 1} and {2, 3}.
+    kill_hosts_and_recover(&[1, 2], 3, "L3");
+}
+
+#[test]
+fn two_hosts_of_one_group_are_recovered_from_the_global_directory() {
+    kill_hosts_and_recover(&[0, 1], 4, "L4");
+}
+
+#[test]
+fn a_host_cut_off_the_network_is_declared_dead_and_recovered() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let c = Cluster::start(6);
+    let job = Running::start(&c, "link");
+    job.wait_for_commits(2);
+    c.link(3, false);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    assert!(
+        out.contains("node 3 died (its daemon stopped sending heartbeats)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("failed nodes [3]") && out.contains("from L2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_secret_is_on_no_remote_command_line_or_daemon_environment() {
+    let _g = serial();
+    let c = Cluster::start(6);
+    let job = Running::start(&c, "secret");
+    // Ranks hold the secret in their environment (readable by their user
+    // alone): that is where the test learns it.
+    let rank = c.wait_role(0, "rank", Duration::from_secs(120))[0];
+    let environ = std::fs::read(format!("/proc/{rank}/environ")).expect("rank environment");
+    let secret = environ
+        .split(|b| *b == 0)
+        .find_map(|v| v.strip_prefix(b"FRAME_RT_SECRET="))
+        .expect("a rank's secret")
+        .to_vec();
+    assert_eq!(secret.len(), 64);
+    for host in 0..6 {
+        let daemons = c.wait_role(host, "daemon", Duration::from_secs(60));
+        for p in c.processes(host) {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            assert!(
+                !contains(&cmdline, &secret),
+                "on host {host}, process {p}'s command line"
+            );
+        }
+        for d in daemons {
+            let env = std::fs::read(format!("/proc/{d}/environ")).expect("daemon environment");
+            assert!(
+                !contains(&env, &secret),
+                "on host {host}, daemon {d}'s environment"
+            );
+            assert!(
+                contains(&env, b"FRAME_RT_HANDOFF=stdin"),
+                "daemon {d} read its handoff"
+            );
+        }
+    }
+    // Nor on any command line of this machine (the ssh clients').
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        assert!(
+            !contains(&cmdline, &secret),
+            "{:?}'s command line",
+            e.path()
+        );
+    }
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn a_host_that_refuses_ssh_stops_the_start_with_its_name_and_leaves_nothing() {
+    let _g = serial();
+    let c = Cluster::start(3);
+    c.stop_sshd(2);
+    let sshd_only = |h: usize| c.processes(h).len();
+    let before: Vec<usize> = (0..2).map(sshd_only).collect();
+    let args = [
+        "--hosts".to_string(),
+        c.list(0..3, 1),
+        "--launcher-command".into(),
+        c.launcher_command(),
+    ];
+    let global = c.shared_dir().join("global");
+    let (status, out, err) = run(&mut heat2d(&SHORT, &global, &strs(&args)), DEADLINE);
+    assert!(!status.success(), "{out}{err}");
+    let host = c.host(2);
+    assert!(
+        err.contains(&format!("node 2 on host {host} did not start: ssh exited")),
+        "{err}"
+    );
+    assert!(err.contains("Connection refused"), "{err}");
+    // Nothing of the job is left on the hosts that started it.
+    let end = Instant::now() + Duration::from_secs(30);
+    while (0..2).map(sshd_only).collect::<Vec<_>>() != before {
+        assert!(Instant::now() < end, "processes left on the hosts");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for h in 0..2 {
+        assert!(c.with_role(h, "daemon").is_empty() && c.with_role(h, "rank").is_empty());
+    }
+}
