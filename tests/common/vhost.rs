@@ -1,10 +1,11 @@
 //! Virtual hosts on the test machine, for jobs across hosts: each is a
 //! network namespace with its own address on a bridge, its own mount
-//! namespace with fresh tmpfs on `/dev/shm` (its node-local storage) and
-//! `/tmp`, its own hostname, and an sshd of its own that accepts a key the
-//! harness generates. Everything else of the file system (the build, the
-//! test's global directory under the target directory) is shared, as a
-//! cluster's parallel file system would be.
+//! namespace with a fresh tmpfs on `/dev/shm` (its node-local storage, and
+//! its sessions' `TMPDIR`), its own hostname, and an sshd of its own that
+//! accepts a key the harness generates. Everything else of the file system
+//! (the build, wherever the checkout is; the test's global directory under
+//! the target directory) is shared, as a cluster's parallel file system
+//! would be.
 //!
 //! Killing a host kills every process of its network namespace: its tmpfs
 //! goes with the last of them. Dropping the cluster kills them all and
@@ -159,17 +160,17 @@ impl Cluster {
         std::fs::write(
             &cfg,
             format!(
-                "ListenAddress {addr}\nPort 22\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\nPidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxStartups 200\nMaxSessions 200\nLogLevel ERROR\n",
+                "ListenAddress {addr}\nPort 22\nHostKey {d}/hostkey\nAuthorizedKeysFile {d}/authorized_keys\nPidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nMaxStartups 200\nMaxSessions 200\nLogLevel ERROR\nSetEnv TMPDIR=/dev/shm\n",
                 addr = self.host(i),
                 d = d.display()
             ),
         )
         .expect("sshd config");
         std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
-        // The host's own hostname, RAM disk and /tmp, then its sshd in the
+        // The host's own hostname and RAM disk, then its sshd in the
         // foreground (the namespace lives as long as its processes).
         let script = format!(
-            "mount -t tmpfs -o size=2g,mode=1777 tmpfs /dev/shm && mount -t tmpfs -o mode=1777 tmpfs /tmp && hostname vh{i} && exec /usr/sbin/sshd -D -e -f {}",
+            "mount -t tmpfs -o size=2g,mode=1777 tmpfs /dev/shm && hostname vh{i} && exec /usr/sbin/sshd -D -e -f {}",
             cfg.display()
         );
         let log = std::fs::File::create(d.join(format!("sshd.{i}.log"))).expect("sshd log");
