@@ -7,46 +7,13 @@
 
 mod common;
 
-use common::{frame_run_with, run, scratch, serial, CHILD_DEADLINE};
-use std::path::{Path, PathBuf};
+use common::{
+    compile_c as compile, frame_run_with, libframe, run, scratch, serial, CHILD_DEADLINE,
+};
+use std::path::Path;
 use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The directory holding libframe.so and libframe.a, built first.
-fn libframe() -> PathBuf {
-    let profile_dir = common::profile_dir();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-p", "frame-ffi"]).current_dir(ROOT);
-    if profile_dir.ends_with("release") {
-        cmd.arg("--release");
-    }
-    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
-    assert!(status.success(), "building libframe failed:\n{err}");
-    assert!(profile_dir.join("libframe.so").exists() && profile_dir.join("libframe.a").exists());
-    profile_dir
-}
-
-/// Compiles `source` into `out` against libframe (shared).
-fn compile(source: &str, out: &Path) {
-    let lib = libframe();
-    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args(common::C_FLAGS)
-        .arg("-D_POSIX_C_SOURCE=200809L")
-        .arg("-I")
-        .arg(Path::new(ROOT).join("ffi/include"))
-        .arg(Path::new(ROOT).join(source))
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lframe", "-lpthread", "-o"])
-        .arg(out);
-    let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
-    assert!(
-        status.success(),
-        "compiling {source} failed:\n{stdout}{err}"
-    );
-}
 
 fn checksum(out: &str) -> String {
     common::final_checksum(out)

@@ -6,7 +6,10 @@
 //! its RAM disk gone), a host and its partner, two hosts of one group, or a
 //! host is cut off the network. A host that refuses ssh stops the start
 //! with its name, and the job's secret is on no remote command line and in
-//! no remote daemon's environment.
+//! no remote daemon's environment. Inside a Slurm allocation (its
+//! variables, and an `srun` stand-in: no slurmd runs in the namespaces) the
+//! job takes its hosts from Slurm; the C heat2d and the `ring` example run
+//! across hosts under `frame run` unchanged.
 
 mod common;
 
@@ -100,13 +103,14 @@ struct Running {
 }
 
 impl Running {
-    fn start(c: &Cluster, tag: &str) -> Self {
+    fn start(c: &Cluster, tag: &str, env: &[(&str, &str)]) -> Self {
         let args = host_args(c);
         let mut cmd = heat2d(
             &LONG,
             &c.shared_dir().join(format!("global-{tag}")),
             &strs(&args),
         );
+        cmd.envs(env.iter().copied());
         // Rank 0 logs each level's commits.
         cmd.env("RUST_LOG", "warn,frame::checkpoint::promotion=info")
             .stdout(Stdio::piped())
@@ -177,12 +181,13 @@ impl Running {
 
 /// Kills `hosts` once a checkpoint reached `level` (and so is at every
 /// level below), and checks the job recovered from `expect` to the
-/// fault-free checksum, online.
-fn kill_hosts_and_recover(hosts: &[usize], level: u8, expect: &str) {
+/// fault-free checksum, online. The newest checkpoint any level can bring
+/// back wins: `env` keeps the levels above `expect` from having a newer one.
+fn kill_hosts_and_recover(hosts: &[usize], level: u8, expect: &str, env: &[(&str, &str)]) {
     let _g = serial();
     let reference = on_one_host(&LONG);
     let mut c = Cluster::start(6);
-    let job = Running::start(&c, "kill");
+    let job = Running::start(&c, "kill", env);
     job.wait_for_commits(level);
     c.kill_together(hosts);
     let (ok, out) = job.finish();
@@ -229,18 +234,19 @@ fn a_killed_rank_is_recovered_online_from_level_1() {
 
 #[test]
 fn a_killed_host_is_recovered_from_its_partner_copies() {
-    kill_hosts_and_recover(&[2], 2, "L2");
+    // Level 2 takes every checkpoint: none above is newer.
+    kill_hosts_and_recover(&[2], 2, "L2", &[]);
 }
 
 #[test]
 fn a_host_and_its_partner_are_recovered_from_erasure_groups() {
     // Hosts 1 and 2 are partners in groups {0, 1} and {2, 3}.
-    kill_hosts_and_recover(&[1, 2], 3, "L3");
+    kill_hosts_and_recover(&[1, 2], 3, "L3", &[("FRAME_L4_INTERVAL", "100000")]);
 }
 
 #[test]
 fn two_hosts_of_one_group_are_recovered_from_the_global_directory() {
-    kill_hosts_and_recover(&[0, 1], 4, "L4");
+    kill_hosts_and_recover(&[0, 1], 4, "L4", &[]);
 }
 
 #[test]
@@ -248,7 +254,7 @@ fn a_host_cut_off_the_network_is_declared_dead_and_recovered() {
     let _g = serial();
     let reference = on_one_host(&LONG);
     let c = Cluster::start(6);
-    let job = Running::start(&c, "link");
+    let job = Running::start(&c, "link", &[]);
     job.wait_for_commits(2);
     c.link(3, false);
     let (ok, out) = job.finish();
@@ -268,7 +274,7 @@ fn a_host_cut_off_the_network_is_declared_dead_and_recovered() {
 fn the_secret_is_on_no_remote_command_line_or_daemon_environment() {
     let _g = serial();
     let c = Cluster::start(6);
-    let job = Running::start(&c, "secret");
+    let job = Running::start(&c, "secret", &[]);
     // Ranks hold the secret in their environment (readable by their user
     // alone): that is where the test learns it.
     let end = Instant::now() + Duration::from_secs(120);
@@ -360,4 +366,97 @@ fn a_host_that_refuses_ssh_stops_the_start_with_its_name_and_leaves_nothing() {
     for h in 0..2 {
         assert!(c.with_role(h, "daemon").is_empty() && c.with_role(h, "rank").is_empty());
     }
+}
+
+#[test]
+fn inside_a_slurm_allocation_the_hosts_come_from_slurm_and_srun_starts_the_daemons() {
+    let _g = serial();
+    let reference = on_one_host(&SHORT);
+    let c = Cluster::start(6);
+    let global = c.shared_dir().join("global");
+    let standin = c.srun_standin();
+    let args = [
+        "--spare-nodes",
+        "2",
+        "--launcher-command",
+        standin.to_str().expect("utf-8 path"),
+        "--inject",
+        "node:2@iter=175",
+    ];
+    let mut cmd = heat2d(&SHORT, &global, &args);
+    cmd.env("SLURM_JOB_NODELIST", c.nodelist(0..6))
+        .env("SLURM_TASKS_PER_NODE", "2(x6)");
+    let (status, out, err) = run(&mut cmd, DEADLINE);
+    assert!(status.success(), "{out}{err}");
+    assert!(err.contains("on 4 node(s) + 2 spare"), "{err}");
+    assert!(err.contains("node 2 died"), "{err}");
+    assert!(
+        out.contains("failed nodes [2]") && out.contains("from L2"),
+        "{out}"
+    );
+    assert_eq!(final_checksum(&out), reference, "{out}");
+}
+
+#[test]
+fn the_c_heat2d_and_the_ring_example_run_across_hosts_under_frame_run() {
+    let _g = serial();
+    let c = Cluster::start(3);
+    // Built where every host sees it.
+    let exe = c.shared_dir().join("heat2d_c");
+    common::compile_c("examples/c/heat2d.c", &exe);
+    let program_args = ["--nx", "96", "--ny", "80", "--steps", "400"];
+    let global = c.shared_dir().join("global-c");
+    let global = global.to_str().expect("utf-8 path");
+    let env = [
+        ("FRAME_SNAPSHOT_INTERVAL", Some("50")),
+        ("FRAME_L2_INTERVAL", Some("1")),
+        ("FRAME_CONFIG", None),
+        ("FRAME_STORAGE_GLOBAL_DIR", Some(global)),
+    ];
+    let dir = common::scratch();
+    let local = common::frame_run_with(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2"],
+        &exe,
+        &program_args,
+        &env,
+    );
+    assert!(local.status.success(), "{}", local.out);
+    let list = c.list(0..3, 2);
+    let command = c.launcher_command();
+    let mut across = env.to_vec();
+    across.push(("FRAME_STORAGE_LOCAL_DIR", Some(LOCAL)));
+    let on_hosts = |inject: &'static str| {
+        vec![
+            "--hosts",
+            list.as_str(),
+            "--spare-nodes",
+            "1",
+            "--launcher-command",
+            command.as_str(),
+            "--inject",
+            inject,
+        ]
+    };
+    let hosts = on_hosts("node:1@iter=275");
+    let job = common::frame_run_with(dir.path(), &hosts, &exe, &program_args, &across);
+    assert!(job.status.success(), "{}", job.out);
+    assert!(job.out.contains("node 1 died"), "{}", job.out);
+    assert_eq!(
+        final_checksum(&job.out),
+        final_checksum(&local.out),
+        "{}",
+        job.out
+    );
+    // The smallest Rust example, as its documentation runs it.
+    let reference = common::reference(&["--checkpoint-every", "10"]);
+    let ring = common::frame_run_with(
+        dir.path(),
+        &on_hosts("rank:2@iter=50"),
+        &common::example("ring"),
+        &["--checkpoint-every", "10"],
+        &[("FRAME_STORAGE_LOCAL_DIR", Some(LOCAL))],
+    );
+    assert!(ring.status.success(), "{}", ring.out);
+    assert_eq!(common::final_value(&ring.out), reference, "{}", ring.out);
 }

@@ -520,3 +520,40 @@ pub fn final_checksum(out: &str) -> String {
 pub fn node_dir(base: &Path, node: u32) -> PathBuf {
     frame::internals::node::dir_of(base, node)
 }
+
+/// The directory holding libframe.so and libframe.a, built first.
+pub fn libframe() -> PathBuf {
+    let profile_dir = profile_dir();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", "frame-ffi"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(status.success(), "building libframe failed:\n{err}");
+    assert!(profile_dir.join("libframe.so").exists() && profile_dir.join("libframe.a").exists());
+    profile_dir
+}
+
+/// Compiles `source` (relative to the repository) into `out` against
+/// libframe (shared).
+pub fn compile_c(source: &str, out: &Path) {
+    let lib = libframe();
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args(C_FLAGS)
+        .arg("-D_POSIX_C_SOURCE=200809L")
+        .arg("-I")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("ffi/include"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(source))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lframe", "-lpthread", "-o"])
+        .arg(out);
+    let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
+    assert!(
+        status.success(),
+        "compiling {source} failed:\n{stdout}{err}"
+    );
+}

@@ -121,6 +121,46 @@ impl Cluster {
             .join(",")
     }
 
+    /// The hosts `from..to` as Slurm writes a node list (`10.1.2.[10-13]`).
+    pub fn nodelist(&self, range: std::ops::Range<usize>) -> String {
+        format!(
+            "{}.[{}-{}]",
+            self.subnet,
+            10 + range.start,
+            10 + range.end - 1
+        )
+    }
+
+    /// An `srun` stand-in for these hosts (no slurmd runs in them): it
+    /// accepts the options frame's Slurm launcher passes and refuses any
+    /// other, as srun refuses a misspelt one, then runs the step's `sh -c`
+    /// command on the `--nodelist` host through ssh.
+    pub fn srun_standin(&self) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.dir.path().join("srun");
+        let script = format!(
+            r#"#!/bin/sh
+host=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --nodelist=*) host="${{1#--nodelist=}}" ;;
+        --nodes=1|--ntasks=1|--kill-on-bad-exit=1|--cpu-bind=none|--mem-per-cpu=0|--overlap|--quiet) ;;
+        -*) echo "srun: unrecognized option '$1'" >&2; exit 1 ;;
+        *) break ;;
+    esac
+    shift
+done
+[ -n "$host" ] || {{ echo "srun: no --nodelist" >&2; exit 1; }}
+[ "$1" = sh ] && [ "$2" = -c ] && [ $# -eq 3 ] || {{ echo "srun stand-in: expected sh -c COMMAND" >&2; exit 1; }}
+exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
+"#,
+            cfg = self.ssh_config().display()
+        );
+        std::fs::write(&path, script).expect("srun stand-in");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("srun mode");
+        path
+    }
+
     /// The ssh client configuration that reaches every host.
     pub fn ssh_config(&self) -> PathBuf {
         self.dir.path().join("ssh_config")
