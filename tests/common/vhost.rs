@@ -339,6 +339,17 @@ exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
         ));
     }
 
+    /// Removes `path` (absolute) as every live host sees it, in its own
+    /// mounts (its RAM disk), through one of its processes.
+    pub fn remove_everywhere(&self, path: &Path) {
+        for i in 0..self.count {
+            if let Some(p) = self.processes(i).first() {
+                let inside = format!("/proc/{p}/root{}", path.display());
+                let _ = std::fs::remove_dir_all(inside);
+            }
+        }
+    }
+
     /// A directory every host sees at the same path (the global directory
     /// of jobs).
     pub fn shared_dir(&self) -> &Path {
