@@ -240,9 +240,10 @@ pub struct Client {
 pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
-/// How long a manager on another host may leave a connection attempt, or
-/// bytes sent to it, unanswered before it is taken as lost (a host cut off
-/// the network answers nothing at all).
+/// How long a manager on another host may leave a connection attempt,
+/// bytes sent to it, or keepalive probes while a reply is awaited,
+/// unanswered before it is taken as lost (a host cut off the network
+/// answers nothing at all).
 const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a client waits for a reply before calling the manager lost
@@ -269,11 +270,13 @@ impl Client {
                                 })??;
                         s.set_nodelay(true)?;
                         // Bytes a lost host never acknowledges fail the
-                        // connection instead of holding the sender.
-                        rustix::net::sockopt::set_tcp_user_timeout(
-                            &s,
-                            PEER_TIMEOUT.as_millis() as u32,
-                        )?;
+                        // connection instead of holding the sender; so do
+                        // keepalive probes while it waits for a reply.
+                        use rustix::net::sockopt;
+                        sockopt::set_tcp_user_timeout(&s, PEER_TIMEOUT.as_millis() as u32)?;
+                        sockopt::set_socket_keepalive(&s, true)?;
+                        sockopt::set_tcp_keepidle(&s, PEER_TIMEOUT / 4)?;
+                        sockopt::set_tcp_keepintvl(&s, PEER_TIMEOUT / 4)?;
                         Box::new(s)
                     }
                 };
