@@ -18,7 +18,6 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, Command};
@@ -59,14 +58,9 @@ const TAIL: usize = 4096;
 
 /// The end of what a launcher printed on its standard error.
 #[derive(Clone, Default)]
-pub(super) struct Tail(Arc<Mutex<VecDeque<u8>>>, Arc<AtomicBool>);
+pub(super) struct Tail(Arc<Mutex<VecDeque<u8>>>);
 
 impl Tail {
-    /// Whether the launcher's standard error reached its end.
-    pub(super) fn closed(&self) -> bool {
-        self.1.load(Ordering::Acquire)
-    }
-
     fn push(&self, bytes: &[u8]) {
         let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
         t.extend(bytes);
@@ -92,10 +86,19 @@ impl Tail {
 pub(super) struct Started {
     /// The launcher's process (ssh or srun) on this host.
     pub child: Child,
-    /// Its standard input, the daemon's: closing it stops the daemon.
-    pub stdin: ChildStdin,
+    /// What the root keeps of it besides.
+    pub link: Link,
+}
+
+/// The root's ends of a launcher.
+pub(super) struct Link {
+    /// Its standard input, the daemon's, held open: dropping it stops the
+    /// daemon.
+    pub _stdin: ChildStdin,
     /// The end of its standard error.
     pub tail: Tail,
+    /// The task passing its standard error on; ends with it.
+    pub reader: tokio::task::JoinHandle<()>,
 }
 
 /// The shell command the launcher runs on `host`.
@@ -173,7 +176,11 @@ pub(super) async fn start(
         .spawn()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot run {program}: {e}")))?;
     let tail = Tail::default();
-    if let Some(mut err) = child.stderr.take() {
+    let mut err = child
+        .stderr
+        .take()
+        .ok_or_else(|| io::Error::other("the launcher has no standard error"))?;
+    let reader = {
         let tail = tail.clone();
         tokio::spawn(async move {
             let mut buf = vec![0u8; 8192];
@@ -184,9 +191,8 @@ pub(super) async fn start(
                 tail.push(&buf[..n]);
                 let _ = tokio::io::stderr().write_all(&buf[..n]).await;
             }
-            tail.1.store(true, Ordering::Release);
-        });
-    }
+        })
+    };
     let mut stdin = child
         .stdin
         .take()
@@ -196,7 +202,14 @@ pub(super) async fn start(
     // A launcher that died at once leaves a broken pipe: its exit explains.
     let _ = stdin.write_all(&line).await;
     let _ = stdin.flush().await;
-    Ok(Started { child, stdin, tail })
+    Ok(Started {
+        child,
+        link: Link {
+            _stdin: stdin,
+            tail,
+            reader,
+        },
+    })
 }
 
 /// The address a daemon on `host` reaches the root at: the root's bound

@@ -95,7 +95,12 @@ impl Cluster<'_> {
                             l.launcher.name()
                         ))
                     };
-                    let root = remote::root_for(l.bind, self.addr.port(), host).map_err(cant)?;
+                    // Found once per host (a name lookup), kept for restarts.
+                    let root = match self.nodes[n as usize].reach {
+                        Some(a) => a,
+                        None => remote::root_for(l.bind, self.addr.port(), host).map_err(cant)?,
+                    };
+                    self.nodes[n as usize].reach = Some(root);
                     let handoff = Handoff {
                         spec,
                         root,
@@ -106,7 +111,7 @@ impl Cluster<'_> {
                         remote::start(l.launcher, &l.launcher_command(), host, &exe, &handoff)
                             .await
                             .map_err(|e| cant(e.to_string()))?;
-                    (started.child, Some((started.stdin, started.tail)))
+                    (started.child, Some(started.link))
                 }
             };
             let node = &mut self.nodes[n as usize];
@@ -182,17 +187,14 @@ impl Cluster<'_> {
             else {
                 continue;
             };
-            let Some((_, tail)) = &node.remote else {
+            let Some(link) = node.remote.as_mut() else {
                 return Err(RunError::Startup(format!(
                     "the daemon of node {n} exited while starting ({status})"
                 )));
             };
             // What the launcher printed last may still be on its way.
-            let deadline = Instant::now() + Duration::from_secs(1);
-            while !tail.closed() && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            let said = tail.lines();
+            let _ = tokio::time::timeout(Duration::from_secs(1), &mut link.reader).await;
+            let said = link.tail.lines();
             return Err(RunError::Startup(format!(
                 "the daemon of node {n}{} did not start: {launcher} exited ({status}){}",
                 node.on_host(),

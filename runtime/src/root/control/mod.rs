@@ -65,9 +65,10 @@ struct Node {
     progress: Option<u64>,
     /// The host it is, when the job's nodes are hosts.
     host: Option<String>,
-    /// The launcher's ends of a daemon on another host: its standard input
-    /// (closed, the daemon stops) and the end of its standard error.
-    remote: Option<(tokio::process::ChildStdin, super::remote::Tail)>,
+    /// The root's ends of the launcher of a daemon on another host.
+    remote: Option<super::remote::Link>,
+    /// The address that host reaches the root at (found at its first start).
+    reach: Option<SocketAddr>,
 }
 
 impl Node {
@@ -163,6 +164,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 progress: None,
                 host: launch.hosts.get(n).cloned(),
                 remote: None,
+                reach: None,
             })
             .collect(),
         placement: (0..size)
