@@ -51,7 +51,10 @@ int main(int argc, char **argv) {
     int rc = FTI_Init(argv[1], MPI_COMM_WORLD);
     if (rc != FTI_SCES) {
         fprintf(stderr, "fti_heat: FTI_Init returned %d\n", rc);
-        MPI_Abort(MPI_COMM_WORLD, 3);
+        /* FTI_Init fails on every rank alike, so end in order: an abort
+           can end the launcher before it has passed the messages on. */
+        MPI_Finalize();
+        return 3;
     }
     int rank, size;
     MPI_Comm_rank(FTI_COMM_WORLD, &rank);
