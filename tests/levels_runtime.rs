@@ -1,10 +1,11 @@
 //! Levels 2 to 4 under the runtime, with real processes: node failures
-//! recovered from partner copies (twice in a row), the README demo, and
-//! managers killed at every file-system call of a promotion.
+//! recovered from partner copies (twice in a row), a second node lost
+//! before the next level-3 checkpoint, the README demo, and managers
+//! killed at every file-system call of a promotion.
 
 mod common;
 
-use common::{example, run, scratch, serial};
+use common::{example, run, scratch, serial, Watched};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -21,6 +22,12 @@ fn heat2d(dir: &Path, args: &[&str], env: &[(&str, String)]) -> (bool, String) {
 }
 
 fn heat2d_with(grid: &[&str], dir: &Path, args: &[&str], env: &[(&str, String)]) -> (bool, String) {
+    let (status, out, err) = run(&mut heat2d_command(grid, dir, args, env), DEADLINE);
+    (status.success(), out + &err)
+}
+
+/// The heat2d command of [`heat2d_with`].
+fn heat2d_command(grid: &[&str], dir: &Path, args: &[&str], env: &[(&str, String)]) -> Command {
     let mut cmd = Command::new(example("heat2d"));
     cmd.args(grid)
         .args(args)
@@ -33,8 +40,7 @@ fn heat2d_with(grid: &[&str], dir: &Path, args: &[&str], env: &[(&str, String)])
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let (status, out, err) = run(&mut cmd, DEADLINE);
-    (status.success(), out + &err)
+    cmd
 }
 
 fn checksum(out: &str) -> String {
@@ -125,6 +131,68 @@ fn two_node_failures_in_sequence_are_each_recovered_from_partner_copies() {
     );
 }
 
+/// After a recovery from level 3 the recovered checkpoint is encoded again
+/// under the new placement, also in the group the failure left as it was,
+/// and committed: a second node lost before the next level-3 checkpoint
+/// is recovered from it. (The unchanged group once refused the new terms
+/// as repeats of the old ones, "position 1 sent its term ... twice", so
+/// the re-encoding never committed and the second loss, in the changed
+/// group, was not recoverable.) Faults land on events: each node is
+/// killed while the ranks hold at a step, once the commit it depends on
+/// was reported.
+#[test]
+fn a_second_node_lost_before_the_next_level_3_checkpoint_is_recovered_from_the_rebuilt_one() {
+    let _g = serial();
+    let dir = scratch();
+    let grid = [
+        "--nx", "64", "--ny", "60", "--steps", "240", "--every", "10",
+    ];
+    let shape = [
+        "--nodes",
+        "4",
+        "--ranks-per-node",
+        "2",
+        "--spare-nodes",
+        "2",
+    ];
+    // Level 3 alone, every fifth checkpoint, in groups of two: nodes 0-1
+    // and 2-3, then 0-1 and 2-4 once node 3's ranks moved to spare 4.
+    let env = [
+        ("FRAME_L2_INTERVAL", "0".to_string()),
+        ("FRAME_L3_INTERVAL", "5".into()),
+        ("FRAME_L3_GROUP_SIZE", "2".into()),
+        ("FRAME_L4_INTERVAL", "0".into()),
+        ("RUST_LOG", "frame=info".into()),
+    ];
+    let (ok, out) = heat2d_with(&grid, dir.path(), &shape, &env);
+    assert!(ok, "{out}");
+    let reference = checksum(&out);
+
+    let mut args = shape.to_vec();
+    // Hold before step 195 of the first run (checkpoint 15's level 3 is
+    // learned by then: the managers' queue keeps promotions at most two
+    // checkpoints behind), and before step 190 after the first recovery
+    // (before checkpoint 20's level 3).
+    args.extend(["--hold-at", "195", "--hold-at", "190"]);
+    let job = Watched::spawn(&mut heat2d_command(&grid, dir.path(), &args, &env));
+    let wait = Duration::from_secs(120);
+    job.wait_for(&["level committed", "checkpoint=15", "level=L3"], wait);
+    assert!(common::kill_node(dir.path(), 3), "node 3 not found");
+    job.wait_for(&["recovered checkpoint 15", "from L3"], wait);
+    job.wait_for(&["level committed", "checkpoint=15", "level=L3"], wait);
+    // Node 2's group of the first placement lost node 3 already: only
+    // the new encoding holds node 2's part.
+    assert!(common::kill_node(dir.path(), 2), "node 2 not found");
+    job.wait_for(
+        &["recovered checkpoint 15", "from L3", "failed nodes [2]"],
+        wait,
+    );
+    let (ok, out) = job.finish(DEADLINE);
+    assert!(ok, "{out}");
+    assert!(!out.contains("twice"), "{out}");
+    assert_eq!(checksum(&out), reference, "{out}");
+}
+
 /// The README demo: a fault-free reference, then a failure recovered from
 /// each level in turn (rank, node, node and partner, two nodes of one
 /// group); each recovery used its level in one round, and every run ends
@@ -186,33 +254,36 @@ fn the_readme_demo_recovers_a_failure_from_each_level_to_the_fault_free_checksum
 fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
     let _g = serial();
     let dir = scratch();
-    let run_with = |extra: &[&str], env: &[(&str, String)]| {
-        let mut args = vec![
-            "--nodes",
-            "3",
-            "--ranks-per-node",
-            "1",
-            "--spare-nodes",
-            "1",
-        ];
-        args.extend(extra);
+    let shape = [
+        "--nodes",
+        "3",
+        "--ranks-per-node",
+        "1",
+        "--spare-nodes",
+        "1",
+    ];
+    // Every level promotes every checkpoint: each call of every level's
+    // protocol is in the sweep.
+    fn levels<'a>(env: &[(&'a str, String)]) -> Vec<(&'a str, String)> {
         let mut env = env.to_vec();
-        // Every level promotes every checkpoint: each call of every
-        // level's protocol is in the sweep.
         env.push(("FRAME_L3_INTERVAL", "1".into()));
         env.push(("FRAME_L4_INTERVAL", "1".into()));
-        // Five checkpoints before node 1 dies: one whose promotion the kill
-        // broke still leaves later ones to commit (a commit is learned at
-        // the next checkpoint).
-        let grid = ["--nx", "64", "--ny", "60", "--steps", "60", "--every", "10"];
-        heat2d_with(&grid, dir.path(), &args, &env)
-    };
-    let (ok, out) = run_with(&[], &[]);
+        env
+    }
+    // Six checkpoints hold every point of the protocol; the runs swept go
+    // on to ten, so that a level commits after the manager's restart
+    // however slow the machine is.
+    let traced = ["--nx", "64", "--ny", "60", "--steps", "60", "--every", "10"];
+    let swept = [
+        "--nx", "64", "--ny", "60", "--steps", "100", "--every", "10",
+    ];
+    let (ok, out) = heat2d_with(&swept, dir.path(), &shape, &levels(&[]));
     assert!(ok, "{out}");
     let reference = checksum(&out);
     // Count node 1's manager's crash points in a traced fault-free run.
     let trace = dir.path().join("trace");
-    let (ok, out) = run_with(&[], &[("FRAME_CRASH_TRACE", trace.display().to_string())]);
+    let env = levels(&[("FRAME_CRASH_TRACE", trace.display().to_string())]);
+    let (ok, out) = heat2d_with(&traced, dir.path(), &shape, &env);
     assert!(ok, "{out}");
     let who = frame::internals::safefs::crash::manager(1).to_string();
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
@@ -224,14 +295,40 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
         points > 50,
         "too few manager points traced ({points}):\n{text}"
     );
+    let mut args = shape.to_vec();
+    // The ranks wait before step 95 if node 1 is still alive then (the
+    // commit of checkpoint 6 or later is learned by then: the managers'
+    // queue keeps promotions at most two checkpoints behind).
+    args.extend(["--hold-at", "95"]);
     let mut kills = 0;
     for n in 1..=points {
-        let env = [("FRAME_TEST_MANAGER_CRASH_AT", format!("{who}:{n}"))];
-        let (ok, out) = run_with(&["--inject", "node:1@iter=55"], &env);
+        let env = levels(&[
+            ("FRAME_TEST_MANAGER_CRASH_AT", format!("{who}:{n}")),
+            ("RUST_LOG", "frame=info".into()),
+        ]);
+        // Node 1 dies once the partner copies of the last traced
+        // checkpoint (or a later one) committed: every point was passed by then (and the
+        // manager restarted if one killed it).
+        let job = Watched::spawn(&mut heat2d_command(&swept, dir.path(), &args, &env));
+        job.wait_until(
+            "committing level 2 of checkpoint 6 or later",
+            |line| {
+                line.contains("level committed")
+                    && line.contains("level=L2")
+                    && line
+                        .split_once("checkpoint=")
+                        .and_then(|(_, id)| id.split(' ').next()?.parse::<u64>().ok())
+                        .is_some_and(|id| id >= 6)
+            },
+            DEADLINE,
+        );
+        assert!(
+            common::kill_node(dir.path(), 1),
+            "point {n}: node 1 not found"
+        );
+        let (ok, out) = job.finish(DEADLINE);
         assert!(ok, "manager killed at point {n}:\n{out}");
         assert!(out.contains("failed nodes [1]"), "point {n}:\n{out}");
-        // Whether the kill happened: promotion runs behind the program, so
-        // the later points may lie after node 1's death.
         if out.contains("node 1's manager killed by signal 9") {
             kills += 1;
         }

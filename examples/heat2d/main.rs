@@ -45,6 +45,12 @@ struct Args {
     /// Also write the final checksum into this file (rank 0).
     #[arg(long, value_name = "FILE")]
     checksum_file: Option<std::path::PathBuf>,
+    /// Every rank waits before this step until a recovery begins: the
+    /// first value in the first epoch, the second in the second, and so
+    /// on (for tests that fail a node once something has happened,
+    /// however long it takes to happen).
+    #[arg(long, value_name = "STEP")]
+    hold_at: Vec<u64>,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -134,6 +140,14 @@ fn rank_main(
     next.copy_from_slice(&grid.read());
     while step.get() < args.size.steps {
         ctx.fault_point(step.get())?;
+        let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
+        if args.hold_at.get(epoch.wrapping_sub(1)) == Some(&step.get()) {
+            // Left only by the recovery's interruption.
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                ctx.fault_point(step.get())?;
+            }
+        }
         {
             let mut u = grid.write();
             block.exchange(comm, &mut u)?;

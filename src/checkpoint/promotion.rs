@@ -15,7 +15,9 @@ use crate::config::{Config, Interval, ManagerMode};
 use crate::error::{problems, Error, Result};
 use crate::level::Level;
 use crate::manager::inline::{self, Listen};
-use crate::manager::{Client, CommitOrder, Link, Manager, RemoveOrder, Reply, Request, Task};
+use crate::manager::{
+    Client, CommitOrder, Link, Manager, Progress, RemoveOrder, Reply, Request, Task,
+};
 use crate::node::NodePlace;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
@@ -58,6 +60,9 @@ pub(crate) struct Promotions {
     /// For levels whose interval is automatic: promote every this many
     /// checkpoints (set by [`Promotions::set_auto`]).
     auto_every: [u64; 3],
+    /// The round of the last level-3 promotion asked (see
+    /// [`Task::round`]).
+    round: u64,
 }
 
 /// Whether any level above 1 is configured.
@@ -235,6 +240,7 @@ impl Promotions {
             secret,
             manager_away: false,
             auto_every: [1; 3],
+            round: 0,
             _manager: manager,
             counts: [0; 3],
             since: [now; 3],
@@ -364,10 +370,30 @@ impl Promotions {
         }
         let mut blob_lens = BTreeMap::new();
         if levels.contains(&Level::L3) {
-            for (r, b) in comm.all_gather(&blob_len.to_le_bytes())?.iter().enumerate() {
-                let len = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
-                *blob_lens.entry(self.placement[r]).or_insert(0) += len;
+            // Every rank's blob length, and its candidate round: the
+            // wall clock in microseconds, above its own last round. All
+            // take the highest, so a promotion after a recovery (asked by
+            // checkpointers made anew, some in new processes) has a higher
+            // round than the one before it, as long as no clock stepped
+            // back by more than the time between the two; if one did, the
+            // managers refuse the newer round as superseded and the level
+            // keeps its previous checkpoint.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as u64);
+            let mut mine = blob_len.to_le_bytes().to_vec();
+            mine.extend_from_slice(&now.max(self.round + 1).to_le_bytes());
+            let mut highest = 0;
+            for (r, b) in comm.all_gather(&mine)?.iter().enumerate() {
+                let word = |i: usize| {
+                    b.get(i * 8..i * 8 + 8)
+                        .and_then(|w| w.try_into().ok())
+                        .map_or(0, u64::from_le_bytes)
+                };
+                *blob_lens.entry(self.placement[r]).or_insert(0) += word(0);
+                highest = highest.max(word(1));
             }
+            self.round = highest;
         }
         for &level in levels {
             self.in_flight.push(InFlight { id, stamp, level });
@@ -382,6 +408,7 @@ impl Promotions {
             job_id: self.cfg.job.id.clone(),
             id,
             stamp,
+            round: self.round,
             levels: levels.to_vec(),
             node: topology.node_of(self.rank).unwrap_or(0),
             topology,
@@ -416,6 +443,7 @@ impl Promotions {
         }
         let keys: Vec<(u64, Level)> = self.in_flight.iter().map(|f| (f.id, f.level)).collect();
         let mut codes = vec![0u64; keys.len()];
+        let mut reasons = vec![String::new(); keys.len()];
         let status = Request::Status {
             job_id: self.cfg.job.id.clone(),
             keys: keys.clone(),
@@ -423,24 +451,34 @@ impl Promotions {
         if let Some(asked) = self.call(&status) {
             match asked {
                 Ok(Reply::Status(p)) if p.len() == keys.len() => {
-                    for (c, p) in codes.iter_mut().zip(&p) {
+                    for ((c, r), p) in codes.iter_mut().zip(&mut reasons).zip(&p) {
                         *c = p.code();
+                        *r = match p {
+                            Progress::Failed(why) => why.clone(),
+                            Progress::Unknown => "a node's manager has no record of it (it was restarted, or skipped the promotion)".into(),
+                            _ => String::new(),
+                        };
                     }
                 }
-                _ => codes.iter_mut().for_each(|c| *c = 2),
+                _ => {
+                    codes.iter_mut().for_each(|c| *c = 2);
+                    reasons
+                        .iter_mut()
+                        .for_each(|r| *r = "a node's manager could not be asked".into());
+                }
             }
         }
         comm.all_reduce_u64(&mut codes, ReduceOp::Max)?;
+        let failed: Vec<usize> = (0..codes.len()).filter(|i| codes[*i] >= 2).collect();
+        if !failed.is_empty() {
+            self.report_failures(comm, &failed, &reasons)?;
+        }
         let mut still = Vec::new();
         for (f, code) in self.in_flight.clone().into_iter().zip(codes) {
             match code {
                 0 => self.commit(f),
                 1 => still.push(f),
-                _ => {
-                    if self.rank == 0 {
-                        tracing::warn!(checkpoint = f.id, level = %f.level, "promotion failed on some node; the level keeps its previous checkpoint");
-                    }
-                }
+                _ => {}
             }
         }
         // A promotion still pending when a newer one of its level committed
@@ -452,6 +490,54 @@ impl Promotions {
                 .any(|(l, id)| *l == f.level && *id > f.id)
         });
         self.in_flight = still;
+        Ok(())
+    }
+
+    /// Says once for the job (on rank 0) why each promotion in flight at
+    /// `failed` did not commit, with the distinct reasons the nodes'
+    /// managers gave (a lost node's manager not answering, as every
+    /// survivor sees it, is one reason). Collective; every rank has the
+    /// same `failed`.
+    fn report_failures(&self, comm: &dyn Comm, failed: &[usize], reasons: &[String]) -> Result<()> {
+        /// Bytes of one reason sent to rank 0.
+        const MAX_REASON: usize = 400;
+        let mine: Vec<String> = failed
+            .iter()
+            .map(|i| {
+                let r = reasons.get(*i).map_or("", String::as_str);
+                let end = (0..=r.len().min(MAX_REASON))
+                    .rev()
+                    .find(|e| r.is_char_boundary(*e))
+                    .unwrap_or(0);
+                r[..end].to_string()
+            })
+            .collect();
+        let bytes = serde_json::to_vec(&mine).unwrap_or_default();
+        let all = comm.all_gather(&bytes)?;
+        if self.rank != 0 {
+            return Ok(());
+        }
+        let all: Vec<Vec<String>> = all
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap_or_default())
+            .collect();
+        for (k, i) in failed.iter().enumerate() {
+            let Some(f) = self.in_flight.get(*i) else {
+                continue;
+            };
+            let mut why: Vec<&str> = Vec::new();
+            for r in all.iter().filter_map(|rank| rank.get(k)) {
+                if !r.is_empty() && !why.contains(&r.as_str()) {
+                    why.push(r);
+                }
+            }
+            let why = if why.is_empty() {
+                "no node gave a reason".to_string()
+            } else {
+                why.join("; ")
+            };
+            tracing::warn!(checkpoint = f.id, level = %f.level, reason = %why, "promotion did not commit; the level keeps its previous checkpoint");
+        }
         Ok(())
     }
 

@@ -331,7 +331,14 @@ impl Shared {
     fn promote_levels(&self, task: &Task, peers: &mut promote::Peers) {
         for &level in &task.levels {
             let who = self.who();
-            let result = promote::run(task, level, &self.opts.local_dir, who, peers);
+            let (result, unreachable) =
+                match promote::run(task, level, &self.opts.local_dir, who, peers) {
+                    Ok(t) => (Ok(t), false),
+                    Err(e) => (
+                        Err(e.to_string()),
+                        matches!(e, promote::Failure::Unreachable { .. }),
+                    ),
+                };
             if level == Level::L3 {
                 let sent = result.as_ref().map(|_| ()).map_err(Clone::clone);
                 self.lock().parity.sent(&task.job_id, task.id, sent);
@@ -368,7 +375,14 @@ impl Shared {
                     Progress::Done
                 }
                 Err(e) => {
-                    tracing::warn!(checkpoint = task.id, level = %level, node = task.node, error = %e, "promotion failed");
+                    // A peer that does not answer is a lost node the
+                    // runtime reports, and the ranks report the level
+                    // once for the job: no line from every node here.
+                    if unreachable {
+                        tracing::debug!(checkpoint = task.id, level = %level, node = task.node, error = %e, "promotion failed");
+                    } else {
+                        tracing::warn!(checkpoint = task.id, level = %level, node = task.node, error = %e, "promotion failed");
+                    }
                     Progress::Failed(e)
                 }
             };

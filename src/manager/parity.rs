@@ -57,10 +57,23 @@ impl Parity {
     /// The accumulator of `group`'s checkpoint, and whether it is new.
     fn acc(&mut self, job: &str, group: &GroupInfo, node: u32) -> Result<(&mut Acc, bool), String> {
         let key = (job.to_string(), group.id);
-        // A checkpoint promoted again under a new placement (rebuilt after a
-        // failure) starts over: the new group replaces the old one.
-        if self.accs.get(&key).is_some_and(|a| a.group != *group) {
-            self.accs.remove(&key);
+        // A checkpoint promoted again (after a recovery, under the same or a
+        // new placement) starts over: the newer round replaces the older,
+        // whose late messages are refused.
+        if let Some(a) = self.accs.get(&key) {
+            if group.round > a.group.round {
+                self.accs.remove(&key);
+            } else if group.round < a.group.round {
+                return Err(format!(
+                    "round {} of checkpoint {} was superseded by round {}",
+                    group.round, group.id, a.group.round
+                ));
+            } else if a.group != *group {
+                return Err(format!(
+                    "round {} of checkpoint {} names two groups: {:?} and {:?}",
+                    group.round, group.id, a.group.nodes, group.nodes
+                ));
+            }
         }
         let fresh = !self.accs.contains_key(&key);
         if fresh {

@@ -17,6 +17,39 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
+/// Why a promotion failed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Another node's manager could not be reached (its node is most
+    /// likely lost; the runtime says so, and the ranks report the level
+    /// once for the job).
+    Unreachable {
+        /// The node.
+        node: u32,
+        /// What the connection said.
+        error: String,
+    },
+    /// Anything else: this node's storage, or a peer's answer.
+    Other(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Unreachable { node, error } => {
+                write!(f, "node {node}'s manager does not answer ({error})")
+            }
+            Failure::Other(e) => f.write_str(e),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(e: String) -> Self {
+        Failure::Other(e)
+    }
+}
+
 /// Connections to other managers, made on first use and kept.
 pub(crate) struct Peers {
     secret: Secret,
@@ -31,36 +64,39 @@ impl Peers {
         }
     }
 
-    /// Sends bytes to the manager at `to` (see [`Client::put_from`]),
-    /// read from a source `open` makes, reconnecting once (with a new
-    /// source) if a kept connection broke.
+    /// Sends bytes to node `node`'s manager at `to` (see
+    /// [`Client::put_from`]), read from a source `open` makes,
+    /// reconnecting once (with a new source) if a kept connection broke.
     fn put<S: Source>(
         &mut self,
-        to: &Endpoint,
+        (node, to): (u32, &Endpoint),
         job_id: &str,
         what: Put,
         mut open: impl FnMut() -> Result<S, String>,
-    ) -> Result<(), String> {
-        self.call(to, |c| {
+    ) -> Result<(), Failure> {
+        self.call(node, to, |c| {
             let mut source = open().map_err(PutError::Source)?;
             c.put_from(job_id, what.clone(), &mut source)
         })
     }
 
-    /// Sends a request to the manager at `to`.
-    fn request(&mut self, to: &Endpoint, req: &Request) -> Result<(), String> {
-        self.call(to, |c| Ok(c.call(req)?))
+    /// Sends a request to node `node`'s manager at `to`.
+    fn request(&mut self, (node, to): (u32, &Endpoint), req: &Request) -> Result<(), Failure> {
+        self.call(node, to, |c| Ok(c.call(req)?))
     }
 
     fn call(
         &mut self,
+        node: u32,
         to: &Endpoint,
         mut f: impl FnMut(&mut Client) -> Result<Reply, PutError>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let key = to.to_string();
+        let unreachable = |error: String| Failure::Unreachable { node, error };
         for attempt in 0..2 {
             if !self.clients.contains_key(&key) {
-                let c = Client::connect(to, &self.secret).map_err(|e| e.to_string())?;
+                let c =
+                    Client::connect(to, &self.secret).map_err(|e| unreachable(e.to_string()))?;
                 self.clients.insert(key.clone(), c);
             }
             let Some(client) = self.clients.get_mut(&key) else {
@@ -68,22 +104,30 @@ impl Peers {
             };
             match f(client) {
                 Ok(Reply::Ok) => return Ok(()),
-                Ok(Reply::Error(e)) => return Err(format!("manager at {to}: {e}")),
-                Ok(other) => return Err(format!("manager at {to} answered {other:?}")),
+                Ok(Reply::Error(e)) => {
+                    return Err(Failure::Other(format!(
+                        "node {node}'s manager at {to}: {e}"
+                    )))
+                }
+                Ok(other) => {
+                    return Err(Failure::Other(format!(
+                        "node {node}'s manager at {to} answered {other:?}"
+                    )))
+                }
                 Err(PutError::Source(e)) => {
                     // The connection is left mid-put: never reused.
                     self.clients.remove(&key);
-                    return Err(e);
+                    return Err(Failure::Other(e));
                 }
                 Err(PutError::Io(e)) => {
                     self.clients.remove(&key);
                     if attempt == 1 {
-                        return Err(e.to_string());
+                        return Err(unreachable(e.to_string()));
                     }
                 }
             }
         }
-        Err(format!("manager at {to} unreachable"))
+        Err(unreachable(format!("{to} unreachable")))
     }
 }
 
@@ -94,7 +138,7 @@ pub(crate) fn run(
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
-) -> Result<Transform, String> {
+) -> Result<Transform, Failure> {
     let started = Instant::now();
     let reader = Staging::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let mut t = match level {
@@ -140,7 +184,7 @@ fn partner(
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
-) -> Result<Transform, String> {
+) -> Result<Transform, Failure> {
     let to = task.topology.partner(task.node).ok_or_else(|| {
         format!(
             "node {} has no partner: the job runs on a single node",
@@ -164,7 +208,7 @@ fn partner(
             level: Level::L2,
             meta: Box::new(meta.clone()),
         };
-        peers.put(endpoint, &task.job_id, what, || pieces(&ckpt, &meta))?;
+        peers.put((to, endpoint), &task.job_id, what, || pieces(&ckpt, &meta))?;
         t.bytes_in += len;
         t.bytes_out += len;
     }
@@ -199,13 +243,13 @@ fn erasure(
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
-) -> Result<Transform, String> {
+) -> Result<Transform, Failure> {
     let group = task
         .topology
         .group_of(task.node)
         .ok_or_else(|| format!("node {} is in no group", task.node))?;
     if group.parity == 0 {
-        return Err("level 3 needs at least two nodes".into());
+        return Err(Failure::Other("level 3 needs at least two nodes".into()));
     }
     let s = Stripes {
         g: group.nodes.len(),
@@ -221,6 +265,7 @@ fn erasure(
     let info = GroupInfo {
         id: task.id,
         stamp: task.stamp,
+        round: task.round,
         nodes: group.nodes.clone(),
         parity: group.parity,
         piece: s.piece(largest),
@@ -237,11 +282,11 @@ fn erasure(
     let (blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
     let expected = task.blob_lens.get(&task.node).copied();
     if expected != Some(blob.len()) {
-        return Err(format!(
+        return Err(Failure::Other(format!(
             "node {}'s blob holds {} bytes, the ranks announced {expected:?}",
             task.node,
             blob.len()
-        ));
+        )));
     }
     let piece = info.piece;
     let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
@@ -250,6 +295,7 @@ fn erasure(
     let endpoint = |node: u32| {
         task.peers
             .get(&node)
+            .map(|e| (node, e))
             .ok_or_else(|| format!("no manager is known for node {node}"))
     };
     // One window of one piece in memory at a time, with its terms.

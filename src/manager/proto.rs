@@ -94,6 +94,8 @@ pub struct GroupInfo {
     pub id: u64,
     /// Its stamp.
     pub stamp: u64,
+    /// The promotion's round (see [`Task::round`](super::task::Task::round)).
+    pub round: u64,
     /// Member nodes, ascending.
     pub nodes: Vec<u32>,
     /// Parity shards per stripe.

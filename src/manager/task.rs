@@ -17,6 +17,11 @@ pub struct Task {
     pub id: u64,
     /// Its stamp.
     pub stamp: u64,
+    /// Which promotion of the checkpoint this is, agreed by the ranks: a
+    /// checkpoint promoted again after a recovery has a higher round, so
+    /// level-3 holders start its sums over rather than taking the new
+    /// terms for repeats of the old ones.
+    pub round: u64,
     /// Levels to promote it to, ascending.
     pub levels: Vec<Level>,
     /// The node whose ranks' files are promoted.

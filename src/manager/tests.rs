@@ -41,3 +41,59 @@ fn a_promotion_ending_while_the_next_is_staged_leaves_room_for_it() {
     request.stage(1, meta.stamp, &[0], 1).unwrap();
     assert_eq!(request.ids(), vec![1]);
 }
+
+/// Level 3 of checkpoint 14 on node 0 of the group {0, 1}, in `round`:
+/// node 1's term of the shard node 0 holds, and both layouts.
+fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, String> {
+    use super::proto::{GroupInfo, Layout, Term};
+    use crate::level::erasure::ParityKey;
+    let group = GroupInfo {
+        id: 14,
+        stamp: 7,
+        round,
+        nodes: vec![0, 1],
+        parity: 1,
+        piece: 64,
+    };
+    let term = Term {
+        group: group.clone(),
+        key: ParityKey {
+            stripe: 0,
+            index: 0,
+        },
+        from: 1,
+        offset: 0,
+    };
+    let mut started_over = false;
+    parity.term("job", 0, &term, 64, |fresh| {
+        started_over = fresh;
+        Ok(())
+    })?;
+    let mut ready = false;
+    for pos in [0, 1] {
+        let layout = Layout {
+            group: group.clone(),
+            pos,
+            entries: Vec::new(),
+        };
+        ready |= parity.layout("job", 0, &layout, |_| {})?.is_some();
+    }
+    assert!(ready, "round {round} completes");
+    parity.written("job", 14, Ok(()));
+    Ok(started_over)
+}
+
+/// A checkpoint promoted again after a recovery, with its group unchanged
+/// (the lost node was in another group), starts its sums over; before
+/// rounds it was refused as "position 1 sent its term ... twice", and the
+/// recovered checkpoint had no level 3 until the next one.
+#[test]
+fn a_checkpoint_promoted_again_in_a_new_round_starts_its_parity_over() {
+    let mut parity = super::parity::Parity::default();
+    assert_eq!(parity_round(&mut parity, 1), Ok(true));
+    assert_eq!(parity_round(&mut parity, 2), Ok(true));
+    let repeated = parity_round(&mut parity, 2).unwrap_err();
+    assert!(repeated.contains("twice"), "{repeated}");
+    let late = parity_round(&mut parity, 1).unwrap_err();
+    assert!(late.contains("superseded by round 2"), "{late}");
+}

@@ -557,3 +557,114 @@ pub fn compile_c(source: &str, out: &Path) {
         "compiling {source} failed:\n{stdout}{err}"
     );
 }
+
+/// A job whose standard output and error are read line by line while it
+/// runs (to act on an event it reports), and kept for the assertions.
+pub struct Watched {
+    guard: ChildGuard,
+    lines: mpsc::Receiver<String>,
+    seen: std::sync::Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Starts `cmd` with both outputs piped.
+    pub fn spawn(cmd: &mut Command) -> Self {
+        let mut guard = ChildGuard::spawn(cmd.stdout(Stdio::piped()).stderr(Stdio::piped()));
+        let (tx, lines) = mpsc::channel();
+        let seen = std::sync::Arc::new(Mutex::new(String::new()));
+        let out: Box<dyn std::io::Read + Send> =
+            Box::new(guard.child.stdout.take().expect("stdout piped"));
+        let err: Box<dyn std::io::Read + Send> =
+            Box::new(guard.child.stderr.take().expect("stderr piped"));
+        let readers = [out, err]
+            .into_iter()
+            .map(|r| {
+                let tx = tx.clone();
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(r).lines().map_while(Result::ok) {
+                        let mut s = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        s.push_str(&line);
+                        s.push('\n');
+                        drop(s);
+                        let _ = tx.send(line);
+                    }
+                })
+            })
+            .collect();
+        Self {
+            guard,
+            lines,
+            seen,
+            readers,
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.guard.pid()
+    }
+
+    /// Waits for a line containing every one of `needles`, failing (with
+    /// the output so far) after `deadline`.
+    pub fn wait_for(&self, needles: &[&str], deadline: Duration) -> String {
+        self.wait_until(
+            &format!("with {needles:?}"),
+            |line| needles.iter().all(|n| line.contains(n)),
+            deadline,
+        )
+    }
+
+    /// Waits for a line `wanted` accepts (described as `what`), failing
+    /// (with the output so far) after `deadline`.
+    pub fn wait_until(
+        &self,
+        what: &str,
+        wanted: impl Fn(&str) -> bool,
+        deadline: Duration,
+    ) -> String {
+        let until = Instant::now() + deadline;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if wanted(&line) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("no line {what} within {deadline:?}:\n{}", self.output()),
+            }
+        }
+    }
+
+    /// Everything printed so far.
+    pub fn output(&self) -> String {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits for the job to end (failing after `deadline`): (success, output).
+    pub fn finish(mut self, deadline: Duration) -> (bool, String) {
+        let status = self.guard.wait(deadline);
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        (status.success(), self.output())
+    }
+}
+
+/// SIGKILLs the process group of node `node`'s daemon (the whole node) in
+/// the job whose environment mentions `marker`, as `--inject node:N`
+/// does; returns whether it was found.
+pub fn kill_node(marker: &Path, node: u32) -> bool {
+    let handoff = format!("\"node\":{node},");
+    for pid in processes_mentioning(marker) {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let env = String::from_utf8_lossy(&env);
+        let daemon = env.split('\0').any(|v| v == "FRAME_RT_ROLE=daemon");
+        if daemon && env.contains(&handoff) {
+            if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+                return true;
+            }
+        }
+    }
+    false
+}
