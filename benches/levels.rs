@@ -19,7 +19,10 @@
 //! Run: `cargo bench --bench levels`. `FRAME_BENCH_MIB` sets the data per
 //! rank (default 64; the recovery figure in docs/PERFORMANCE.md uses 256);
 //! `FRAME_BENCH_ONLY_BLOCKING=1` runs only the first part,
-//! `FRAME_BENCH_ONLY_RECOVERY=1` only the last. Prints medians.
+//! `FRAME_BENCH_ONLY_RECOVERY=1` only the last,
+//! `FRAME_BENCH_ONLY_THROUGHPUT=1` only the promotion throughputs (`=L2`
+//! only level 2's, and so on). Prints
+//! medians.
 
 use frame::comm::{Comm, LocalComm};
 use frame::config::{Config, Interval};
@@ -232,7 +235,12 @@ fn throughput(base: &Path, per_rank: usize) {
             })
             .collect(),
     );
+    // FRAME_BENCH_ONLY_THROUGHPUT=L2 (or L3, L4) measures one level.
+    let only = std::env::var("FRAME_BENCH_ONLY_THROUGHPUT").unwrap_or_default();
     for level in [Level::L2, Level::L3, Level::L4] {
+        if only.starts_with('L') && only != level.to_string() {
+            continue;
+        }
         let job = format!("throughput{}", level.number());
         let metrics = base.join(format!("{job}.jsonl"));
         let mut cfg = config(base, &job);
@@ -433,6 +441,10 @@ fn main() {
         .expect("temp dir");
     if std::env::var_os("FRAME_BENCH_ONLY_RECOVERY").is_some() {
         recovery(base.path(), per_rank);
+        return;
+    }
+    if std::env::var_os("FRAME_BENCH_ONLY_THROUGHPUT").is_some() {
+        throughput(base.path(), per_rank);
         return;
     }
     blocking(base.path(), per_rank);

@@ -66,6 +66,29 @@ impl Pieces {
         self.len == 0
     }
 
+    /// Bytes not read yet by [`next_into`](Self::next_into) or
+    /// [`read_next`](Self::read_next).
+    pub fn left(&self) -> u64 {
+        self.len - self.at
+    }
+
+    /// Reads the next `out.len()` bytes (at most [`left`](Self::left)).
+    pub fn read_next(&mut self, out: &mut [u8]) -> Result<(), StorageError> {
+        if out.len() as u64 > self.left() {
+            return Err(StorageError::io(
+                "read",
+                &self.path,
+                0,
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            ));
+        }
+        self.file
+            .read_exact_at(out, self.at)
+            .map_err(|e| StorageError::io("read", &self.path, 0, e))?;
+        self.at += out.len() as u64;
+        Ok(())
+    }
+
     /// Reads the next piece (at most `max` bytes) into `buf`; `false` at
     /// the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, StorageError> {

@@ -333,26 +333,52 @@ impl Client {
 
     /// Sends bytes for the manager to keep (a file copy or a window of
     /// parity terms), read from `source` one piece (at most `DATA_PIECE`
-    /// bytes) at a time. A source that fails leaves the connection
-    /// unusable: drop the client.
+    /// bytes) at a time. Each piece is read straight into the frame that
+    /// carries it, one buffer kept for the whole put, and written to the
+    /// connection as it is (no copy into the codec's buffer). A source that
+    /// fails leaves the connection unusable: drop the client.
     pub fn put_from(
         &mut self,
         job_id: &str,
         what: Put,
         source: &mut dyn Source,
     ) -> Result<Reply, PutError> {
+        use tokio::io::AsyncWriteExt;
         let head = Request::Put {
             job_id: job_id.to_string(),
             what,
         };
+        // Flushed: the codec's buffer is empty when pieces bypass it.
         self.send(&head, &[])?;
-        let mut buf = Vec::new();
-        while source
-            .next_into(&mut buf, DATA_PIECE)
-            .map_err(PutError::Source)?
-        {
-            self.send(&Request::Data, &buf)?;
+        let data = serde_json::to_vec(&Request::Data).unwrap_or_default();
+        // A frame as the codec reads it: its length (big-endian, the
+        // codec's default), then the header's (little-endian, see
+        // `split`), the header, the piece.
+        let prefix = 4 + 4 + data.len();
+        let mut frame = Vec::new();
+        loop {
+            let n = usize::try_from(source.left())
+                .unwrap_or(usize::MAX)
+                .min(DATA_PIECE);
+            if n == 0 {
+                break;
+            }
+            // Grows (zero-filled) only for the first piece.
+            frame.resize(prefix + n, 0);
+            let body = u32::try_from(frame.len() - 4).map_err(|_| {
+                PutError::Source(format!("a piece of {n} bytes does not fit a frame"))
+            })?;
+            frame[..4].copy_from_slice(&body.to_be_bytes());
+            frame[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
+            frame[8..prefix].copy_from_slice(&data);
+            source
+                .read_next(&mut frame[prefix..])
+                .map_err(PutError::Source)?;
+            let stream = self.conn.get_mut();
+            self.rt.block_on(stream.write_all(&frame))?;
         }
+        let stream = self.conn.get_mut();
+        self.rt.block_on(stream.flush())?;
         self.send(&Request::End, &[])?;
         Ok(self.reply()?)
     }
@@ -360,28 +386,35 @@ impl Client {
 
 /// Where the bytes of a put come from, piece by piece.
 pub trait Source {
-    /// Reads the next piece (at most `max` bytes) into `buf`; `false` at
-    /// the end.
-    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String>;
+    /// Bytes left to send.
+    fn left(&self) -> u64;
+    /// Reads the next `out.len()` bytes (at most [`left`](Self::left)).
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String>;
 }
 
 impl Source for crate::level::Pieces {
-    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String> {
-        crate::level::Pieces::next_into(self, buf, max).map_err(|e| e.to_string())
+    fn left(&self) -> u64 {
+        crate::level::Pieces::left(self)
+    }
+
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
+        crate::level::Pieces::read_next(self, out).map_err(|e| e.to_string())
     }
 }
 
 impl Source for &[u8] {
-    fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, String> {
-        if self.is_empty() {
-            buf.clear();
-            return Ok(false);
+    fn left(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
+        if out.len() > self.len() {
+            return Err(format!("{} bytes asked of {} left", out.len(), self.len()));
         }
-        let n = self.len().min(max.max(1));
-        buf.clear();
-        buf.extend_from_slice(&self[..n]);
-        *self = &self[n..];
-        Ok(true)
+        let (now, rest) = self.split_at(out.len());
+        out.copy_from_slice(now);
+        *self = rest;
+        Ok(())
     }
 }
 

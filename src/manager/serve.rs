@@ -8,7 +8,7 @@ use super::Shared;
 use crate::auth::{self, Channel};
 use crate::comm::net::{bind_private, Bind, Endpoint};
 use crate::level::{CopyStore, IncomingCopy, Level};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -110,12 +110,12 @@ enum Incoming {
         failed: Option<String>,
     },
     /// A window of parity terms (at most [`WINDOW`](proto::WINDOW) bytes), summed once
-    /// whole.
+    /// whole: the pieces as they arrived (one, from frame's own managers).
     Term {
         job_id: String,
         term: Box<Term>,
         len: u64,
-        bytes: Vec<u8>,
+        pieces: Vec<Bytes>,
     },
 }
 
@@ -153,7 +153,7 @@ async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incomi
                 job_id,
                 term,
                 len,
-                bytes: Vec::new(),
+                pieces: Vec::new(),
             })
         }
     }
@@ -161,7 +161,7 @@ async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incomi
 
 /// Takes the next piece of what is being received; `false` if the peer
 /// sent more than it announced.
-async fn piece(inc: &mut Incoming, payload: &[u8]) -> bool {
+async fn piece(inc: &mut Incoming, payload: Bytes) -> bool {
     match inc {
         Incoming::File { copy, left, failed } => {
             let n = payload.len() as u64;
@@ -172,8 +172,7 @@ async fn piece(inc: &mut Incoming, payload: &[u8]) -> bool {
             let Some(mut c) = copy.take() else {
                 return true;
             };
-            let bytes = payload.to_vec();
-            let wrote = tokio::task::spawn_blocking(move || c.write(&bytes).map(|()| c)).await;
+            let wrote = tokio::task::spawn_blocking(move || c.write(&payload).map(|()| c)).await;
             match wrote {
                 Ok(Ok(c)) => *copy = Some(c),
                 Ok(Err(e)) => *failed = Some(e.to_string()),
@@ -181,11 +180,12 @@ async fn piece(inc: &mut Incoming, payload: &[u8]) -> bool {
             }
             true
         }
-        Incoming::Term { len, bytes, .. } => {
-            if (bytes.len() + payload.len()) as u64 > *len {
+        Incoming::Term { len, pieces, .. } => {
+            let had: usize = pieces.iter().map(Bytes::len).sum();
+            if (had + payload.len()) as u64 > *len {
                 return false;
             }
-            bytes.extend_from_slice(payload);
+            pieces.push(payload);
             true
         }
     }
@@ -241,7 +241,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             },
             Request::Data => {
                 let taken = match incoming.as_mut() {
-                    Some(inc) => piece(inc, &payload).await,
+                    Some(inc) => piece(inc, payload).await,
                     None => false,
                 };
                 if !taken {
@@ -281,15 +281,21 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
             Some(c) => c.finish().map_err(|e| e.to_string()),
             None => Err("the copy was not received".into()),
         },
-        Incoming::Term { len, ref bytes, .. } if bytes.len() as u64 != len => {
-            Err(format!("got {} of {len} bytes", bytes.len()))
-        }
+        Incoming::Term {
+            len, ref pieces, ..
+        } if pieces.iter().map(Bytes::len).sum::<usize>() as u64 != len => Err(format!(
+            "got {} of {len} bytes",
+            pieces.iter().map(Bytes::len).sum::<usize>()
+        )),
         Incoming::Term {
             job_id,
             term,
-            bytes,
+            mut pieces,
             ..
-        } => shared.add_term(&job_id, &term, &bytes),
+        } => match pieces.len() {
+            1 => shared.add_term(&job_id, &term, &pieces.swap_remove(0)),
+            _ => shared.add_term(&job_id, &term, &pieces.concat()),
+        },
     })
     .await;
     match done {
