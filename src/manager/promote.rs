@@ -290,7 +290,6 @@ fn erasure(
     }
     let piece = info.piece;
     let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
-    let mut terms = vec![Vec::new(); s.p];
     let mut window = Vec::new();
     let endpoint = |node: u32| {
         task.peers
@@ -301,15 +300,14 @@ fn erasure(
     // One window of one piece in memory at a time, with its terms.
     for (q, t) in s.data_stripes(me).into_iter().enumerate() {
         let index = s.data_index(t, me).unwrap_or(0);
+        let coefficients = codec.coefficients(index).map_err(|e| e.to_string())?;
         let mut offset = 0;
         while let Some(len) = proto::window_len(piece, offset) {
             window.resize(len as usize, 0);
             blob.read_at(&mut window, q as u64 * piece + offset)
                 .map_err(|e| e.to_string())?;
-            codec
-                .contribution(index, &window, &mut terms)
-                .map_err(|e| e.to_string())?;
-            for (j, term) in terms.iter().enumerate() {
+            // Each term is computed straight into the frame that sends it.
+            for (j, &coefficient) in coefficients.iter().enumerate() {
                 let holder = group.nodes[s.parity_holder(t, j)];
                 let what = Put::Term(Box::new(Term {
                     group: info.clone(),
@@ -320,12 +318,12 @@ fn erasure(
                     from: me as u32,
                     offset,
                 }));
-                peers.put(
-                    endpoint(holder)?,
-                    &task.job_id,
-                    what,
-                    || Ok(term.as_slice()),
-                )?;
+                peers.put(endpoint(holder)?, &task.job_id, what, || {
+                    Ok(Scaled {
+                        coefficient,
+                        data: &window,
+                    })
+                })?;
             }
             offset += len;
         }
@@ -348,4 +346,31 @@ fn erasure(
         bytes_in: sent,
         bytes_out: sent * s.p as u64,
     })
+}
+
+/// A member's term of a parity shard, computed as it is sent: its data
+/// times the shard's coefficient.
+struct Scaled<'a> {
+    coefficient: u8,
+    data: &'a [u8],
+}
+
+impl Source for Scaled<'_> {
+    fn left(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
+        if out.len() > self.data.len() {
+            return Err(format!(
+                "{} bytes asked of {} left",
+                out.len(),
+                self.data.len()
+            ));
+        }
+        let (now, rest) = self.data.split_at(out.len());
+        Codec::scale(self.coefficient, now, out);
+        self.data = rest;
+        Ok(())
+    }
 }

@@ -152,6 +152,21 @@ impl Codec {
             .map_err(|e| CodecError(format!("{e:?}")))
     }
 
+    /// The coefficients data shard `index` is multiplied by in each
+    /// parity shard: its term of parity shard `j` is
+    /// [`scale`](Self::scale)`(coefficients[j], piece)`, the same bytes
+    /// [`contribution`](Self::contribution) writes.
+    pub fn coefficients(&self, index: usize) -> Result<Vec<u8>, CodecError> {
+        let mut out = vec![vec![0u8; 1]; self.rs.parity_shard_count()];
+        self.contribution(index, &[1], &mut out)?;
+        Ok(out.into_iter().map(|o| o[0]).collect())
+    }
+
+    /// Writes `coefficient` times `input` into `out` (of the same length).
+    pub fn scale(coefficient: u8, input: &[u8], out: &mut [u8]) {
+        galois_8::mul_slice(coefficient, input, out);
+    }
+
     /// Adds `term` to `acc` (GF(2^8) addition).
     pub fn add(acc: &mut [u8], term: &[u8]) {
         galois_8::mul_slice_xor(1, term, acc);

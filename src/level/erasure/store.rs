@@ -117,12 +117,41 @@ impl ErasureStore {
         let need = term.len() as u64;
         let io = |op: &'static str, e: std::io::Error| StorageError::io(op, &path, need, e);
         let len = file.metadata().map_err(|e| io("stat", e))?.len();
-        let mut sum = vec![0u8; term.len()];
-        let have = len.saturating_sub(offset).min(term.len() as u64) as usize;
-        file.read_exact_at(&mut sum[..have], offset)
-            .map_err(|e| io("read", e))?;
-        Codec::add(&mut sum, term);
-        file.write_all_at(&sum, offset).map_err(|e| io("write", e))
+        if len <= offset {
+            // The window's first term: the sum is the term.
+            return file.write_all_at(term, offset).map_err(|e| io("write", e));
+        }
+        // Every byte of the window gets its storage now (an error such as a
+        // full disk comes back here, not as a fault when the mapping is
+        // written).
+        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), offset, need) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::OPNOTSUPP) => {
+                // A file system without it: read, add, write back.
+                let mut sum = vec![0u8; term.len()];
+                let have = len.saturating_sub(offset).min(need) as usize;
+                file.read_exact_at(&mut sum[..have], offset)
+                    .map_err(|e| io("read", e))?;
+                Codec::add(&mut sum, term);
+                return file.write_all_at(&sum, offset).map_err(|e| io("write", e));
+            }
+            Err(e) => return Err(io("allocate", e.into())),
+        }
+        // The term is added into the file's pages where they are, with no
+        // buffer read, summed and written back.
+        // SAFETY: the sum file is this node's own (made by this manager in
+        // its private node directory, under the state's lock that orders
+        // every sum of the checkpoint); nothing else maps or truncates it
+        // while the mapping lives, and the window's storage is allocated.
+        let mut map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(term.len())
+                .map_mut(&file)
+        }
+        .map_err(|e| io("map", e))?;
+        Codec::add(&mut map, term);
+        Ok(())
     }
 
     /// Makes the sum of parity shard `key` of checkpoint `id` (which must

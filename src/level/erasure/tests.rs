@@ -97,3 +97,24 @@ fn every_node_holds_p_parity_shards_and_g_minus_p_pieces() {
         }
     }
 }
+
+/// A term computed from the coefficients (as promotions send it) is the
+/// contribution, byte for byte, for every data shard of several shapes.
+#[test]
+fn terms_from_coefficients_are_the_contributions() {
+    let piece: Vec<u8> = (0..4099u32).map(|i| (i * 31 + 5) as u8).collect();
+    for (k, p) in [(1, 1), (3, 1), (2, 2), (6, 2), (5, 3)] {
+        let codec = Codec::new(k, p).unwrap();
+        for index in 0..k {
+            let mut expected = vec![Vec::new(); p];
+            codec.contribution(index, &piece, &mut expected).unwrap();
+            let coefficients = codec.coefficients(index).unwrap();
+            assert_eq!(coefficients.len(), p);
+            for (j, c) in coefficients.iter().enumerate() {
+                let mut term = vec![0xa5u8; piece.len()];
+                Codec::scale(*c, &piece, &mut term);
+                assert_eq!(term, expected[j], "k {k}, p {p}, shard {index}, parity {j}");
+            }
+        }
+    }
+}
