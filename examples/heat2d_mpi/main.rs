@@ -129,6 +129,9 @@ fn run(args: &Args, cfg: &Config, comm: &MpiComm, manager: Option<Link>) -> anyh
         if !recovered && args.crash_at == Some(step.get()) {
             if args.settle {
                 ckpt.wait_for_promotions()?;
+                // Every node's leader has had its commits written before
+                // any rank dies (the crash below ends every rank at once).
+                comm.barrier()?;
             }
             if comm.rank() + 1 == comm.size() {
                 eprintln!(
