@@ -434,6 +434,18 @@ impl GlobalStore {
                 if marker {
                     ckpt.remove_file(COMMITTED)?;
                 }
+                // A rank's manifest, and what a writer killed part way
+                // left of it under a temporary name (a node lost during a
+                // level-4 promotion).
+                let leftovers: Vec<String> = ranks
+                    .iter()
+                    .map(|r| format!(".{}.tmp-", manifest_file(*r)))
+                    .collect();
+                for (entry, kind) in ckpt.entries()? {
+                    if kind == Kind::File && leftovers.iter().any(|p| entry.starts_with(p)) {
+                        ckpt.remove_file(&entry)?;
+                    }
+                }
                 for rank in ranks {
                     ckpt.remove_file(&manifest_file(*rank))?;
                 }
@@ -466,3 +478,6 @@ fn write_chunk(dir: &Dir, hash: &str, piece: &[u8], rank: u32) -> Result<(), Sto
     dir.write_atomic(hash, piece, &rank.to_string())
         .map_err(|e| StorageError::from_fs(e, piece.len() as u64))
 }
+
+#[cfg(test)]
+mod tests;
