@@ -17,6 +17,9 @@
 //!
 //! Run: `cargo bench --bench l1` (sizes in MiB per rank with
 //! `FRAME_BENCH_SIZES=16,256`, rank counts with `FRAME_BENCH_RANKS=1,8`).
+//! The table is measured on `/dev/shm`, then again (as root; skipped with
+//! `FRAME_BENCH_HUGE=0`) on a private tmpfs mounted with
+//! `huge=within_size`, where a new process maps a file with 2 MiB pages.
 //! Prints medians; a ratio above 1 means frame is faster.
 
 use frame::comm::{Comm, LocalComm};
@@ -257,7 +260,59 @@ fn main() {
     } else {
         "/tmp"
     };
-    println!("L1 on {base}: medians; time per checkpoint or load of every rank's buffer");
+    table(Path::new(base), &sizes, &rank_counts);
+    if std::env::var("FRAME_BENCH_HUGE").as_deref() == Ok("0") {
+        return;
+    }
+    match HugeTmpfs::mount() {
+        Ok(huge) => {
+            println!(
+                "\nThe same on a tmpfs mounted with huge=within_size (2 MiB pages for large files):"
+            );
+            table(&huge.dir, &sizes, &rank_counts);
+        }
+        Err(e) => println!("\n(no huge-page tmpfs measured: {e})"),
+    }
+}
+
+/// A private tmpfs that backs large files with 2 MiB pages, unmounted on
+/// drop. Mounting needs root.
+struct HugeTmpfs {
+    dir: std::path::PathBuf,
+}
+
+impl HugeTmpfs {
+    fn mount() -> Result<Self, String> {
+        let dir = std::env::temp_dir().join(format!("frame-bench-huge-{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mounted = nix::mount::mount(
+            Some("tmpfs"),
+            &dir,
+            Some("tmpfs"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some("huge=within_size,mode=0700"),
+        );
+        if let Err(e) = mounted {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(format!("mounting tmpfs on {}: {e}", dir.display()));
+        }
+        Ok(Self { dir })
+    }
+}
+
+impl Drop for HugeTmpfs {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount(&self.dir);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// Measures every size and rank count with files under `base`.
+fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
+    println!(
+        "L1 on {}: medians; time per checkpoint or load of every rank's buffer",
+        base.display()
+    );
     println!(
         "{:>9} {:>5} | {:>10} {:>17} {:>17} | {:>10} {:>17} {:>17} | {:>17} {:>17} {:>6}",
         "MiB/rank",
@@ -272,8 +327,8 @@ fn main() {
         "zstd load",
         "zstd x"
     );
-    for &mib in &sizes {
-        for &ranks in &rank_counts {
+    for &mib in sizes {
+        for &ranks in rank_counts {
             let bytes = mib << 20;
             let reps = reps_for(bytes * ranks);
             let raw: Vec<Vec<f64>> = (0..ranks).map(|r| field(bytes / 8, r * 7)).collect();

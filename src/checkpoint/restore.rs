@@ -103,6 +103,29 @@ impl Checkpointer<'_> {
         }
     }
 
+    /// Lets the checkpoint file about to be loaded use this process's
+    /// share of its cores: they are shared evenly among the ranks of its
+    /// node, which all load at once. Collective.
+    fn share_cores(&mut self) -> Result<()> {
+        let node = self.comm.node().to_le_bytes();
+        let sharing = self
+            .comm
+            .all_gather(&node)?
+            .iter()
+            .filter(|b| b[..] == node[..])
+            .count()
+            .max(1);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if self.recovery_file().is_ok() {
+            if let Phase::Recovering(pending) = &mut self.phase {
+                if let Some(file) = pending.file.as_mut() {
+                    file.set_workers(cores / sharing);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Loads every protected region; all fit checks happen before any load.
     fn load_all(&mut self) -> Result<(), LoadFailure> {
         let regions: Vec<(RegionId, Arc<dyn ErasedRegion>, bool)> = self
@@ -152,6 +175,7 @@ impl Checkpointer<'_> {
             let Some(id) = self.recovery_id() else {
                 return Err(Error::NothingToRecover);
             };
+            self.share_cores()?;
             let local = self.load_all().err();
             if local.is_none() {
                 // Before the agreement below, so that no rank writes its next

@@ -16,6 +16,7 @@ mod copy;
 mod error;
 mod header;
 pub mod layout;
+mod load;
 mod meta;
 mod parse;
 mod reader;

@@ -3,12 +3,14 @@
 //! [`CheckpointFile::open`] reads only the header and tables; it checks the
 //! magic, version, header CRC, that the tables describe a consistent layout
 //! and that the file has exactly the length the header gives. Data is loaded
-//! by [`CheckpointFile::load_region`] from a read-only mapping of the file,
+//! by [`CheckpointFile::load_region`] from a read-only mapping of the file
+//! (on several threads for a large region, see `load`),
 //! copied into the destination block by block with each block's CRC computed
 //! while it is in cache (the snapshot's fused copy, run backwards).
 
 use super::header::{ChunkInfo, FileHeader, RegionEntry};
 use super::layout::{self, RawHeader, HEADER_SIZE};
+use super::load;
 use super::parse::{inconsistent, parse};
 use super::{Codec, FormatError, FormatErrorKind, VERSION};
 use crate::region::{RegionId, RegionInfo};
@@ -33,6 +35,8 @@ pub struct CheckpointFile {
     /// The file's bytes in memory: a read-only mapping made on the first
     /// load, or the mapping its writer kept.
     map: std::sync::OnceLock<Option<Mapping>>,
+    /// Most threads a large region is loaded by.
+    workers: usize,
 }
 
 /// A mapping of a checkpoint file.
@@ -77,6 +81,7 @@ impl CheckpointFile {
             regions,
             chunks,
             map: std::sync::OnceLock::new(),
+            workers: 1,
         })
     }
 
@@ -182,22 +187,35 @@ impl CheckpointFile {
         self.err(crc_error(c, computed))
     }
 
-    /// Chunk `c`'s stored bytes in the file's mapping (mapped on first use),
-    /// or `None` where the file cannot be mapped.
+    /// Chunk `c`'s stored bytes in the file's mapping (mapped on first use,
+    /// each chunk's pages mapped in as it is asked for), or `None` where the
+    /// file cannot be mapped.
     fn mapped(&self, c: &ChunkInfo) -> Option<&[u8]> {
         let map = self.map.get_or_init(|| {
             // SAFETY: the file was validated to be exactly `file_len` bytes
             // long, and frame's checkpoint files are only ever replaced (by
             // rename), never truncated in place, by the processes allowed in
             // their private directories.
-            unsafe { memmap2::MmapOptions::new().populate().map(&self.file) }
+            unsafe { memmap2::Mmap::map(&self.file) }
                 .ok()
                 .map(Mapping::Own)
         });
         let start = usize::try_from(c.offset).ok()?;
-        map.as_ref()?
-            .bytes()
-            .get(start..start.checked_add(c.stored_len as usize)?)
+        let len = c.stored_len as usize;
+        let map = map.as_ref()?;
+        let bytes = map.bytes().get(start..start.checked_add(len)?)?;
+        if let Mapping::Own(own) = map {
+            // One call fills the chunk's page tables instead of a fault per
+            // few pages; where the kernel lacks it, the faults do the same.
+            let _ = own.advise_range(memmap2::Advice::PopulateRead, start, len);
+        }
+        Some(bytes)
+    }
+
+    /// Lets up to `n` threads load each large region (1, the default: the
+    /// calling thread alone).
+    pub fn set_workers(&mut self, n: usize) {
+        self.workers = n.max(1);
     }
 
     /// Loads from `map`, a writable mapping of this very file that its
@@ -252,44 +270,67 @@ impl CheckpointFile {
             }));
         }
         let first = entry.first_chunk as usize;
-        let chunks = &self.chunks[first..first + entry.chunk_count as usize];
-
-        let mut scratch = Vec::new();
-        let mut decoder = None;
-        let mut at = 0usize;
+        let chunks = self
+            .chunks
+            .get(first..first.saturating_add(entry.chunk_count as usize))
+            .ok_or_else(|| self.err(inconsistent("region's chunk range")))?;
+        let bytes = dst.len();
+        let mut pieces = Vec::with_capacity(chunks.len());
+        let mut rest = dst;
         for c in chunks {
-            let out = &mut dst[at..at + c.raw_len as usize];
-            at += c.raw_len as usize;
-            match c.codec {
-                Codec::Raw => {
-                    let mut crc = crc32fast::Hasher::new();
-                    match self.mapped(c) {
-                        Some(stored) => super::copy::copy_with_crc(out, stored, &mut crc),
-                        None => {
-                            let mut offset = c.offset;
-                            for block in out.chunks_mut(READ_BLOCK) {
-                                self.file
-                                    .read_exact_at(block, offset)
-                                    .map_err(|e| self.err(e.into()))?;
-                                crc.update(block);
-                                offset += block.len() as u64;
-                            }
+            let (out, tail) = rest
+                .split_at_mut_checked(c.raw_len as usize)
+                .ok_or_else(|| self.err(inconsistent("region's chunk lengths")))?;
+            pieces.push((c, out));
+            rest = tail;
+        }
+        load::spread(
+            pieces,
+            load::workers(bytes, chunks.len(), self.workers),
+            || (Vec::new(), None),
+            |(scratch, decoder), (c, out)| self.load_chunk(c, out, scratch, decoder),
+        )
+    }
+
+    /// Loads chunk `c` into `out` (its raw length), checking its CRC;
+    /// `scratch` and `decoder` are the calling thread's, for compressed
+    /// chunks.
+    fn load_chunk(
+        &self,
+        c: &ChunkInfo,
+        out: &mut [u8],
+        scratch: &mut Vec<u8>,
+        decoder: &mut Option<zstd::bulk::Decompressor<'static>>,
+    ) -> Result<(), FormatError> {
+        match c.codec {
+            Codec::Raw => {
+                let mut crc = crc32fast::Hasher::new();
+                match self.mapped(c) {
+                    Some(stored) => super::copy::copy_with_crc(out, stored, &mut crc),
+                    None => {
+                        let mut offset = c.offset;
+                        for block in out.chunks_mut(READ_BLOCK) {
+                            self.file
+                                .read_exact_at(block, offset)
+                                .map_err(|e| self.err(e.into()))?;
+                            crc.update(block);
+                            offset += block.len() as u64;
                         }
                     }
-                    let computed = crc.finalize();
-                    if computed != c.crc {
-                        return Err(self.crc_error(c, computed));
-                    }
                 }
-                Codec::Zstd => {
-                    self.read_stored(c, &mut scratch)?;
-                    if decoder.is_none() {
-                        decoder =
-                            Some(zstd::bulk::Decompressor::new().map_err(|e| self.err(e.into()))?);
-                    }
-                    if let Some(dec) = decoder.as_mut() {
-                        self.decompress(c, dec, &scratch, out)?;
-                    }
+                let computed = crc.finalize();
+                if computed != c.crc {
+                    return Err(self.crc_error(c, computed));
+                }
+            }
+            Codec::Zstd => {
+                self.read_stored(c, scratch)?;
+                if decoder.is_none() {
+                    *decoder =
+                        Some(zstd::bulk::Decompressor::new().map_err(|e| self.err(e.into()))?);
+                }
+                if let Some(dec) = decoder.as_mut() {
+                    self.decompress(c, dec, scratch, out)?;
                 }
             }
         }
@@ -316,6 +357,14 @@ impl CheckpointFile {
             }
         }
         problems
+    }
+}
+
+impl Drop for CheckpointFile {
+    fn drop(&mut self) {
+        if let Some(Some(Mapping::Own(map))) = self.map.take() {
+            load::unmap_later(map);
+        }
     }
 }
 

@@ -437,3 +437,52 @@ fn metadata_detects_a_foreign_file() {
         "{wrong}"
     );
 }
+
+/// A region large enough to be loaded by several threads comes back whole,
+/// raw and compressed, and damage in two chunks is reported for the first
+/// one, as a single thread would report it.
+#[test]
+fn large_region_loads_on_several_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<f64> = (0..(12usize << 20) / 8)
+        .map(|i| (i as f64 * 1e-4).sin())
+        .collect();
+    let info = RegionInfo {
+        id: 1,
+        elem: ElemType::F64,
+        count: data.len() as u64,
+    };
+    let sources = [RegionSource {
+        info,
+        bytes: data.as_bytes(),
+    }];
+    for zstd in [None, Some(1)] {
+        let spec = spec(zstd);
+        let layout = plan(&spec, &sources).unwrap();
+        let mut sink = MemSink::default();
+        let written = write_checkpoint(&mut sink, &spec, &sources, &layout).unwrap();
+        sink.bytes.truncate(written.file_len as usize);
+        let path = dir.path().join("large.fck");
+        std::fs::write(&path, &sink.bytes).unwrap();
+        let mut file = CheckpointFile::open(&path).unwrap();
+        file.set_workers(4);
+        let mut out = vec![0u8; data.as_bytes().len()];
+        file.load_region(1, &mut out).unwrap();
+        assert!(out == data.as_bytes(), "zstd {zstd:?}: loaded bytes differ");
+
+        let chunks = file.chunks().to_vec();
+        assert!(chunks.len() > 8, "only {} chunks", chunks.len());
+        let (early, late) = (&chunks[5], &chunks[chunks.len() - 2]);
+        for c in [late, early] {
+            sink.bytes[c.offset as usize + c.stored_len as usize / 2] ^= 0x10;
+        }
+        std::fs::write(&path, &sink.bytes).unwrap();
+        let mut file = CheckpointFile::open(&path).unwrap();
+        file.set_workers(4);
+        let err = file.load_region(1, &mut out).unwrap_err();
+        match err.kind {
+            FormatErrorKind::ChunkCrc { chunk, .. } => assert_eq!(chunk, early.index),
+            other => panic!("zstd {zstd:?}: expected a CRC error, got {other:?}"),
+        }
+    }
+}

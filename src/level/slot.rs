@@ -7,6 +7,8 @@
 //! and checkpoints of the same size land in the same pages again and again:
 //! a steady-state snapshot neither allocates storage nor takes page faults,
 //! it is one fused copy-and-CRC pass into memory that is already there.
+//! Where huge pages back the file (a tmpfs mounted with `huge=`), mapping
+//! costs next to nothing and even a new file is written through a mapping.
 //! Blocks are reserved with `fallocate` before any store through a mapping,
 //! so a full file system is an error instead of a SIGBUS.
 
@@ -105,7 +107,8 @@ impl Slot {
 
     /// Readies the file for a checkpoint of `capacity` bytes at most and
     /// returns whether to write it through its mapping. A file shorter than
-    /// that is new (or grows): it is written with `pwrite`. A file that
+    /// that is new (or grows): it is written with `pwrite`, unless huge
+    /// pages back it. A file that
     /// already had that size is mapped (once; the mapping is kept), after
     /// `fallocate` made sure every block exists, so that no store through
     /// the mapping can fault for lack of space.
@@ -114,7 +117,14 @@ impl Slot {
         let io_err = |op, e| StorageError::io(op, &path, capacity, e);
         if self.len < capacity {
             self.map = None;
-            return Ok(false);
+            // The file gets its full length first (no blocks yet): a tmpfs
+            // mounted with huge=within_size backs it with 2 MiB pages then,
+            // and with those a new file is mapped as cheaply as an old one.
+            self.file.set_len(capacity).map_err(|e| io_err("grow", e))?;
+            self.len = capacity;
+            if !self.huge_pages() {
+                return Ok(false);
+            }
         }
         if self.len > capacity {
             self.map = None;
@@ -148,6 +158,14 @@ impl Slot {
             self.map = Some(std::sync::Arc::new(map.map_err(|e| io_err("map", e))?));
         }
         Ok(true)
+    }
+
+    /// Whether the file system backs this file with huge pages (a tmpfs
+    /// mounted with `huge=` reports their size as the block size of a file
+    /// they back).
+    fn huge_pages(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().is_ok_and(|m| m.blksize() >= 2 << 20)
     }
 
     /// The slot's mapping, for loading the checkpoint it holds, if it has
