@@ -17,9 +17,10 @@
 
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
+use crate::comm::Bytes;
 use crate::error::Result;
 use crate::format::Metadata;
-use crate::level::stream::PIECE;
+use crate::level::stream::{PieceSource, PIECE};
 use crate::level::{CopyStore, GlobalStore, Level, Pieces, StorageError};
 use crate::recovery::copies::{self, Copy, Offer};
 use crate::recovery::{Ballot, Decision, Held, Inventory};
@@ -147,9 +148,22 @@ impl Checkpointer<'_> {
         let world = self.comm.size() as u32;
         let me = self.comm.rank() as u32;
         // Eager sends first, then receives: no rank waits on another's send.
+        // A rank other than its node's lowest opens the node's copies itself
+        // (the ranks of a node take turns sending).
+        let mut opened = None;
         for &(rank, from) in &plan.fetch {
             if from == me {
+                if store.is_none() && opened.is_none() {
+                    opened = CopyStore::open_existing(
+                        &self.cfg.storage.local_dir,
+                        &self.cfg.job.id,
+                        level,
+                    )
+                    .ok()
+                    .flatten();
+                }
                 let read = store
+                    .or(opened.as_ref())
                     .ok_or_else(|| "this node keeps no copies".to_string())
                     .and_then(|s| s.open_copy(plan.id, rank, world).map_err(|e| e.to_string()));
                 self.send_file(rank as usize, read)?;
@@ -175,6 +189,14 @@ impl Checkpointer<'_> {
         match read {
             Ok((meta, mut pieces)) => {
                 self.send_head(to, Ok(&meta))?;
+                if let Some(map) = pieces.map() {
+                    for at in (0..map.len()).step_by(PIECE) {
+                        let range = at..map.len().min(at + PIECE);
+                        Pieces::populate(&map, range.clone());
+                        self.send_piece(to, &map[range])?;
+                    }
+                    return Ok(());
+                }
                 let mut buf = Vec::new();
                 loop {
                     match pieces.next_into(&mut buf, PIECE) {
@@ -234,40 +256,26 @@ impl Checkpointer<'_> {
             }
             Err(e) => return Ok(Err(format!("rank {from} sent an unreadable header: {e}"))),
         };
-        let comm = self.comm;
-        let mut received = 0u64;
-        let mut ended = false;
-        let mine = len == meta.file_len && meta.rank == comm.rank() as u32;
+        let mine = len == meta.file_len && meta.rank == self.comm.rank() as u32;
+        let mut arriving = Arriving {
+            comm: self.comm,
+            from,
+            len,
+            received: 0,
+            ended: false,
+            piece: Bytes::new(),
+        };
         let installed = if mine {
-            self.store.install_from(&meta, |buf: &mut Vec<u8>| {
-                if received == len {
-                    return Ok(false);
-                }
-                let piece = comm.recv_tagged(from, TAG_FETCH_DATA)?;
-                if piece.is_empty() {
-                    ended = true;
-                    return Err(Pull::File(format!(
-                        "rank {from} could not read the rest of the file"
-                    )));
-                }
-                received += piece.len() as u64;
-                if received > len {
-                    ended = true;
-                    return Err(Pull::File(format!("rank {from} sent more than announced")));
-                }
-                buf.clear();
-                buf.extend_from_slice(&piece);
-                Ok(true)
-            })
+            self.store.install_from(&meta, &mut arriving)
         } else {
             Err(Pull::File(format!(
                 "rank {from} sent a file that is not this rank's"
             )))
         };
-        while !ended && received < len {
+        while !arriving.ended && arriving.received < len {
             let piece = self.comm.recv_tagged(from, TAG_FETCH_DATA)?;
-            ended = piece.is_empty();
-            received += piece.len() as u64;
+            arriving.ended = piece.is_empty();
+            arriving.received += piece.len() as u64;
         }
         match installed {
             Ok(()) => Ok(Ok(())),
@@ -337,10 +345,7 @@ impl Checkpointer<'_> {
         let local = match store {
             Some(s) => s
                 .open_copy(id, me, world)
-                .and_then(|(meta, mut chunks)| {
-                    self.store
-                        .install_from(&meta, |buf: &mut Vec<u8>| chunks.next_into(buf))
-                })
+                .and_then(|(meta, mut chunks)| self.store.install_from(&meta, &mut chunks))
                 .map_err(|e| e.to_string())
                 .err(),
             None => Some("no level-4 directory".to_string()),
@@ -387,6 +392,42 @@ impl Checkpointer<'_> {
     /// Whether this rank is the lowest rank of its node.
     pub(super) fn is_node_leader(&self) -> bool {
         self.levels.as_ref().map(|l| l.is_leader()).unwrap_or(false)
+    }
+}
+
+/// A file arriving from rank `from`, `len` bytes announced, as the pieces
+/// of its installation: each message's own buffer, lent.
+struct Arriving<'c> {
+    comm: &'c dyn crate::comm::Comm,
+    from: usize,
+    len: u64,
+    received: u64,
+    /// The sender said the rest will not come.
+    ended: bool,
+    piece: Bytes,
+}
+
+impl PieceSource for Arriving<'_> {
+    type Error = Pull;
+
+    fn next_piece(&mut self) -> std::result::Result<Option<&[u8]>, Pull> {
+        if self.received == self.len {
+            return Ok(None);
+        }
+        let from = self.from;
+        self.piece = self.comm.recv_tagged(from, TAG_FETCH_DATA)?;
+        if self.piece.is_empty() {
+            self.ended = true;
+            return Err(Pull::File(format!(
+                "rank {from} could not read the rest of the file"
+            )));
+        }
+        self.received += self.piece.len() as u64;
+        if self.received > self.len {
+            self.ended = true;
+            return Err(Pull::File(format!("rank {from} sent more than announced")));
+        }
+        Ok(Some(&self.piece))
     }
 }
 

@@ -23,7 +23,7 @@ use super::commit::{self, Commit, COMMITTED};
 use super::copies::Held;
 use super::fsio::StorageError;
 use super::names;
-use super::stream::Pieces;
+use super::stream::{PieceSource, Pieces};
 use super::Level;
 use crate::format::{FormatError, FormatErrorKind, Metadata, Place, MAX_RECORD};
 use crate::safefs::{Dir, Kind};
@@ -88,29 +88,62 @@ pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
     h.to_hex()[..32].to_string()
 }
 
-/// A rank's level-4 file being read back, chunk by chunk.
+/// A rank's level-4 file being read back, chunk by chunk: each chunk file
+/// is mapped (read where it cannot be) and checked against its hash, and
+/// lent as the next piece of the file.
 pub struct Chunks {
     dir: Dir,
     refs: std::vec::IntoIter<ChunkRef>,
+    /// The current chunk, mapped.
+    map: Option<memmap2::Mmap>,
+    /// The current chunk, read (where it could not be mapped).
+    buf: Vec<u8>,
 }
 
 impl Chunks {
-    /// Reads the next chunk into `buf`, checked against its hash; `false`
-    /// at the end.
-    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<bool, StorageError> {
+    /// Maps or reads chunk `c` into `self`; whether it was mapped.
+    fn fetch(&mut self, c: &ChunkRef) -> Result<bool, StorageError> {
+        self.map = None;
+        let f = self.dir.open_read(&c.hash)?;
+        let actual = f
+            .metadata()
+            .map_err(|e| StorageError::io("stat", &self.dir.join(&c.hash), 0, e))?
+            .len();
+        if actual == c.len && c.len > 0 {
+            // SAFETY: read-only, of a chunk file named by its content: frame
+            // writes it once under a temporary name and never changes it.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
+                let _ = map.advise(memmap2::Advice::PopulateRead);
+                self.map = Some(map);
+                return Ok(true);
+            }
+        }
+        self.dir.read_capped_into(&c.hash, c.len, &mut self.buf)?;
+        Ok(false)
+    }
+}
+
+impl PieceSource for Chunks {
+    type Error = StorageError;
+
+    fn next_piece(&mut self) -> Result<Option<&[u8]>, StorageError> {
         let Some(c) = self.refs.next() else {
-            buf.clear();
-            return Ok(false);
+            self.map = None;
+            return Ok(None);
         };
-        *buf = self.dir.read_capped(&c.hash, c.len)?;
-        if buf.len() as u64 != c.len || chunk_hash(buf) != c.hash {
+        let mapped = self.fetch(&c)?;
+        let bytes: &[u8] = match (&self.map, mapped) {
+            (Some(map), true) => map,
+            _ => &self.buf,
+        };
+        if bytes.len() as u64 != c.len || chunk_hash(bytes) != c.hash {
             return Err(FormatError::new(
                 self.dir.join(&c.hash),
                 FormatErrorKind::Metadata("chunk content does not match its hash".into()),
             )
             .into());
         }
-        Ok(true)
+        Ok(Some(bytes))
     }
 }
 
@@ -322,6 +355,8 @@ impl GlobalStore {
         let chunks = Chunks {
             dir,
             refs: manifest.chunks.into_iter(),
+            map: None,
+            buf: Vec::new(),
         };
         Ok((meta, chunks))
     }
@@ -330,8 +365,7 @@ impl GlobalStore {
     /// chunk against its hash (one chunk in memory at a time).
     pub fn verify(&self, id: u64, rank: u32, world: u32) -> Result<(), StorageError> {
         let (_, mut chunks) = self.open_copy(id, rank, world)?;
-        let mut buf = Vec::new();
-        while chunks.next_into(&mut buf)? {}
+        while chunks.next_piece()?.is_some() {}
         Ok(())
     }
 

@@ -13,6 +13,7 @@
 //! so a full file system is an error instead of a SIGBUS.
 
 use super::fsio::StorageError;
+use super::stream::PieceSource;
 use crate::format::{
     self, FileHeader, FileSink, FormatError, FormatErrorKind, RegionSource, SliceSink, StreamCheck,
     WriteSpec,
@@ -199,11 +200,11 @@ impl Slot {
     /// (with `pwrite`; its mapping is dropped), piece by piece as `next`
     /// gives them (`false` at the end), each piece checked by `check`, and
     /// makes it durable. After a failure the file is emptied.
-    pub(crate) fn fill_from<E: From<StorageError>>(
+    pub(crate) fn fill_from<S: PieceSource>(
         &mut self,
         mut check: StreamCheck,
-        mut next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
-    ) -> Result<FileHeader, E> {
+        source: &mut S,
+    ) -> Result<FileHeader, S::Error> {
         use std::os::unix::fs::FileExt;
         self.map = None;
         let path = self.path.clone();
@@ -212,15 +213,14 @@ impl Slot {
         self.file.set_len(0).map_err(|e| io_err("truncate", 0, e))?;
         self.len = 0;
         self.crash_point("write");
-        let mut buf = Vec::new();
         let mut at = 0u64;
         let result = (|| {
-            while next(&mut buf)? {
-                check.feed(&buf).map_err(StorageError::from)?;
+            while let Some(piece) = source.next_piece()? {
+                check.feed(piece).map_err(StorageError::from)?;
                 self.file
-                    .write_all_at(&buf, at)
-                    .map_err(|e| io_err("write", at + buf.len() as u64, e))?;
-                at += buf.len() as u64;
+                    .write_all_at(piece, at)
+                    .map_err(|e| io_err("write", at + piece.len() as u64, e))?;
+                at += piece.len() as u64;
             }
             let header = check.finish().map_err(StorageError::from)?;
             self.crash_point("fsync");

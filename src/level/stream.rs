@@ -17,6 +17,18 @@ use std::path::PathBuf;
 /// Bytes moved at a time when a file is copied, sent or installed.
 pub(crate) const PIECE: usize = 8 << 20;
 
+/// The pieces of a file being installed into level 1, in order: a file
+/// received from another rank, or read back from level 4. Each piece is
+/// lent until the next call, so a source hands out its own buffer (a
+/// message received, a mapped chunk) rather than a copy of it.
+pub(crate) trait PieceSource {
+    /// Why the pieces stopped, besides storage.
+    type Error: From<StorageError>;
+
+    /// The next piece; `None` at the end.
+    fn next_piece(&mut self) -> Result<Option<&[u8]>, Self::Error>;
+}
+
 /// A file read from its start, piece by piece.
 pub struct Pieces {
     file: File,
@@ -54,6 +66,29 @@ impl Pieces {
             .into());
         }
         Ok(Self::new(file, path, len))
+    }
+
+    /// The whole file mapped read-only, each piece's page tables to be
+    /// filled just before it is used ([`populate`](Self::populate)); `None`
+    /// where it cannot be mapped (then read it piece by piece). A sender
+    /// hands slices of the mapping to the transport instead of reading
+    /// every piece into a buffer first. The length was checked when the
+    /// file was opened; frame replaces its files by renaming, never
+    /// truncates one being read.
+    pub fn map(&self) -> Option<memmap2::Mmap> {
+        if self.len == 0 {
+            return None;
+        }
+        // SAFETY: read-only, of a file frame wrote in a private directory
+        // and never truncates in place (it is replaced by renaming).
+        let map = unsafe { memmap2::Mmap::map(&self.file) }.ok()?;
+        (map.len() as u64 == self.len).then_some(map)
+    }
+
+    /// Fills the page tables of `range` of a mapping from [`map`](Self::map)
+    /// (one call instead of a fault per page; a hint that may fail).
+    pub fn populate(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+        let _ = map.advise_range(memmap2::Advice::PopulateRead, range.start, range.len());
     }
 
     /// The file's length.

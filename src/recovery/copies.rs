@@ -66,7 +66,9 @@ pub(crate) struct CopyPlan {
 ///
 /// A copy kept on another node than the rank's is preferred: a node keeps
 /// its own ranks' copies as second names of their level-1 files, so a
-/// level-1 file found damaged is damaged there too.
+/// level-1 file found damaged is damaged there too. The ranks of the node
+/// that keeps the copies take turns sending them (any rank of a node can
+/// read its storage), so a lost node's files move in parallel.
 pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
     let candidates: BTreeSet<(u64, u64)> = offers
         .iter()
@@ -82,6 +84,8 @@ pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
             continue;
         }
         let mut fetch = Vec::new();
+        // Sends assigned so far per holding node: its ranks take turns.
+        let mut turns: std::collections::BTreeMap<u32, usize> = Default::default();
         for (rank, offer) in offers.iter().enumerate() {
             if offer.own.contains(&(id, stamp)) {
                 continue;
@@ -95,10 +99,21 @@ pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
             let elsewhere = offers
                 .iter()
                 .position(|o| holds(&o) && o.node != offer.node);
-            match elsewhere.or_else(|| offers.iter().position(|o| holds(&o))) {
-                Some(from) => fetch.push((rank as u32, from as u32)),
-                None => continue 'next,
-            }
+            let Some(holder) = elsewhere.or_else(|| offers.iter().position(|o| holds(&o))) else {
+                continue 'next;
+            };
+            let node = offers[holder].node;
+            let turn = turns.entry(node).or_default();
+            let from = offers
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.node == node)
+                .map(|(r, _)| r)
+                .cycle()
+                .nth(*turn)
+                .unwrap_or(holder);
+            *turn += 1;
+            fetch.push((rank as u32, from as u32));
         }
         return Some(CopyPlan { id, stamp, fetch });
     }

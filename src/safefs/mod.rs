@@ -347,13 +347,23 @@ impl Dir {
 
     /// Reads regular file `name`, refusing files larger than `max` bytes.
     pub fn read_capped(&self, name: &str, max: u64) -> FsResult<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.read_capped_into(name, max, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// [`read_capped`](Self::read_capped) into `bytes` (replacing what it
+    /// held), reusing its memory: a reader of many files of one size pays
+    /// for the buffer's pages once.
+    pub fn read_capped_into(&self, name: &str, max: u64, bytes: &mut Vec<u8>) -> FsResult<()> {
         let f = self.open_read(name)?;
+        bytes.clear();
         // Sized once from the file's length (at most the cap): reading
         // through `take` would otherwise grow the buffer by doubling.
         let hint = f.metadata().map_or(0, |m| m.len()).min(max);
-        let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0).saturating_add(1));
+        bytes.reserve(usize::try_from(hint).unwrap_or(0).saturating_add(1));
         f.take(max + 1)
-            .read_to_end(&mut bytes)
+            .read_to_end(bytes)
             .map_err(|e| FsError::io("read", self.join(name), e))?;
         if bytes.len() as u64 > max {
             return Err(FsError::Unsafe {
@@ -361,7 +371,7 @@ impl Dir {
                 reason: format!("larger than the {max} bytes such a file can have"),
             });
         }
-        Ok(bytes)
+        Ok(())
     }
 
     /// Renames `name` to `to_name` in directory `to` (replacing it).

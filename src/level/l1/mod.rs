@@ -27,6 +27,7 @@ pub(crate) use read::open_rank_file;
 use super::fsio::StorageError;
 use super::names::{self, L1_DIR, POINTER, SPARE};
 use super::slot::Slot;
+use super::stream::PieceSource;
 use super::{Level, Owner};
 use crate::format::{
     self, Compression, FormatError, FormatErrorKind, Metadata, RegionSource, StreamCheck, WriteSpec,
@@ -325,25 +326,25 @@ impl L1Store {
     }
 
     /// Puts back this rank's file of checkpoint `meta.checkpoint_id`, fetched
-    /// from a higher level (its pieces given by `next`, `false` at the end;
-    /// described by the level-1 record `meta`), as a level-1 checkpoint.
+    /// from a higher level (its pieces given by `source`; described by the
+    /// level-1 record `meta`), as a level-1 checkpoint.
     /// Every chunk is checked as it arrives, so that a copy damaged at its
     /// level (or decoded from damaged parity) is refused and recovery tries
     /// the next level instead of failing to load; then the file is made
     /// durable, then visible. Recovery then loads it like any other. No
     /// more than a piece of the file is in memory at a time.
-    pub fn install_from<E: From<StorageError>>(
+    pub(crate) fn install_from<S: PieceSource>(
         &mut self,
         meta: &Metadata,
-        next: impl FnMut(&mut Vec<u8>) -> Result<bool, E>,
-    ) -> Result<(), E> {
+        source: &mut S,
+    ) -> Result<(), S::Error> {
         let id = meta.checkpoint_id;
         let mut meta = meta.clone();
         meta.level = Level::L1.number();
         let check =
             StreamCheck::new(self.data_path(id), meta.file_len).map_err(StorageError::from)?;
         let mut slot = self.take_spare()?;
-        let header = match slot.fill_from(check, next) {
+        let header = match slot.fill_from(check, source) {
             Ok(h) => h,
             Err(e) => {
                 self.spares.push(slot);

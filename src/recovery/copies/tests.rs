@@ -25,7 +25,27 @@ fn a_lost_node_is_restored_from_its_partner() {
     ];
     let p = plan(&offers, &[]).unwrap();
     assert_eq!((p.id, p.stamp), (5, 10));
-    assert_eq!(p.fetch, vec![(0, 2), (1, 2)]);
+    // Node 1's two ranks share the sending.
+    assert_eq!(p.fetch, vec![(0, 2), (1, 3)]);
+}
+
+#[test]
+fn the_ranks_of_the_keeping_node_take_turns_sending() {
+    // Node 0 (ranks 0-2) lost; node 1 keeps its copies and has two ranks.
+    let mut offers = vec![Offer::default(); 3];
+    offers.push(Offer {
+        node: 1,
+        own: vec![(2, 7)],
+        copies: (0..3).map(|r| copy(2, r, 7)).collect(),
+        committed: vec![],
+    });
+    offers.push(Offer {
+        node: 1,
+        own: vec![(2, 7)],
+        ..Offer::default()
+    });
+    let p = plan(&offers, &[]).unwrap();
+    assert_eq!(p.fetch, vec![(0, 3), (1, 4), (2, 3)]);
 }
 
 #[test]
