@@ -197,9 +197,9 @@ impl Slot {
     }
 
     /// Writes a checkpoint file brought from another level into the slot
-    /// (with `pwrite`; its mapping is dropped), piece by piece as `next`
-    /// gives them (`false` at the end), each piece checked by `check`, and
-    /// makes it durable. After a failure the file is emptied.
+    /// (with `pwrite`; its mapping is dropped), piece by piece as `source`
+    /// lends them, each piece checked by `check`, and makes it durable.
+    /// After a failure the file is emptied.
     pub(crate) fn fill_from<S: PieceSource>(
         &mut self,
         mut check: StreamCheck,
