@@ -101,8 +101,9 @@ pub struct Chunks {
 }
 
 impl Chunks {
-    /// Maps or reads chunk `c` into `self`; whether it was mapped.
-    fn fetch(&mut self, c: &ChunkRef) -> Result<bool, StorageError> {
+    /// Maps chunk `c` into `self.map`, or reads it into `self.buf` where it
+    /// cannot be mapped.
+    fn fetch(&mut self, c: &ChunkRef) -> Result<(), StorageError> {
         self.map = None;
         let f = self.dir.open_read(&c.hash)?;
         let actual = f
@@ -115,11 +116,11 @@ impl Chunks {
             if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
                 let _ = map.advise(memmap2::Advice::PopulateRead);
                 self.map = Some(map);
-                return Ok(true);
+                return Ok(());
             }
         }
         self.dir.read_capped_into(&c.hash, c.len, &mut self.buf)?;
-        Ok(false)
+        Ok(())
     }
 }
 
@@ -131,10 +132,10 @@ impl PieceSource for Chunks {
             self.map = None;
             return Ok(None);
         };
-        let mapped = self.fetch(&c)?;
-        let bytes: &[u8] = match (&self.map, mapped) {
-            (Some(map), true) => map,
-            _ => &self.buf,
+        self.fetch(&c)?;
+        let bytes: &[u8] = match &self.map {
+            Some(map) => map,
+            None => &self.buf,
         };
         if bytes.len() as u64 != c.len || chunk_hash(bytes) != c.hash {
             return Err(FormatError::new(

@@ -13,7 +13,7 @@
 //! still holds whole copies ([`retain_committed`]).
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A copy of `rank`'s file of checkpoint `id` (stamp `stamp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -79,13 +79,18 @@ pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
                 .chain(o.copies.iter().map(|c| (c.id, c.stamp)))
         })
         .collect();
+    // The ranks of every node, in order (the holder is one of them).
+    let mut ranks_on: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (rank, o) in offers.iter().enumerate() {
+        ranks_on.entry(o.node).or_default().push(rank);
+    }
     'next: for &(id, stamp) in candidates.iter().rev() {
         if excluded.contains(&id) {
             continue;
         }
         let mut fetch = Vec::new();
         // Sends assigned so far per holding node: its ranks take turns.
-        let mut turns: std::collections::BTreeMap<u32, usize> = Default::default();
+        let mut turns: BTreeMap<u32, usize> = BTreeMap::new();
         for (rank, offer) in offers.iter().enumerate() {
             if offer.own.contains(&(id, stamp)) {
                 continue;
@@ -104,14 +109,7 @@ pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<CopyPlan> {
             };
             let node = offers[holder].node;
             let turn = turns.entry(node).or_default();
-            let from = offers
-                .iter()
-                .enumerate()
-                .filter(|(_, o)| o.node == node)
-                .map(|(r, _)| r)
-                .cycle()
-                .nth(*turn)
-                .unwrap_or(holder);
+            let from = ranks_on[&node][*turn % ranks_on[&node].len()];
             *turn += 1;
             fetch.push((rank as u32, from as u32));
         }
