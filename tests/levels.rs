@@ -485,3 +485,65 @@ fn level_4_writes_only_changed_chunks_and_keeps_the_newest() {
     // Two kept checkpoints of ~17 chunks each share all but a few.
     assert!((17..=22).contains(&chunks), "{chunks} chunks kept");
 }
+
+/// With level 2 due at every third checkpoint, level 1 writes into the
+/// files level 2 let go of (a node's own copies are links of level-1
+/// files) instead of a new file whenever it retires one level 2 still
+/// names, and never into a file level 2 still names: after every level-1
+/// directory is lost, level 2 restores the newest checkpoint bit for bit.
+#[test]
+fn level_1_reuses_the_files_level_2_let_go_and_never_one_it_names() {
+    let _serial = common::serial();
+    let dir = scratch();
+    let job = "l2lend";
+    let cfg = level_config(dir.path(), job, 3, 0);
+    let base = dir.path().to_path_buf();
+    let c = cfg.clone();
+    let steps = 24u64;
+    let used = ranks(SIZE, PER_NODE, move |comm| {
+        let mut cfg = c.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let step = ckpt.protect(0, 0u64);
+        let data = ckpt.protect(1, Vec::<f64>::new());
+        // Every data file this rank wrote, held open so that no inode
+        // number is used twice.
+        let mut files = Vec::new();
+        while step.get() < steps {
+            step.set(step.get() + 1);
+            *data.write() = field(comm.rank(), step.get(), USUAL.len);
+            let id = ckpt.checkpoint().unwrap();
+            ckpt.wait_for_promotions().unwrap();
+            let path = cfg
+                .storage
+                .local_dir
+                .join(job)
+                .join("l1")
+                .join(format!("ckpt-{id:020}"))
+                .join(format!("rank-{:06}.fck", comm.rank()));
+            files.push(std::fs::File::open(&path).unwrap());
+        }
+        use std::os::unix::fs::MetadataExt;
+        let mut inodes: Vec<u64> = files.iter().map(|f| f.metadata().unwrap().ino()).collect();
+        inodes.sort_unstable();
+        inodes.dedup();
+        inodes.len()
+    });
+    // keep_last = 2 checkpoints, the one being written, and the one
+    // level 2 keeps (l2.keep_last = 1): new files every third checkpoint
+    // would make 10.
+    assert!(
+        used.iter().all(|&n| n <= 4),
+        "files used per rank: {used:?}"
+    );
+    stop_managers(job);
+    for node in 0..(SIZE / PER_NODE) as u32 {
+        std::fs::remove_dir_all(node_dir(dir.path(), node).join(job).join("l1")).unwrap();
+    }
+    let got = recover(dir.path(), &cfg);
+    assert!(
+        got.iter().all(|&(id, step)| id == steps && step == steps),
+        "{got:?}"
+    );
+    stop_managers(job);
+}

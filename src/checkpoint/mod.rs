@@ -208,7 +208,7 @@ impl<'c> Checkpointer<'c> {
             .err()
             .map(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")));
         let trouble = agree_on_problems(comm, local.as_deref())?;
-        let store = match opened {
+        let mut store = match opened {
             Ok(store) if trouble.is_empty() => store,
             _ => {
                 return Err(Error::Init {
@@ -216,6 +216,16 @@ impl<'c> Checkpointer<'c> {
                 })
             }
         };
+        // Levels 2 and 3 keep the node's own files as links of level-1
+        // files: level 1 reuses each once that level let it go.
+        let linked = [(Level::L2, cfg.l2.keep_last), (Level::L3, cfg.l3.keep_last)]
+            .into_iter()
+            .filter(|(l, _)| !cfg.level_interval(*l).is_zero())
+            .map(|(_, keep)| keep as usize)
+            .sum();
+        if let Err(e) = store.lend_to_levels(linked) {
+            tracing::warn!(error = %e, "could not remove a spare level-1 file");
+        }
         let levels = if promotion::enabled(cfg) {
             Some(promotion::Promotions::init(cfg, comm, link.as_ref())?)
         } else {

@@ -2,9 +2,10 @@
 //!
 //! When a promotion is queued, the manager links the node's ranks' files of
 //! that checkpoint (data and record) into `<local_dir>/<job>/staging/ckpt-<id>/`.
-//! Level 1 may then retire the checkpoint at any time (retention only
-//! unlinks files that have other names, it never rewrites them): the
-//! promotion reads the staged names, and removes them when it is done.
+//! Level 1 may then retire the checkpoint at any time (it never writes a
+//! file that has other names: it only moves its own name of it aside until
+//! the others are gone): the promotion reads the staged names, and removes
+//! them when it is done.
 
 use super::fsio::StorageError;
 use super::{commit, names, open_rank_file_in as open_rank_file, Level};

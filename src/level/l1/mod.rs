@@ -14,6 +14,14 @@
 //! beyond the retention count: record first, then data file (renamed back
 //! into `spare/` for reuse).
 //!
+//! A retired file a higher level still names (level 2 keeps a node's own
+//! copy as a hard link of the staged level-1 file) is *lent*: it waits in
+//! `spare/`, still mapped, and is never written while it has another name.
+//! Once that level lets its copy go, the file is this rank's spare again,
+//! and the next checkpoint fills it through the mapping it kept, as it
+//! would with any reused file (instead of a new file every time levels
+//! above 1 are due).
+//!
 //! At every step of that protocol, a checkpoint is either held soundly by a
 //! rank or visibly incomplete there (a data file without its record), so a
 //! kill at any point leaves checkpoints that recovery can restore, or
@@ -37,10 +45,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Spare files kept beyond this number are deleted instead. One is enough:
-/// a checkpoint is written into it, and the checkpoint retention retires
-/// then becomes the next spare, so a rank never holds more than
-/// `keep_last + 1` files (docs/STORAGE.md).
+/// Spare files kept beyond this number are deleted instead (when no higher
+/// level names this rank's files). One is enough: a checkpoint is written
+/// into it, and the checkpoint retention retires then becomes the next
+/// spare, so a rank never holds more than `keep_last + 1` files of its own
+/// (docs/STORAGE.md). Each copy a higher level keeps as a link adds one:
+/// the storage formula counts those copies already, lent or returned.
 const MAX_SPARES: usize = 1;
 
 /// The mapped files of stores dropped in this process, by (directory, rank).
@@ -79,7 +89,11 @@ pub struct L1Store {
     root: Dir,
     spare: Dir,
     _lock: Lock,
+    /// Files in `spare/`: free ones, and lent ones a higher level also
+    /// names (see the module documentation).
     spares: Vec<Slot>,
+    /// How many files `spare/` may hold, lent ones included.
+    spare_limit: usize,
     live: BTreeMap<u64, Slot>,
     /// Checkpoints known to be held by every rank, oldest first.
     committed: BTreeSet<u64>,
@@ -121,6 +135,7 @@ impl L1Store {
             spare,
             _lock: lock,
             spares: Vec::new(),
+            spare_limit: MAX_SPARES,
             live: BTreeMap::new(),
             committed: BTreeSet::new(),
             next_spare: 0,
@@ -191,9 +206,31 @@ impl L1Store {
                 continue;
             }
             match Slot::adopt(&self.spare, &name, None, self.owner.rank) {
-                Some(slot) if self.spares.len() < MAX_SPARES => self.spares.push(slot),
-                _ => self.spare.remove_file(&name)?,
+                Some(slot) => self.spares.push(slot),
+                None => self.spare.remove_file(&name)?,
             }
+        }
+        self.trim_spares()
+    }
+
+    /// Tells the store how many copies of each rank file higher levels
+    /// keep as links of level-1 files (`l2.keep_last` and `l3.keep_last` of
+    /// the levels that are on): as many retired files may wait in `spare/`
+    /// for those levels to let them go, besides the one free spare.
+    pub(crate) fn lend_to_levels(&mut self, copies: usize) -> Result<(), StorageError> {
+        self.spare_limit = MAX_SPARES + copies;
+        self.trim_spares()
+    }
+
+    /// Deletes free spares while `spare/` holds more than the limit (lent
+    /// ones stay: their storage belongs to the level that also names them).
+    fn trim_spares(&mut self) -> Result<(), StorageError> {
+        while self.spares.len() > self.spare_limit {
+            let Some(i) = self.spares.iter().position(|s| !s.shared()) else {
+                break;
+            };
+            let slot = self.spares.remove(i);
+            self.spare.remove_file(&slot.name)?;
         }
         Ok(())
     }
@@ -204,29 +241,27 @@ impl L1Store {
         format!("{}{n}.fck", names::spare_prefix(self.owner.rank))
     }
 
+    /// A spare no other level names, the most recently returned first
+    /// (the one most likely mapped already), or a new file.
     fn take_spare(&mut self) -> Result<Slot, StorageError> {
-        while let Some(slot) = self.spares.pop() {
-            if !slot.shared() {
-                return Ok(slot);
-            }
-            // A higher level linked it after it became a spare (an older
-            // run's file): writing it would change that level's copy.
-            self.spare.remove_file(&slot.name)?;
+        // A lent file stays lent while another name exists: writing it
+        // would change that level's copy.
+        if let Some(i) = self.spares.iter().rposition(|s| !s.shared()) {
+            return Ok(self.spares.remove(i));
         }
         let name = self.new_spare_name();
         Slot::create(&self.spare, &name, self.owner.rank)
     }
 
     /// Returns a slot that lies in `from` to the spare pool (or removes its
-    /// file when the pool is full).
-    /// A file a higher level also links to is only unlinked here: its
-    /// contents belong to that level now.
+    /// name there when the pool is full). A file a higher level also names
+    /// is lent: it is written again only once that level let it go.
     fn recycle(&mut self, mut slot: Slot, from: &Dir) -> Result<(), StorageError> {
         if slot.at.is_none() {
             self.spares.push(slot);
             return Ok(());
         }
-        if self.spares.len() >= MAX_SPARES || slot.shared() {
+        if self.spares.len() >= self.spare_limit {
             return Ok(from.remove_file(&slot.name)?);
         }
         let to = self.new_spare_name();
@@ -446,7 +481,8 @@ impl L1Store {
         for id in self.own_ids()?.into_iter().filter(|id| *id < oldest) {
             self.retire(id)?;
         }
-        Ok(())
+        // Lent files a higher level let go since count as spares now.
+        self.trim_spares()
     }
 
     /// Removes this rank's copy of checkpoint `id` after a failed write
