@@ -10,9 +10,11 @@
 //! is identify + fetch: what the strategies do differently. Then full
 //! recovery (runtime + application) of an L2 failure: online with `frame`
 //! against redeploy with `iterative`. Run: `cargo bench --bench strategies`
-//! (`STRATEGIES_RUNS=N` to change the runs per point, default 5). The
-//! medians go to `target/strategies.json`, which `frame sim --project`
-//! projects to 16..1024 nodes.
+//! (`STRATEGIES_RUNS=N` to change the runs per point, default 5;
+//! `STRATEGIES_MIB=N` for about N MiB of grid per rank, default 3). The
+//! medians go to `target/strategies.json` (`target/strategies-<N>mib.json`
+//! for another size), which `frame sim --project` projects to 16..1024
+//! nodes.
 
 mod support;
 
@@ -30,7 +32,7 @@ const CASES: [(&str, &str); 4] = [
 ];
 
 /// Runs the job once with `inject` and returns its one recovery.
-fn run(exe: &Path, dirs: &Dirs, inject: &str, strategy: &str, mode: &str) -> Recovered {
+fn run(exe: &Path, dirs: &Dirs, side: &str, inject: &str, strategy: &str, mode: &str) -> Recovered {
     let metrics = dirs.disk.path().join("metrics.jsonl");
     let local = dirs.shm.path().join("local");
     let global = dirs.disk.path().join("global");
@@ -47,7 +49,7 @@ fn run(exe: &Path, dirs: &Dirs, inject: &str, strategy: &str, mode: &str) -> Rec
             "2",
         ])
         .args([
-            "--nx", "1536", "--ny", "1536", "--steps", "200", "--every", "20",
+            "--nx", side, "--ny", side, "--steps", "200", "--every", "20",
         ])
         .args(["--recovery", mode, "--inject", inject, "--progress", "0s"])
         .arg("--metrics")
@@ -105,6 +107,15 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
+    let mib: u32 = std::env::var("STRATEGIES_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|m| (1..=1024).contains(m))
+        .unwrap_or(3);
+    // Six ranks share a square grid of doubles by rows: the side is a
+    // multiple of 6 giving each rank about `mib` MiB.
+    let side = ((f64::from(mib) * 1_048_576.0 * 6.0 / 8.0).sqrt() as u32) / 6 * 6;
+    let side = side.to_string();
     let exe = heat2d();
     let dirs = Dirs {
         shm: tempfile::tempdir_in("/dev/shm")
@@ -115,7 +126,7 @@ fn main() {
             .expect("temp dir"),
     };
     println!(
-        "heat2d 1536x1536 (3 MiB per rank), 6 nodes x 1 rank + 2 spares, checkpoint every 20 steps, failure at step 175; {runs} runs per point, medians (ms)"
+        "heat2d {side}x{side} ({mib} MiB per rank), 6 nodes x 1 rank + 2 spares, checkpoint every 20 steps, failure at step 175; {runs} runs per point, medians (ms)"
     );
     println!(
         "{:>5} {:>10} {:>7} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9} | {:>14}",
@@ -135,8 +146,8 @@ fn main() {
         let mut frame = Vec::new();
         let mut iterative = Vec::new();
         for _ in 0..runs {
-            frame.push(run(&exe, &dirs, inject, "frame", "online"));
-            iterative.push(run(&exe, &dirs, inject, "iterative", "online"));
+            frame.push(run(&exe, &dirs, &side, inject, "frame", "online"));
+            iterative.push(run(&exe, &dirs, &side, inject, "iterative", "online"));
         }
         let ratio = med(&frame, retrieval) / med(&iterative, retrieval);
         let point = |rs: &[Recovered]| Point {
@@ -184,8 +195,8 @@ fn main() {
     let mut online = Vec::new();
     let mut redeploy = Vec::new();
     for _ in 0..runs {
-        online.push(run(&exe, &dirs, CASES[1].1, "frame", "online"));
-        redeploy.push(run(&exe, &dirs, CASES[1].1, "iterative", "redeploy"));
+        online.push(run(&exe, &dirs, &side, CASES[1].1, "frame", "online"));
+        redeploy.push(run(&exe, &dirs, &side, CASES[1].1, "iterative", "redeploy"));
     }
     for (name, rs) in [
         ("online + frame", &online),
@@ -206,7 +217,14 @@ fn main() {
     measured.nodes = 6.0;
     measured.online_ms = med(&online, |r| r.runtime_ms.unwrap_or(f64::NAN));
     measured.redeploy_ms = med(&redeploy, |r| r.runtime_ms.unwrap_or(f64::NAN));
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../strategies.json");
+    let name = if mib == 3 {
+        "strategies.json".to_string()
+    } else {
+        format!("strategies-{mib}mib.json")
+    };
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join(name);
     std::fs::write(
         &path,
         serde_json::to_string_pretty(&measured).expect("json"),
