@@ -302,7 +302,9 @@ impl HugeTmpfs {
 
 impl Drop for HugeTmpfs {
     fn drop(&mut self) {
-        let _ = nix::mount::umount(&self.dir);
+        // Detached: a mapping still being torn down in the background
+        // would make a plain unmount fail and leave the mount behind.
+        let _ = nix::mount::umount2(&self.dir, nix::mount::MntFlags::MNT_DETACH);
         let _ = std::fs::remove_dir(&self.dir);
     }
 }

@@ -16,30 +16,18 @@
  * slowest rank (with FTI_HEAT_BARRIER set, a barrier before each
  * FTI_Snapshot keeps the wait for slower ranks out of that time), and "final checksum: 0x..." (FNV-1a over the whole grid),
  * the same in every run (the last rank prints these two lines).
+ *
+ * With FTI_HEAT_LEVEL=L (1 to 4) the program checkpoints itself instead:
+ * FTI_Checkpoint(step, L) every FTI_HEAT_EVERY steps (default 2), and a
+ * restart begins with FTI_Recover. FTI's own intervals are minutes; this
+ * gives FTI and libfti the same checkpoints (benches/side_by_side).
  */
 #include <fti.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-static const double TOP = 100.0, BOTTOM = 0.0, LEFT = 75.0, RIGHT = 50.0;
-
-/* First global row of rank r and its row count, for nx rows on n ranks. */
-static void rows_of(int nx, int n, int r, int *first, int *count) {
-    int base = nx / n, extra = nx % n;
-    *first = r * base + (r < extra ? r : extra);
-    *count = base + (r < extra ? 1 : 0);
-}
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+#include "heat_mpi.h"
 
 int main(int argc, char **argv) {
     if (argc < 5) {
@@ -65,43 +53,48 @@ int main(int argc, char **argv) {
         if (rank == 0) fprintf(stderr, "fti_heat: need at least one row per rank\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    int first, rows;
-    rows_of(nx, size, rank, &first, &rows);
-    int w = ny + 2;
-    size_t cells = (size_t)(rows + 2) * (size_t)w;
-    double *u = calloc(cells, sizeof(double));
-    double *next = calloc(cells, sizeof(double));
-    if (!u || !next) MPI_Abort(MPI_COMM_WORLD, 4);
-    for (int i = 0; i < rows + 2; i++) {
-        u[(size_t)i * w] = LEFT;
-        u[(size_t)i * w + ny + 1] = RIGHT;
-    }
-    if (rank == 0)
-        for (int j = 0; j < w; j++) u[j] = TOP;
-    if (rank == size - 1)
-        for (int j = 0; j < w; j++) u[(size_t)(rows + 1) * w + j] = BOTTOM;
-    memcpy(next, u, cells * sizeof(double));
+    struct heat grid;
+    if (heat_init(&grid, nx, ny, rank, size) != 0) MPI_Abort(MPI_COMM_WORLD, 4);
 
     int step = 0;
     const int restart = FTI_Status() != 0;
     int announce = restart;
     FTI_Protect(0, &step, 1, FTI_INTG);
-    FTI_Protect(1, u, (int64_t)cells, FTI_DBLE);
+    FTI_Protect(1, grid.u, (int64_t)grid.cells, FTI_DBLE);
 
-    int up = rank > 0 ? rank - 1 : MPI_PROC_NULL;
-    int down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
     const int barrier = getenv("FTI_HEAT_BARRIER") != NULL;
+    const int level = getenv("FTI_HEAT_LEVEL") ? atoi(getenv("FTI_HEAT_LEVEL")) : 0;
+    const int every = getenv("FTI_HEAT_EVERY") ? atoi(getenv("FTI_HEAT_EVERY")) : 2;
+    if (level < 0 || level > 4 || every < 1) {
+        if (rank == 0) fprintf(stderr, "fti_heat: FTI_HEAT_LEVEL must be 1 to 4, FTI_HEAT_EVERY positive\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    /* The step a restart resumes at was checkpointed already. */
+    int resumed = -1;
+    if (level && restart) {
+        if (FTI_Recover() != FTI_SCES) {
+            fprintf(stderr, "fti_heat: rank %d: FTI_Recover failed\n", rank);
+            MPI_Abort(MPI_COMM_WORLD, 5);
+        }
+        resumed = step;
+    }
     int checkpoints = 0;
     double first_checkpoint = 0.0, later_checkpoints = 0.0;
     for (; step < steps; step++) {
         /* With FTI_HEAT_BARRIER set, every rank arrives first, so that the
          * time of FTI_Snapshot is the checkpoint's, not the wait for the
          * slowest rank's step. */
-        if (barrier) MPI_Barrier(FTI_COMM_WORLD);
+        if (barrier || level) MPI_Barrier(FTI_COMM_WORLD);
         double t = MPI_Wtime();
-        rc = FTI_Snapshot();
+        if (!level)
+            rc = FTI_Snapshot();
+        else if ((step + 1) % every == 0 && step != resumed) {
+            rc = FTI_Checkpoint(step, level);
+            if (rc == FTI_SCES) rc = FTI_DONE;
+        } else
+            rc = FTI_SCES;
         if (rc != FTI_SCES && rc != FTI_DONE) {
-            fprintf(stderr, "fti_heat: rank %d: FTI_Snapshot returned %d\n", rank, rc);
+            fprintf(stderr, "fti_heat: rank %d: %s returned %d\n", rank, level ? "FTI_Checkpoint" : "FTI_Snapshot", rc);
             MPI_Abort(MPI_COMM_WORLD, 5);
         }
         if (rc == FTI_DONE) {
@@ -123,37 +116,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "fti_heat: rank %d crashing at step %d\n", rank, step);
             raise(SIGKILL);
         }
-        MPI_Sendrecv(u + w, w, MPI_DOUBLE, up, 1, u + (size_t)(rows + 1) * w, w, MPI_DOUBLE,
-                     down, 1, FTI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Sendrecv(u + (size_t)rows * w, w, MPI_DOUBLE, down, 2, u, w, MPI_DOUBLE, up, 2,
-                     FTI_COMM_WORLD, MPI_STATUS_IGNORE);
-        for (int i = 1; i <= rows; i++)
-            for (int j = 1; j <= ny; j++) {
-                size_t k = (size_t)i * w + j;
-                next[k] = 0.25 * (((u[k - w] + u[k + w]) + u[k - 1]) + u[k + 1]);
-            }
-        for (int i = 1; i <= rows; i++)
-            memcpy(u + (size_t)i * w + 1, next + (size_t)i * w + 1, (size_t)ny * sizeof(double));
+        heat_step(&grid, rank, size, FTI_COMM_WORLD);
     }
 
-    /* FNV-1a over the interior rows in global order, without gathering the
-     * grid: each rank goes on from the hash of the ranks before it. */
-    uint64_t h = 1469598103934665603ULL;
-    if (rank > 0) MPI_Recv(&h, 1, MPI_UINT64_T, rank - 1, 3, FTI_COMM_WORLD, MPI_STATUS_IGNORE);
-    for (int i = 1; i <= rows; i++) h = fnv1a(h, u + (size_t)i * w + 1, (size_t)ny * sizeof(double));
-    if (rank < size - 1) MPI_Send(&h, 1, MPI_UINT64_T, rank + 1, 3, FTI_COMM_WORLD);
-    double times[2] = {first_checkpoint, checkpoints > 1 ? later_checkpoints / (checkpoints - 1) : 0.0};
-    double slowest[2] = {0.0, 0.0};
-    MPI_Reduce(times, slowest, 2, MPI_DOUBLE, MPI_MAX, size - 1, FTI_COMM_WORLD);
-    if (rank == size - 1) {
-        printf("checkpoints: %d, the first %.2f ms, the later ones %.2f ms each (slowest rank)\n", checkpoints,
-               slowest[0] * 1e3, slowest[1] * 1e3);
-        printf("final checksum: 0x%016llx\n", (unsigned long long)h);
-        fflush(stdout);
-    }
+    heat_report(&grid, checkpoints, first_checkpoint, later_checkpoints, rank, size, FTI_COMM_WORLD);
     rc = FTI_Finalize();
-    free(u);
-    free(next);
+    free(grid.u);
+    free(grid.next);
     MPI_Finalize();
     return rc == FTI_SCES ? 0 : 1;
 }

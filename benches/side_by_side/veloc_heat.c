@@ -1,0 +1,103 @@
+/*
+ * veloc_heat.c: the 2-D heat solver of examples/c/fti_heat.c written
+ * against VeloC's API (veloc.h), for benches/side_by_side/run.sh: the same
+ * grid, the same steps, the same checksum, so that one work runs through
+ * FTI, VeloC and frame.
+ *
+ *   mpicc -I examples/c veloc_heat.c -lveloc-client -o veloc_heat
+ *   mpiexec -n 8 ./veloc_heat CONFIG NX NY STEPS [CRASH_AT]
+
+ * A checkpoint ("heat", version = step) every HEAT_EVERY steps (default 2);
+ * with HEAT_WAIT set, each checkpoint also waits for VeloC's background
+ * work (flush, erasure coding) to end, and that wait counts in its time.
+ * With CRASH_AT, the last rank kills itself before step CRASH_AT unless the
+ * run is a restart. Output lines as fti_heat's: "restarted at step N in T
+ * ms" (VELOC_Init and the restart, slowest rank), "checkpoints: K, the
+ * first X ms, the later ones Y ms each (slowest rank)", "final checksum:
+ * 0x..." (FNV-1a over the grid).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <veloc.h>
+
+#include "heat_mpi.h"
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: %s CONFIG NX NY STEPS [CRASH_AT]\n", argv[0]);
+        return 2;
+    }
+    /* VeloC's synchronous mode runs its modules on a thread of its own,
+     * which may call MPI. */
+    int threads;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
+    double started = MPI_Wtime();
+    if (VELOC_Init(MPI_COMM_WORLD, argv[1]) != VELOC_SUCCESS) {
+        fprintf(stderr, "veloc_heat: VELOC_Init failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int nx = atoi(argv[2]), ny = atoi(argv[3]), steps = atoi(argv[4]);
+    int crash_at = argc > 5 ? atoi(argv[5]) : -1;
+    int every = getenv("HEAT_EVERY") ? atoi(getenv("HEAT_EVERY")) : 2;
+    const int wait = getenv("HEAT_WAIT") != NULL;
+    if (nx < size || ny < 1 || steps < 0 || every < 1) {
+        if (rank == 0) fprintf(stderr, "veloc_heat: need a row per rank and HEAT_EVERY >= 1\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    struct heat grid;
+    if (heat_init(&grid, nx, ny, rank, size) != 0) MPI_Abort(MPI_COMM_WORLD, 4);
+
+    int step = 0;
+    VELOC_Mem_protect(0, &step, 1, sizeof(int));
+    VELOC_Mem_protect(1, grid.u, grid.cells, sizeof(double));
+    int latest = VELOC_Restart_test("heat", 0);
+    const int restart = latest > 0;
+    if (restart) {
+        if (VELOC_Restart("heat", latest) != VELOC_SUCCESS) {
+            fprintf(stderr, "veloc_heat: rank %d: restarting from version %d failed\n", rank, latest);
+            MPI_Abort(MPI_COMM_WORLD, 5);
+        }
+        double mine = MPI_Wtime() - started, slowest = 0.0;
+        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("restarted at step %d in %.1f ms\n", step, slowest * 1e3);
+            fflush(stdout);
+        }
+    }
+
+        int checkpoints = 0;
+    double first_checkpoint = 0.0, later_checkpoints = 0.0;
+    for (; step < steps; step++) {
+        if ((step + 1) % every == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t = MPI_Wtime();
+            /* Versions must grow: the step is one. */
+            int rc = VELOC_Checkpoint("heat", step);
+            if (rc == VELOC_SUCCESS && wait) rc = VELOC_Checkpoint_wait();
+            if (rc != VELOC_SUCCESS) {
+                fprintf(stderr, "veloc_heat: rank %d: checkpoint at step %d failed\n", rank, step);
+                MPI_Abort(MPI_COMM_WORLD, 6);
+            }
+            if (checkpoints++ == 0)
+                first_checkpoint = MPI_Wtime() - t;
+            else
+                later_checkpoints += MPI_Wtime() - t;
+        }
+        if (!restart && step == crash_at && rank == size - 1) {
+            fprintf(stderr, "veloc_heat: rank %d crashing at step %d\n", rank, step);
+            raise(SIGKILL);
+        }
+        heat_step(&grid, rank, size, MPI_COMM_WORLD);
+    }
+
+    heat_report(&grid, checkpoints, first_checkpoint, later_checkpoints, rank, size, MPI_COMM_WORLD);
+    VELOC_Finalize(0);
+    free(grid.u);
+    free(grid.next);
+    MPI_Finalize();
+    return 0;
+}
