@@ -218,12 +218,7 @@ impl<'c> Checkpointer<'c> {
         };
         // Levels 2 and 3 keep the node's own files as links of level-1
         // files: level 1 reuses each once that level let it go.
-        let linked = [(Level::L2, cfg.l2.keep_last), (Level::L3, cfg.l3.keep_last)]
-            .into_iter()
-            .filter(|(l, _)| !cfg.level_interval(*l).is_zero())
-            .map(|(_, keep)| keep as usize)
-            .sum();
-        if let Err(e) = store.lend_to_levels(linked) {
+        if let Err(e) = store.lend_to_levels(cfg.linked_own_copies() as usize) {
             tracing::warn!(error = %e, "could not remove a spare level-1 file");
         }
         let levels = if promotion::enabled(cfg) {

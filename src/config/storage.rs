@@ -54,6 +54,14 @@ pub struct NodeData {
 }
 
 impl Config {
+    /// How many checkpoints of a node's own files levels 2 and 3 keep as
+    /// second names of level-1 files: `K2 + K3` of the levels that are on.
+    pub(crate) fn linked_own_copies(&self) -> u32 {
+        let kept = |on: bool, keep: u32| if on { keep } else { 0 };
+        kept(!self.l2.interval.is_zero(), self.l2.keep_last)
+            + kept(!self.l3.interval.is_zero(), self.l3.keep_last)
+    }
+
     /// The node-local storage a node with `data` needs under this
     /// configuration, at most (records and markers, a few KiB per file,
     /// come on top).
@@ -69,7 +77,7 @@ impl Config {
         let k3 = if l3 { u64::from(self.l3.keep_last) } else { 0 };
         let newest = if l2 || l3 || l4 { k1.max(q + 2) } else { k1 };
         let mut need = StorageNeed {
-            own: (newest + 1 + k2 + k3) * data.own,
+            own: (newest + 1 + u64::from(self.linked_own_copies())) * data.own,
             ..StorageNeed::default()
         };
         if l2 {
