@@ -225,26 +225,25 @@ fn encoding(per_rank: usize) {
 fn throughput(base: &Path, per_rank: usize) {
     let nodes = 4usize;
     let bytes = vec![7u8; per_rank * nodes];
-    let plain = median(
-        (0..5)
-            .map(|i| {
-                let path = base.join(format!("plain-{i}"));
-                let t = Instant::now();
-                let mut f = std::fs::File::create(&path).expect("create");
-                f.write_all(&bytes).expect("write");
-                f.sync_data().expect("sync");
-                let d = t.elapsed();
-                std::fs::remove_file(&path).expect("rm");
-                d
-            })
-            .collect(),
-    );
+    let plain_write = |i: usize| {
+        let path = base.join(format!("plain-{i}"));
+        let t = Instant::now();
+        let mut f = std::fs::File::create(&path).expect("create");
+        f.write_all(&bytes).expect("write");
+        f.sync_data().expect("sync");
+        let d = t.elapsed();
+        std::fs::remove_file(&path).expect("rm");
+        d
+    };
     // FRAME_BENCH_ONLY_THROUGHPUT=L2 (or L3, L4) measures one level.
     let only = std::env::var("FRAME_BENCH_ONLY_THROUGHPUT").unwrap_or_default();
     for level in [Level::L2, Level::L3, Level::L4] {
         if only.starts_with('L') && only != level.to_string() {
             continue;
         }
+        // The baseline right before each level: this shared machine's
+        // speed drifts within a run.
+        let plain = median((0..5).map(plain_write).collect());
         let job = format!("throughput{}", level.number());
         let metrics = base.join(format!("{job}.jsonl"));
         let mut cfg = config(base, &job);

@@ -84,9 +84,20 @@ fn chunk_dir(rank: u32) -> String {
 
 /// The 128-bit content hash of a chunk, in hex.
 pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
-    let h = blake3::hash(bytes);
+    hash_name(&blake3::hash(bytes))
+}
+
+/// The name of a chunk whose BLAKE3 hash is `h`.
+fn hash_name(h: &blake3::Hash) -> String {
     h.to_hex()[..32].to_string()
 }
+
+/// The name a new chunk is written under until its hash is known.
+const INCOMING: &str = "incoming";
+
+/// Bytes hashed and written at a time by [`write_new_chunk`]: small
+/// enough to be read from the cache by the write after the hash.
+const HASH_STEP: usize = 256 << 10;
 
 /// A rank's level-4 file being read back, chunk by chunk: each chunk file
 /// is mapped (read where it cannot be) and checked against its hash, and
@@ -214,12 +225,34 @@ impl GlobalStore {
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
         let mut stats = Written::default();
         let mut refs = Vec::new();
-        let mut piece = Vec::new();
-        while file.next_into(&mut piece, chunk_size.max(1))? {
-            let hash = chunk_hash(&piece);
+        // Hash and write each piece straight from a mapping of the file
+        // where it maps (no copy into a buffer first), else read it.
+        let map = file.map();
+        let step = chunk_size.max(1);
+        let mut buf = Vec::new();
+        let mut at = 0usize;
+        loop {
+            let piece: &[u8] = match &map {
+                Some(m) if at < m.len() => {
+                    let end = m.len().min(at.saturating_add(step));
+                    Pieces::populate(m, at..end);
+                    let slice = &m[at..end];
+                    at = end;
+                    slice
+                }
+                Some(_) => break,
+                None if file.next_into(&mut buf, step)? => &buf,
+                None => break,
+            };
             let len = piece.len() as u64;
-            let present = differential
-                && chunks.kind(&hash) == Some(Kind::File)
+            if !differential {
+                let hash = write_new_chunk(&chunks, piece, rank)?;
+                stats.written += len;
+                refs.push(ChunkRef { hash, len });
+                continue;
+            }
+            let hash = chunk_hash(piece);
+            let present = chunks.kind(&hash) == Some(Kind::File)
                 && chunks
                     .open_read(&hash)
                     .ok()
@@ -229,7 +262,7 @@ impl GlobalStore {
             if present {
                 stats.referenced += len;
             } else {
-                write_chunk(&chunks, &hash, &piece, rank)?;
+                write_chunk(&chunks, &hash, piece, rank)?;
                 stats.written += len;
             }
             refs.push(ChunkRef { hash, len });
@@ -512,6 +545,22 @@ impl GlobalStore {
 fn write_chunk(dir: &Dir, hash: &str, piece: &[u8], rank: u32) -> Result<(), StorageError> {
     dir.write_atomic(hash, piece, &rank.to_string())
         .map_err(|e| StorageError::from_fs(e, piece.len() as u64))
+}
+
+/// Writes one chunk durably, hashing it on the way (one pass over the
+/// bytes), and names it by its hash; returns the hash.
+fn write_new_chunk(dir: &Dir, piece: &[u8], rank: u32) -> Result<String, StorageError> {
+    let need = piece.len() as u64;
+    let fs = |e| StorageError::from_fs(e, need);
+    let mut file = dir.begin_atomic(INCOMING, &rank.to_string()).map_err(fs)?;
+    let mut hasher = blake3::Hasher::new();
+    for step in piece.chunks(HASH_STEP) {
+        hasher.update(step);
+        file.write(step).map_err(fs)?;
+    }
+    let hash = hash_name(&hasher.finalize());
+    file.commit_as(&hash).map_err(fs)?;
+    Ok(hash)
 }
 
 #[cfg(test)]

@@ -107,6 +107,27 @@ impl Pieces {
         self.len - self.at
     }
 
+    /// The file and the offset of the next byte not read yet.
+    pub(crate) fn next_at(&self) -> (std::os::fd::BorrowedFd<'_>, u64) {
+        use std::os::fd::AsFd;
+        (self.file.as_fd(), self.at)
+    }
+
+    /// Passes over the next `n` bytes (at most [`left`](Self::left)), read
+    /// by other means.
+    pub(crate) fn skip(&mut self, n: u64) -> Result<(), StorageError> {
+        if n > self.left() {
+            return Err(StorageError::io(
+                "read",
+                &self.path,
+                0,
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            ));
+        }
+        self.at += n;
+        Ok(())
+    }
+
     /// Reads the next `out.len()` bytes (at most [`left`](Self::left)).
     pub fn read_next(&mut self, out: &mut [u8]) -> Result<(), StorageError> {
         if out.len() as u64 > self.left() {

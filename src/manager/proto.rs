@@ -17,6 +17,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -238,9 +239,10 @@ pub struct Client {
     endpoint: Endpoint,
 }
 
-/// A stream a client talks over.
-pub(crate) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+/// A stream a client talks over (a socket: files are sent to it by the
+/// kernel).
+pub(crate) trait Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + AsFd + Unpin + Send> Stream for T {}
 
 /// How long a manager on another host may leave a connection attempt,
 /// bytes sent to it, or keepalive probes while a reply is awaited,
@@ -371,10 +373,19 @@ impl Client {
             frame[..4].copy_from_slice(&body.to_be_bytes());
             frame[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
             frame[8..prefix].copy_from_slice(&data);
+            let stream = self.conn.get_mut();
+            if let Some((file, at)) = source.file() {
+                // The kernel moves the piece from the file to the
+                // connection: no copy through this process.
+                self.rt.block_on(stream.write_all(&frame[..prefix]))?;
+                self.rt.block_on(stream.flush())?;
+                send_file(stream.as_fd(), file, at, n, &self.endpoint)?;
+                source.skip(n).map_err(PutError::Source)?;
+                continue;
+            }
             source
                 .read_next(&mut frame[prefix..])
                 .map_err(PutError::Source)?;
-            let stream = self.conn.get_mut();
             self.rt.block_on(stream.write_all(&frame))?;
         }
         let stream = self.conn.get_mut();
@@ -384,12 +395,60 @@ impl Client {
     }
 }
 
+/// Sends `len` bytes of `file` from offset `at` to the connection `to`
+/// (non-blocking: waits for room, at most [`PEER_TIMEOUT`] at a time).
+fn send_file(
+    to: BorrowedFd<'_>,
+    file: BorrowedFd<'_>,
+    at: u64,
+    len: usize,
+    endpoint: &Endpoint,
+) -> io::Result<()> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    use rustix::io::Errno;
+    let end = at + len as u64;
+    let mut off = at;
+    while off < end {
+        let left = usize::try_from(end - off).unwrap_or(usize::MAX);
+        match rustix::fs::sendfile(to, file, Some(&mut off), left) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("a file sent to the manager at {endpoint} ended early"),
+                ))
+            }
+            Ok(_) | Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => {
+                let wait = Timespec::try_from(PEER_TIMEOUT).unwrap_or_default();
+                let mut fds = [PollFd::new(&to, PollFlags::OUT)];
+                if poll(&mut fds, Some(&wait))? == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("the manager at {endpoint} took no bytes"),
+                    ));
+                }
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
 /// Where the bytes of a put come from, piece by piece.
 pub trait Source {
     /// Bytes left to send.
     fn left(&self) -> u64;
     /// Reads the next `out.len()` bytes (at most [`left`](Self::left)).
     fn read_next(&mut self, out: &mut [u8]) -> Result<(), String>;
+    /// The file the next bytes are in and their offset, where the kernel
+    /// can send them straight from it ([`skip`](Self::skip) them after).
+    fn file(&self) -> Option<(BorrowedFd<'_>, u64)> {
+        None
+    }
+    /// Passes over the next `n` bytes (sent from [`file`](Self::file)).
+    fn skip(&mut self, n: usize) -> Result<(), String> {
+        Err(format!("{n} bytes cannot be skipped here"))
+    }
 }
 
 impl Source for crate::level::Pieces {
@@ -399,6 +458,14 @@ impl Source for crate::level::Pieces {
 
     fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
         crate::level::Pieces::read_next(self, out).map_err(|e| e.to_string())
+    }
+
+    fn file(&self) -> Option<(BorrowedFd<'_>, u64)> {
+        Some(self.next_at())
+    }
+
+    fn skip(&mut self, n: usize) -> Result<(), String> {
+        crate::level::Pieces::skip(self, n as u64).map_err(|e| e.to_string())
     }
 }
 

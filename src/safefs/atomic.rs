@@ -66,6 +66,14 @@ impl AtomicFile {
         self.written
     }
 
+    /// Makes the content durable and names it `name` instead of the name
+    /// it was begun with (content named after itself, such as a hash known
+    /// only once every byte was written).
+    pub fn commit_as(mut self, name: &str) -> FsResult<()> {
+        self.name = name.to_string();
+        self.commit()
+    }
+
     /// Makes the content durable and gives it its name.
     pub fn commit(mut self) -> FsResult<()> {
         let Some(f) = self.file.take() else {
