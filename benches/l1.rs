@@ -10,7 +10,8 @@
 //! - a **load** (CRC included) against a `memcpy` of the same buffer, for a
 //!   survivor (a rank rolling back in place, whose files are still mapped
 //!   since it wrote them) and for a new process (a replacement rank, or a
-//!   restarted job, which must map the file first);
+//!   restarted job, which must map the file first); a plain `pread` of
+//!   the same bytes from a file, nothing checked, is printed beside them;
 //!
 //! for one rank and for eight ranks at once (threads, each with its own
 //! buffer and files), and with zstd for one rank.
@@ -112,6 +113,46 @@ fn plain_write(base: &Path, bufs: &[Vec<f64>], reps: usize) -> Duration {
             })
             .collect(),
     )
+}
+
+/// Plain `pread` of each rank's file (written once before) into a buffer
+/// already touched, 8 MiB at a time, all ranks at once: the kernel's own
+/// way for a new process to get the bytes of a file, nothing checked.
+fn plain_read(base: &Path, bufs: &[Vec<f64>], reps: usize) -> Duration {
+    use std::os::unix::fs::FileExt;
+    let dir = base.join("plain-read");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let files: Vec<std::fs::File> = bufs
+        .iter()
+        .enumerate()
+        .map(|(r, b)| {
+            let path = dir.join(format!("r{r}"));
+            std::fs::write(&path, zerocopy::IntoBytes::as_bytes(&b[..])).expect("write");
+            std::fs::File::open(&path).expect("open")
+        })
+        .collect();
+    let mut dsts: Vec<Vec<u8>> = bufs.iter().map(|b| vec![1u8; b.len() * 8]).collect();
+    let dsts: Vec<std::sync::Mutex<&mut Vec<u8>>> =
+        dsts.iter_mut().map(std::sync::Mutex::new).collect();
+    let t = median(
+        (0..reps)
+            .map(|_| {
+                together(bufs.len(), |r| {
+                    let mut d = dsts[r].lock().expect("dst");
+                    let t = Instant::now();
+                    for (i, piece) in d.chunks_mut(8 << 20).enumerate() {
+                        files[r]
+                            .read_exact_at(piece, (i << 23) as u64)
+                            .expect("read");
+                    }
+                    black_box(&mut **d);
+                    t.elapsed()
+                })
+            })
+            .collect(),
+    );
+    std::fs::remove_dir_all(&dir).expect("clean");
+    t
 }
 
 /// `memcpy` of each rank's buffer, all ranks at once.
@@ -316,13 +357,14 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
         base.display()
     );
     println!(
-        "{:>9} {:>5} | {:>10} {:>17} {:>17} | {:>10} {:>17} {:>17} | {:>17} {:>17} {:>6}",
+        "{:>9} {:>5} | {:>10} {:>17} {:>17} | {:>10} {:>17} {:>17} {:>17} | {:>17} {:>17} {:>6}",
         "MiB/rank",
         "ranks",
         "write new",
         "ckpt fresh",
         "ckpt reused",
         "memcpy",
+        "pread",
         "load survivor",
         "load new proc",
         "zstd fresh",
@@ -340,6 +382,7 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
                 .expect("temp dir");
             let write = plain_write(dir.path(), &raw, reps);
             let copy = memcpy(&raw, reps);
+            let read = plain_read(dir.path(), &raw, reps);
             let bufs: Vec<Protected<Vec<f64>>> = raw.into_iter().map(Protected::new).collect();
             let m = measure(dir.path(), &bufs, Compression::None, reps);
             let z =
@@ -362,13 +405,14 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
                 None => format!("{:>17} {:>17} {:>6}", "-", "-", "-"),
             };
             println!(
-                "{:>9} {:>5} | {:>5.2} GB/s {:>17} {:>17} | {:>5.2} GB/s {:>17} {:>17} | {}",
+                "{:>9} {:>5} | {:>5.2} GB/s {:>17} {:>17} | {:>5.2} GB/s {:>17} {:>17} {:>17} | {}",
                 mib,
                 ranks,
                 gbps(total, write),
                 cell(m.fresh, write),
                 cell(m.reused, write),
                 gbps(total, copy),
+                cell(read, copy),
                 cell(m.load, copy),
                 cell(m.load_new, copy),
                 zcells
