@@ -108,6 +108,16 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// This rank's file of a checkpoint could not be read back while it
+    /// restored alone (no other checkpoint is tried: that takes every rank,
+    /// see `recover`).
+    #[error("checkpoint {id} could not be loaded here: {reason}")]
+    Unreadable {
+        /// The checkpoint.
+        id: u64,
+        /// What went wrong.
+        reason: String,
+    },
     /// `recover` was called but there is nothing to recover.
     #[error("there is no checkpoint to recover (this run started fresh)")]
     NothingToRecover,

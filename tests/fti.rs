@@ -9,31 +9,11 @@
 mod common;
 
 use common::mpirun::{mpiexec, MpiJob};
-use common::{final_checksum, run, scratch, serial, CHILD_DEADLINE};
+use common::{final_checksum, fti, scratch, serial};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Builds libfti and returns its directory.
-fn libfti() -> PathBuf {
-    let profile_dir = common::profile_dir();
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-p", "frame-fti", "--features", "mpi"])
-        .current_dir(ROOT);
-    if profile_dir.ends_with("release") {
-        cmd.arg("--release");
-    }
-    let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
-    assert!(status.success(), "building libfti failed:\n{err}");
-    assert!(profile_dir.join("libfti.so").exists());
-    profile_dir
-}
-
-/// The C programs, compiled once with `mpicc` against `fti.h` and libfti
-/// (into cargo's directory for test files, not a temporary one: statics
-/// are never dropped).
+/// The C programs, compiled once with `mpicc` against `fti.h` and libfti.
 struct Programs {
     heat: PathBuf,
     vars: PathBuf,
@@ -41,47 +21,10 @@ struct Programs {
 
 fn programs() -> &'static Programs {
     static BUILT: OnceLock<Programs> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let lib = libfti();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fti-programs");
-        std::fs::create_dir_all(&dir).expect("programs directory");
-        let compile = |source: &str, name: &str| {
-            let out = dir.join(name);
-            let mut cmd = Command::new("mpicc");
-            cmd.args(common::C_FLAGS)
-                .arg("-I")
-                .arg(Path::new(ROOT).join("ffi/fti/include"))
-                .arg(Path::new(ROOT).join(source))
-                .arg("-L")
-                .arg(&lib)
-                .arg(format!("-Wl,-rpath,{}", lib.display()))
-                .args(["-lfti", "-o"])
-                .arg(&out);
-            let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
-            assert!(status.success(), "mpicc {source} failed:\n{stdout}{err}");
-            out
-        };
-        Programs {
-            heat: compile("examples/c/fti_heat.c", "fti_heat"),
-            vars: compile("tests/c/fti_vars.c", "fti_vars"),
-        }
+    BUILT.get_or_init(|| Programs {
+        heat: fti::compile("examples/c/fti_heat.c", "fti_heat"),
+        vars: fti::compile("tests/c/fti_vars.c", "fti_vars"),
     })
-}
-
-/// Writes an FTI configuration into `dir`, with storage there.
-fn fti_config(dir: &Path, head: u32, node_size: u32, local_test: u32) -> PathBuf {
-    let path = dir.join("config.fti");
-    let text = format!(
-        "[Basic]\nHead = {head}\nNode_size = {node_size}\nCkpt_dir = {}\nGlbl_dir = {}\n\
-         Meta_dir = {}\nCkpt_L1 = 1\nCkpt_L2 = 1\nCkpt_L3 = 1\nCkpt_L4 = 1\nInline_L2 = 1\n\
-         Inline_L3 = 1\nInline_L4 = 1\nKeep_last_ckpt = 0\nGroup_size = 4\nVerbosity = 2\n\
-         [Restart]\nFailure = 0\n[Advanced]\nLocal_test = {local_test}\n",
-        dir.join("local").display(),
-        dir.join("global").display(),
-        dir.join("meta").display(),
-    );
-    std::fs::write(&path, text).expect("write config");
-    path
 }
 
 /// A checkpoint every 20 FTI_Snapshot calls, promoted to L2 every time, to
@@ -160,7 +103,7 @@ fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_del
     ];
     for (what, env, lose, named) in cases {
         let dir = scratch();
-        let config = fti_config(dir.path(), 0, 2, 1);
+        let config = fti::config(dir.path(), 0, 2, 1);
         let crashed = heat_with(dir.path(), &config, Some(130), env);
         assert!(
             crashed.out.contains("crashing at step 130"),
@@ -206,7 +149,7 @@ fn reference() -> String {
     static SUM: OnceLock<String> = OnceLock::new();
     SUM.get_or_init(|| {
         let dir = scratch();
-        let job = heat(dir.path(), &fti_config(dir.path(), 0, 2, 1), None);
+        let job = heat(dir.path(), &fti::config(dir.path(), 0, 2, 1), None);
         assert!(job.status.success(), "{}", job.out);
         final_checksum(&job.out)
     })
@@ -219,7 +162,7 @@ fn reference() -> String {
 /// it again and checks where it resumed and its checksum.
 fn killed_and_resumed(head: u32, lost: &[u32], also: &[&str], level: &str, step: u32) {
     let dir = scratch();
-    let config = fti_config(dir.path(), head, 2, 1);
+    let config = fti::config(dir.path(), head, 2, 1);
     let crashed = heat(dir.path(), &config, Some(130));
     assert!(
         !crashed.status.success(),
@@ -281,7 +224,7 @@ fn fti_heat_killed_and_run_again_resumes_bit_exact_from_the_lowest_level_left() 
 fn fti_heat_with_a_dedicated_manager_rank_per_node() {
     let _serial = serial();
     let dir = scratch();
-    let job = heat(dir.path(), &fti_config(dir.path(), 1, 2, 1), None);
+    let job = heat(dir.path(), &fti::config(dir.path(), 1, 2, 1), None);
     assert!(job.status.success(), "{}", job.out);
     // 4 program ranks instead of 8: the same grid, the same result.
     assert_eq!(final_checksum(&job.out), reference());
@@ -292,7 +235,7 @@ fn fti_heat_with_a_dedicated_manager_rank_per_node() {
 fn fti_heat_with_automatic_intervals_from_the_frame_section() {
     let _serial = serial();
     let dir = scratch();
-    let config = fti_config(dir.path(), 0, 2, 1);
+    let config = fti::config(dir.path(), 0, 2, 1);
     // Short MTBFs: intervals of a fraction of a second on this small grid.
     let text = std::fs::read_to_string(&config).unwrap() + "[Frame]\nMTBF = 4s, 8s, 16s, 32s\n";
     std::fs::write(&config, text).unwrap();
@@ -341,7 +284,7 @@ fn fti_heat_with_automatic_intervals_from_the_frame_section() {
 fn fti_calls_for_changing_sizes_single_variables_and_incremental_checkpoints() {
     let _serial = serial();
     let dir = scratch();
-    let config = fti_config(dir.path(), 0, 2, 1);
+    let config = fti::config(dir.path(), 0, 2, 1);
     let config = config.to_str().unwrap();
     let first = mpiexec(dir.path(), 4, &programs().vars, &[config], &[]);
     assert!(!first.status.success(), "{}", first.out);
@@ -361,7 +304,7 @@ fn fti_calls_for_changing_sizes_single_variables_and_incremental_checkpoints() {
 fn bad_configurations_are_clear_errors_on_every_rank_never_a_hang() {
     let _serial = serial();
     let dir = scratch();
-    let good = fti_config(dir.path(), 0, 2, 1);
+    let good = fti::config(dir.path(), 0, 2, 1);
     let text = std::fs::read_to_string(&good).unwrap();
     let cases: Vec<(String, String, &str)> = vec![
         (
@@ -437,7 +380,7 @@ fn large_ranks_through_libfti_complete_within_the_formula() {
         .prefix("frame-test-global-")
         .tempdir()
         .unwrap();
-    let config = fti_config(dir.path(), 0, 2, 1);
+    let config = fti::config(dir.path(), 0, 2, 1);
     let text = std::fs::read_to_string(&config).unwrap().replace(
         &format!("Glbl_dir = {}", dir.path().join("global").display()),
         &format!("Glbl_dir = {}", disk.path().display()),

@@ -41,6 +41,7 @@ mod metrics;
 mod promotion;
 mod rebuild;
 mod restore;
+mod rollback;
 mod schedule;
 pub(crate) mod tuning;
 mod write;
@@ -129,6 +130,14 @@ pub struct Checkpointer<'c> {
     fetched: Option<(Level, u64)>,
     /// Level copies that failed to load (failure-aware strategy).
     aware_excluded: Vec<(Level, u64)>,
+    /// This rank restored the agreed checkpoint alone
+    /// ([`recover_here`](Self::recover_here) or
+    /// [`recover_region`](Self::recover_region)); the next collective
+    /// call ends the recovery everywhere.
+    restored_here: bool,
+    /// The newest checkpoint of this run, opened for a rollback within
+    /// the run.
+    rollback: Option<(u64, CheckpointFile)>,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -240,6 +249,8 @@ impl<'c> Checkpointer<'c> {
             levels,
             fetched: None,
             aware_excluded: Vec::new(),
+            restored_here: false,
+            rollback: None,
         };
         let mut inventory = me.inventory();
         if let Some(choice) = me.schedule.choice().cloned() {

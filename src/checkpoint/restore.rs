@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Why this rank could not load a checkpoint.
-enum LoadFailure {
+pub(super) enum LoadFailure {
     /// The data is missing or damaged: another checkpoint may do.
     Data(String),
     /// The protected regions do not fit the checkpoint: the program must change.
@@ -19,14 +19,14 @@ enum LoadFailure {
 }
 
 impl LoadFailure {
-    fn code(&self) -> u64 {
+    pub(super) fn code(&self) -> u64 {
         match self {
             LoadFailure::Data(_) => 1,
             LoadFailure::Mismatch(_) => 2,
         }
     }
 
-    fn text(&self) -> &str {
+    pub(super) fn text(&self) -> &str {
         match self {
             LoadFailure::Data(s) | LoadFailure::Mismatch(s) => s,
         }
@@ -34,7 +34,7 @@ impl LoadFailure {
 }
 
 /// Checks that region `id`, protected as `region`, can take `stored`.
-fn check_fit(
+pub(super) fn check_fit(
     id: RegionId,
     region: &Arc<dyn ErasedRegion>,
     stored: RegionInfo,
@@ -62,7 +62,7 @@ fn check_fit(
 }
 
 /// Loads `stored` from `file` into `region`, resizing it if it can.
-fn load_one(
+pub(super) fn load_one(
     file: &CheckpointFile,
     id: RegionId,
     region: &Arc<dyn ErasedRegion>,
@@ -85,7 +85,7 @@ fn load_one(
 
 impl Checkpointer<'_> {
     /// The file of the checkpoint being recovered, opened on first use.
-    fn recovery_file(&mut self) -> Result<(u64, &CheckpointFile), LoadFailure> {
+    pub(super) fn recovery_file(&mut self) -> Result<(u64, &CheckpointFile), LoadFailure> {
         let Phase::Recovering(pending) = &mut self.phase else {
             return Err(LoadFailure::Data("nothing to recover".into()));
         };
@@ -126,38 +126,19 @@ impl Checkpointer<'_> {
         Ok(())
     }
 
-    /// Loads every protected region; all fit checks happen before any load.
-    fn load_all(&mut self) -> Result<(), LoadFailure> {
-        let regions: Vec<(RegionId, Arc<dyn ErasedRegion>, bool)> = self
-            .registry
+    /// The protected regions, with whether each has a fixed length.
+    pub(super) fn protected(&self) -> Vec<(RegionId, Arc<dyn ErasedRegion>, bool)> {
+        self.registry
             .iter()
             .map(|(id, r)| (id, Arc::clone(r), self.registry.is_fixed(id)))
-            .collect();
+            .collect()
+    }
+
+    /// Loads every protected region; all fit checks happen before any load.
+    fn load_all(&mut self) -> Result<(), LoadFailure> {
+        let regions = self.protected();
         let (ckpt, file) = self.recovery_file()?;
-        let stored = file.regions();
-        for (id, region, fixed) in &regions {
-            let s = stored.iter().find(|s| s.id == *id).ok_or_else(|| {
-                LoadFailure::Mismatch(format!(
-                    "region {id} is protected but checkpoint {ckpt} does not hold it"
-                ))
-            })?;
-            check_fit(*id, region, *s, *fixed)?;
-        }
-        if let Some(extra) = stored
-            .iter()
-            .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
-        {
-            return Err(LoadFailure::Mismatch(format!(
-                "checkpoint {ckpt} holds region {} ({} x {}), which is not protected",
-                extra.id, extra.count, extra.elem
-            )));
-        }
-        for (id, region, _) in &regions {
-            if let Some(s) = stored.iter().find(|s| s.id == *id) {
-                load_one(file, *id, region, *s)?;
-            }
-        }
-        Ok(())
+        load_regions(&regions, ckpt, file)
     }
 
     /// Restores every protected region from the agreed checkpoint and
@@ -253,7 +234,8 @@ impl Checkpointer<'_> {
         }
     }
 
-    /// Restores the single region `id` from the agreed checkpoint. Not
+    /// Restores the single region `id` from the agreed checkpoint (or,
+    /// once this run committed checkpoints, from the newest of them). Not
     /// collective: each rank may restore the regions it wants, then call
     /// `snapshot` as usual.
     pub fn recover_region(&mut self, id: RegionId) -> Result<()> {
@@ -270,16 +252,15 @@ impl Checkpointer<'_> {
             id,
             reason: f.text().to_string(),
         };
-        let (ckpt, file) = self.recovery_file().map_err(|f| match f {
-            LoadFailure::Data(s) if s == "nothing to recover" => Error::NothingToRecover,
-            other => to_error(other),
-        })?;
+        let (ckpt, file) = self.current_file()?;
         let stored = file.region(id).ok_or_else(|| Error::Region {
             id,
             reason: format!("checkpoint {ckpt} does not hold it"),
         })?;
         check_fit(id, &region, stored, fixed).map_err(to_error)?;
-        load_one(file, id, &region, stored).map_err(to_error)
+        load_one(file, id, &region, stored).map_err(to_error)?;
+        self.restored_here |= self.recovering();
+        Ok(())
     }
 
     /// After a checkpoint came back from a level above 1 (its level-1 copies
@@ -344,8 +325,42 @@ impl Checkpointer<'_> {
         }
         self.comm.note_committed(Some(id));
         self.phase = Phase::Running;
+        self.restored_here = false;
         self.next_id = id + 1;
         self.stats.last_id = Some(id);
         Ok(())
     }
+}
+
+/// Loads every region of `regions` from `file` (checkpoint `ckpt`): all
+/// fit checks happen before any load.
+pub(super) fn load_regions(
+    regions: &[(RegionId, Arc<dyn ErasedRegion>, bool)],
+    ckpt: u64,
+    file: &CheckpointFile,
+) -> Result<(), LoadFailure> {
+    let stored = file.regions();
+    for (id, region, fixed) in regions {
+        let s = stored.iter().find(|s| s.id == *id).ok_or_else(|| {
+            LoadFailure::Mismatch(format!(
+                "region {id} is protected but checkpoint {ckpt} does not hold it"
+            ))
+        })?;
+        check_fit(*id, region, *s, *fixed)?;
+    }
+    if let Some(extra) = stored
+        .iter()
+        .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
+    {
+        return Err(LoadFailure::Mismatch(format!(
+            "checkpoint {ckpt} holds region {} ({} x {}), which is not protected",
+            extra.id, extra.count, extra.elem
+        )));
+    }
+    for (id, region, _) in regions {
+        if let Some(s) = stored.iter().find(|s| s.id == *id) {
+            load_one(file, *id, region, *s)?;
+        }
+    }
+    Ok(())
 }

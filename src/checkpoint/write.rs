@@ -47,11 +47,16 @@ impl Checkpointer<'_> {
     }
 
     fn checkpoint_with(&mut self, forced: Option<Level>) -> Result<u64> {
+        // A file kept open for a rollback would keep its slot from being
+        // written in place.
+        self.rollback = None;
         if let Some(id) = self.recovery_id() {
-            tracing::warn!(
-                checkpoint = id,
-                "checkpointing without having recovered: the agreed checkpoint is superseded"
-            );
+            if !self.restored_here {
+                tracing::warn!(
+                    checkpoint = id,
+                    "checkpointing without having recovered: the agreed checkpoint is superseded"
+                );
+            }
             self.discard_newer(id);
             self.comm.barrier()?;
             self.finish_recovery(id)?;

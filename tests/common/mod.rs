@@ -2,6 +2,7 @@
 //! and child processes, all with hard deadlines.
 #![allow(dead_code)]
 
+pub mod fti;
 pub mod mpirun;
 pub mod storage;
 pub mod vhost;

@@ -24,9 +24,64 @@ extern "C" {
 #define FTI_NSCS -1 /* failure (a message names the call and the cause) */
 #define FTI_DONE 1  /* a checkpoint was written */
 #define FTI_NREC -2 /* nothing to recover */
+#define FTI_HEAD 2  /* FTI's code for a dedicated rank (libfti's never return) */
+
+/* Sizes FTI's header gives programs. */
+#define FTI_BUFS 256
+#define FTI_WORD 16
+
+/* States of a staged file (FTI's values). */
+#define FTI_SI_FAIL 0x4
+#define FTI_SI_SCES 0x3
+#define FTI_SI_ACTV 0x2
+#define FTI_SI_PEND 0x1
+#define FTI_SI_NINI 0x0
+
+/* Message levels (FTI's verbosity classes). */
+#define FTI_EROR 4
+#define FTI_WARN 3
+#define FTI_INFO 2
+#define FTI_DBUG 1
+#define FTI_IDCP 5
+
+/* Tokens FTI's ranks and heads exchange (FTI's values; frame's managers
+ * speak their own protocol, these are for programs that name them). */
+#define FTI_BASE 990
+#define FTI_CKTW 991
+#define FTI_XORW 992
+#define FTI_RSEW 993
+#define FTI_PFSW 994
+#define FTI_ENDW 995
+#define FTI_REJW 996
+
+/* Values of [basic] ckpt_io. */
+#define FTI_IO_POSIX 1001
+#define FTI_IO_MPI 1002
+#define FTI_IO_FTIFF 1003
+#define FTI_IO_SIONLIB 1004
+#define FTI_IO_HDF5 1005
+#define FTI_IO_IME 1006
+
+/* Checkpoint levels, as FTI numbers them: FTI_Checkpoint takes any. The
+ * differential forms and FTI_L4_H5_SINGLE are written as the plain level
+ * (see docs/FTI.md). */
+typedef enum {
+    FTI_L1 = 1,
+    FTI_L2,
+    FTI_L3,
+    FTI_L4,
+    FTI_L1_DCP,
+    FTI_L2_DCP,
+    FTI_L3_DCP,
+    FTI_L4_DCP,
+    FTI_L4_H5_SINGLE,
+    FTI_MIN_LEVEL_ID = FTI_L1,
+    FTI_MAX_LEVEL_ID = FTI_L4_H5_SINGLE
+} FTIT_level;
 
 /* A data type handle. */
 typedef int fti_id_t;
+#define FTIT_type fti_id_t
 
 /* The program's communicator (all ranks but the dedicated ones of head = 1),
  * set by FTI_Init. */
@@ -51,10 +106,13 @@ extern fti_id_t FTI_LDBE; /* long double */
  * exist but some rank cannot restore any of them (the message names the
  * ranks and the levels tried; nothing is deleted, and FTI stays
  * uninitialised). With head = 1 the first rank of every node serves as its
- * manager and does not return. Collective. */
+ * manager and does not return. Called again without FTI_Finalize, it
+ * starts a new session, which finds the previous one's checkpoints (not
+ * with head = 1). Collective. */
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
 
-/* 1 while a checkpoint found by FTI_Init waits to be recovered, else 0. */
+/* 1 on a restart until FTI_Recover (or the first FTI_Snapshot) loaded the
+ * checkpoint, else 0; recovering variable by variable leaves it at 1. */
 int FTI_Status(void);
 
 /* Registers a type of size bytes; its handle is stored in *type. */
@@ -71,12 +129,15 @@ int64_t FTI_GetStoredSize(int id);
  * size and protects the new buffer; returns it (NULL on failure). */
 void *FTI_Realloc(int id, void *ptr);
 
-/* Writes a checkpoint now, kept at level 1 to 4. Returns FTI_DONE.
+/* Writes a checkpoint now, kept at level 1 to 4 (5 to 9: see FTIT_level).
+ * frame numbers checkpoints itself: id may be any number. Returns FTI_DONE.
  * Collective. */
 int FTI_Checkpoint(int id, int level);
 
-/* Loads every protected variable from the checkpoint to recover.
- * Collective. */
+/* Loads every protected variable on this rank: from the checkpoint to
+ * recover, or, once the run wrote checkpoints, from the newest of them.
+ * FTI_NREC when there is none or a variable does not fit. Not collective:
+ * other ranks may recover variable by variable, or not at all. */
 int FTI_Recover(void);
 
 /* Once per iteration: recovers on the first call of a restart, then
@@ -87,7 +148,10 @@ int FTI_Snapshot(void);
  * keep_last_ckpt = 1, and releases the dedicated ranks. Collective. */
 int FTI_Finalize(void);
 
-/* Recovering variables one by one. */
+/* Recovering variables one by one, from the checkpoint FTI_Recover would
+ * load. A variable that failed (protected with another size) can be
+ * resized with FTI_Realloc and recovered again; FTI_RecoverVarFinalize
+ * leaves the restart pending. Not collective. */
 int FTI_RecoverVarInit(void);
 int FTI_RecoverVar(int id);
 int FTI_RecoverVarFinalize(void);

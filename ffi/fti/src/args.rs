@@ -1,5 +1,6 @@
 //! Checks of the numbers C programs pass to FTI's calls: variable ids and
-//! checkpoint levels.
+//! checkpoint levels (checkpoint ids are FTI's label only: frame numbers
+//! its checkpoints itself, and takes any).
 
 use crate::status::Failure;
 use frame_core::Level;
@@ -11,18 +12,14 @@ pub(crate) fn var_id(id: c_int) -> Result<u32, Failure> {
 }
 
 /// The level of `FTI_Checkpoint(id, level)` and `FTI_InitICP`.
-pub(crate) fn checked_level(id: c_int, level: c_int) -> Result<Level, Failure> {
-    if id <= 0 {
-        return Err(Failure::new(format!("checkpoint id {id} is not positive")));
-    }
+pub(crate) fn checked_level(level: c_int) -> Result<Level, Failure> {
+    // FTI's level ids: 1-4, their differential forms 5-8 (FTI_L4_DCP is
+    // 8), and FTI_L4_H5_SINGLE (9), a level-4 checkpoint in one file.
     let number = match level {
         1..=4 => level,
         5..=8 => level - 4,
-        _ => {
-            return Err(Failure::new(format!(
-                "level {level} is not 1 to 4 (or 5 to 8)"
-            )))
-        }
+        9 => 4,
+        _ => return Err(Failure::new(format!("level {level} is not 1 to 9"))),
     };
     Level::from_number(number as u8).ok_or_else(|| Failure::new(format!("level {level}")))
 }

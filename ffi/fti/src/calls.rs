@@ -62,12 +62,16 @@ fn settle(s: &mut Session, level: Option<Level>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Loads every protected variable from the checkpoint found by `FTI_Init`.
-fn recover(s: &mut Session) -> Result<c_int, Failure> {
-    if !s.recovering {
-        return Err(Failure::no_recovery("there is no checkpoint to recover"));
+/// `FTI_Snapshot`'s recovery, collective: every protected variable from the
+/// checkpoint found by `FTI_Init` (every rank loads; damaged data anywhere
+/// sends all ranks to an older checkpoint or level), or, once this run wrote
+/// checkpoints, from the newest of them.
+fn recover_all(s: &mut Session) -> Result<c_int, Failure> {
+    if s.ckpt.recovering() {
+        s.ckpt.recover()?;
+    } else {
+        s.ckpt.recover_here()?;
     }
-    s.ckpt.recover()?;
     s.recovering = false;
     Ok(FTI_SCES)
 }
@@ -82,7 +86,7 @@ pub extern "C" fn FTI_Snapshot() -> c_int {
     guard("FTI_Snapshot", || {
         session::with(|s| {
             if s.recovering {
-                return recover(s);
+                return recover_all(s);
             }
             if !s.fti.snapshots {
                 return Ok(FTI_SCES);
@@ -100,12 +104,12 @@ pub extern "C" fn FTI_Snapshot() -> c_int {
 
 /// Writes a checkpoint of the protected variables now, kept at `level`
 /// (1 to 4; 5 to 8, FTI's differential forms of 1 to 4, count as 1 to 4).
-/// frame numbers its checkpoints itself; `id` must be positive. Returns
-/// `FTI_DONE`. Collective.
+/// frame numbers its checkpoints itself: any `id` is taken, as FTI takes
+/// it. Returns `FTI_DONE`. Collective.
 #[no_mangle]
-pub extern "C" fn FTI_Checkpoint(id: c_int, level: c_int) -> c_int {
+pub extern "C" fn FTI_Checkpoint(_id: c_int, level: c_int) -> c_int {
     guard("FTI_Checkpoint", || {
-        let level = checked_level(id, level)?;
+        let level = checked_level(level)?;
         session::with(|s| {
             s.ckpt.checkpoint_at(level)?;
             settle(s, Some(level))?;
@@ -125,12 +129,27 @@ pub extern "C" fn FTI_Status() -> c_int {
     )
 }
 
-/// Loads every protected variable from the checkpoint found by `FTI_Init`.
-/// Each stored variable must be protected with its stored size (see
-/// `FTI_GetStoredSize` and `FTI_Realloc`). Collective.
+/// Loads every protected variable on this rank: from the checkpoint found
+/// by `FTI_Init`, or, once this run wrote checkpoints, from the newest of
+/// them (a rollback within the run). Each stored variable must be
+/// protected with its stored size (see `FTI_GetStoredSize` and
+/// `FTI_Realloc`). Not collective, as in FTI: other ranks may recover
+/// variable by variable, or not at all. `FTI_NREC` when there is nothing
+/// to load or it does not fit.
 #[no_mangle]
 pub extern "C" fn FTI_Recover() -> c_int {
-    guard("FTI_Recover", || session::with(recover))
+    guard("FTI_Recover", || {
+        session::with(|s| {
+            s.ckpt.recover_here().map_err(|e| match e {
+                frame_core::Error::RegionMismatch { .. } | frame_core::Error::Unreadable { .. } => {
+                    Failure::no_recovery(e.to_string())
+                }
+                e => Failure::from(e),
+            })?;
+            s.recovering = false;
+            Ok(FTI_SCES)
+        })
+    })
 }
 
 /// Starts recovering variables one by one.
@@ -162,8 +181,10 @@ pub extern "C" fn FTI_RecoverVar(id: c_int) -> c_int {
     })
 }
 
-/// Ends recovering variables one by one: the program goes on as after
-/// `FTI_Recover`.
+/// Ends recovering variables one by one. As in FTI, the restart stays
+/// pending (`FTI_Status` still says so): a variable that failed can be
+/// resized with `FTI_Realloc` and recovered again after a new
+/// `FTI_RecoverVarInit`.
 #[no_mangle]
 pub extern "C" fn FTI_RecoverVarFinalize() -> c_int {
     guard("FTI_RecoverVarFinalize", || {
@@ -172,7 +193,6 @@ pub extern "C" fn FTI_RecoverVarFinalize() -> c_int {
                 return Err(Failure::new("FTI_RecoverVarInit was not called"));
             }
             s.recovering_vars = false;
-            s.recovering = false;
             Ok(FTI_SCES)
         })
     })

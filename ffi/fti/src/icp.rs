@@ -16,10 +16,10 @@ use std::os::raw::c_int;
 /// by variable; with `activate` false, this and the next `FTI_AddVarICP`
 /// and `FTI_FinalizeICP` calls do nothing.
 #[no_mangle]
-pub extern "C" fn FTI_InitICP(id: c_int, level: c_int, activate: bool) -> c_int {
+pub extern "C" fn FTI_InitICP(_id: c_int, level: c_int, activate: bool) -> c_int {
     guard("FTI_InitICP", || {
         let level = if activate {
-            Some(checked_level(id, level)?)
+            Some(checked_level(level)?)
         } else {
             None
         };

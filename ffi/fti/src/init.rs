@@ -179,9 +179,14 @@ fn start_logging(verbosity: u8, rank: i32) {
 pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_Comm) -> c_int {
     guard("FTI_Init", || {
         if session::is_open() {
-            return Err(Failure::new(
-                "FTI is already initialised (call FTI_Finalize first)",
-            ));
+            // As FTI: initialised again. The previous session ends as at
+            // a crash, so the new one finds its checkpoints.
+            if session::with(|s| Ok(s.program.is_some()))? {
+                return Err(Failure::new(
+                    "FTI is already initialised with head = 1: its manager ranks serve that session (call FTI_Finalize first)",
+                ));
+            }
+            session::take()?.abandon();
         }
         let world = duplicate(global_comm)?;
         crate::status::set_rank(world.rank() as usize);

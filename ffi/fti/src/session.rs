@@ -108,6 +108,17 @@ impl Session {
         self.fti.inline.iter().any(|sync| *sync)
     }
 
+    /// Ends the session without finalizing, for `FTI_Init` called again:
+    /// the checkpointer is dropped as at a crash (its checkpoints stay for
+    /// the new session to find), then the communicator is freed.
+    pub fn abandon(self) {
+        let Session { comm, ckpt, .. } = self;
+        drop(ckpt);
+        // SAFETY: `comm` was leaked from a Box by FTI_Init, and the
+        // checkpointer that borrowed it is gone.
+        drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
+    }
+
     /// Finalizes the checkpointer, then frees the communicator.
     pub fn close(self) -> Result<(), Failure> {
         let Session {

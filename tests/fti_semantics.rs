@@ -1,0 +1,129 @@
+//! FTI's semantics where programs depend on them, on frame's libfti
+//! (`--features mpi`): `tests/c/fti_semantics.c` under `mpiexec`, 8 ranks
+//! as 4 virtual nodes, one behaviour per mode; restarts from each level
+//! (node directories removed so that only that level can serve).
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use common::mpirun::{mpiexec, MpiJob};
+use common::{fti, scratch, serial};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn program() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| fti::compile("tests/c/fti_semantics.c", "fti_semantics"))
+}
+
+fn semantics(dir: &Path, config: &Path, mode: &str, level: u32) -> MpiJob {
+    let config = config.to_str().unwrap();
+    mpiexec(dir, 8, program(), &[config, mode, &level.to_string()], &[])
+}
+
+/// Asserts that `job` passed every check of `mode` and ended with `done`.
+fn passed(job: &MpiJob, mode: &str, done: &str) {
+    assert!(!job.out.contains("FAIL"), "{mode}:\n{}", job.out);
+    assert!(
+        job.out.contains(&format!("semantics {mode}: {done}")),
+        "{mode}:\n{}",
+        job.out
+    );
+}
+
+/// Removes what only a higher level survives: FTI_Checkpoint(id, level)
+/// keeps the checkpoint at level 1 and at `level` (FTI's own intervals,
+/// minutes, are not due), so losing node 1 leaves `level` alone to serve
+/// its ranks.
+fn lose_for(dir: &Path, level: u32) {
+    if level > 1 {
+        let node = dir.join("local").join("node-1");
+        std::fs::remove_dir_all(node).expect("remove node 1");
+    }
+}
+
+/// Checkpoints at `level`, is killed, loses what only `level` survives,
+/// and runs `mode`'s restart.
+fn killed_and_restarted(mode: &str, level: u32) {
+    let dir = scratch();
+    let config = fti::config(dir.path(), 0, 2, 1);
+    let first = semantics(dir.path(), &config, mode, level);
+    assert!(
+        !first.status.success(),
+        "{mode}: not killed:\n{}",
+        first.out
+    );
+    passed(&first, mode, "first run done");
+    lose_for(dir.path(), level);
+    let second = semantics(dir.path(), &config, mode, level);
+    assert!(
+        second.status.success(),
+        "{mode} at L{level}:\n{}",
+        second.out
+    );
+    passed(&second, mode, "all checks passed");
+    if level > 1 {
+        let fetched = second
+            .out
+            .lines()
+            .find(|l| l.contains("checkpoint brought back to level 1"));
+        assert!(
+            fetched.is_some_and(|l| l.ends_with(&format!("level=L{level}"))),
+            "{mode}: expected a restart from L{level}:\n{}",
+            second.out
+        );
+    }
+}
+
+/// FTI_Recover on some ranks, FTI_RecoverVar on the others: under FTI
+/// neither waits for the other (a restart from every level).
+#[test]
+fn ranks_recover_some_whole_some_variable_by_variable_at_every_level() {
+    let _serial = serial();
+    for level in 1..=4 {
+        killed_and_restarted("mixed", level);
+    }
+}
+
+/// A variable protected too small fails to recover; FTI_Realloc sizes it
+/// and FTI_RecoverVar is tried again.
+#[test]
+fn a_failed_recover_var_is_retried_after_fti_realloc() {
+    let _serial = serial();
+    killed_and_restarted("retry", 1);
+    killed_and_restarted("retry", 2);
+}
+
+/// FTI_Checkpoint takes any id, 0 included.
+#[test]
+fn checkpoint_id_zero_is_a_checkpoint() {
+    let _serial = serial();
+    killed_and_restarted("id0", 1);
+}
+
+/// FTI_Recover within a run loads the newest checkpoint of the run, on the
+/// ranks that call it (checkpoints at level 1, and at FTI_L4_DCP, written
+/// as level 4).
+#[test]
+fn fti_recover_rolls_back_within_a_run() {
+    let _serial = serial();
+    for level in [1, 8] {
+        let dir = scratch();
+        let config = fti::config(dir.path(), 0, 2, 1);
+        let job = semantics(dir.path(), &config, "rollback", level);
+        assert!(job.status.success(), "L{level}:\n{}", job.out);
+        passed(&job, "rollback", "all checks passed");
+    }
+}
+
+/// FTI_Init called again without FTI_Finalize starts a new session, which
+/// finds the first one's checkpoint.
+#[test]
+fn fti_init_again_starts_a_session_that_finds_the_checkpoints() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti::config(dir.path(), 0, 2, 1);
+    let job = semantics(dir.path(), &config, "reinit", 2);
+    assert!(job.status.success(), "{}", job.out);
+    passed(&job, "reinit", "all checks passed");
+}
