@@ -127,3 +127,32 @@ fn fti_init_again_starts_a_session_that_finds_the_checkpoints() {
     assert!(job.status.success(), "{}", job.out);
     passed(&job, "reinit", "all checks passed");
 }
+
+/// A configuration file as FTI's tools and editors write it: a UTF-8
+/// byte-order mark first, and keys FTI reads that its template leaves out.
+/// The program runs with the file's settings (its checkpoints in its
+/// `ckpt_dir`) and no warning about FTI's own keys.
+#[test]
+fn a_configuration_with_a_byte_order_mark_and_all_of_ftis_keys() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti::config(dir.path(), 0, 2, 1);
+    let text = std::fs::read_to_string(&config).unwrap();
+    let text = text.replacen(
+        "[Restart]",
+        "Dcp_stack_size = 5\nH5_single_file_enable = 0\nH5_single_file_inline = 1\n\
+         H5_single_file_keep = 0\nKeep_heads_alive = 0\nMax_var_id = 102400\n[Restart]",
+        1,
+    );
+    std::fs::write(&config, format!("\u{feff}{text}")).unwrap();
+    let job = semantics(dir.path(), &config, "rollback", 1);
+    assert!(job.status.success(), "{}", job.out);
+    passed(&job, "rollback", "all checks passed");
+    assert!(!job.out.contains("warning"), "{}", job.out);
+    // Finalized: the job's files are gone, its directories remain.
+    assert!(
+        dir.path().join("local").join("node-0").is_dir(),
+        "ckpt_dir was not used:\n{}",
+        job.out
+    );
+}

@@ -2,8 +2,9 @@
 //! into frame's configuration plus the few settings that belong to the
 //! program's layout (dedicated manager ranks, ranks per node).
 //!
-//! Sections and keys are matched in any case. Every key of FTI 1.6's
-//! template is accepted; the ones frame does not implement are reported in
+//! Sections and keys are matched in any case, and a leading UTF-8
+//! byte-order mark is skipped. Every key of FTI 1.6's template, and every
+//! other key FTI 1.6 reads, is accepted; the ones frame does not implement are reported in
 //! [`FtiFile::warnings`] when they are set to something other than FTI's
 //! default (at the default they change nothing). Keys FTI does not know are
 //! reported too. frame never writes the file: it finds a restart from its
@@ -73,12 +74,25 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "dcp_mode", Use::Unsupported("0")),
     ("basic", "dcp_block_size", Use::NotNeeded),
     ("basic", "verbosity", Use::Applied),
+    // Keys FTI 1.6 reads that its template leaves out: dCP's layer stack,
+    // HDF5 single files, heads kept alive after finalize, the variable id
+    // limit (frame has none).
+    ("basic", "dcp_stack_size", Use::Unsupported("5")),
+    ("basic", "h5_single_file_enable", Use::Unsupported("0")),
+    ("basic", "h5_single_file_dir", Use::NotNeeded),
+    ("basic", "h5_single_file_prefix", Use::NotNeeded),
+    ("basic", "h5_single_file_inline", Use::Unsupported("1")),
+    ("basic", "h5_single_file_keep", Use::Unsupported("0")),
+    ("basic", "keep_heads_alive", Use::Unsupported("0")),
+    ("basic", "max_var_id", Use::NotNeeded),
+    ("basic", "fast_forward", Use::Unsupported("1")),
     ("restart", "failure", Use::Applied),
     ("restart", "exec_id", Use::NotNeeded),
     ("injection", "rank", Use::NotNeeded),
     ("injection", "number", Use::Unsupported("0")),
     ("injection", "position", Use::NotNeeded),
     ("injection", "frequency", Use::NotNeeded),
+    ("injection", "index", Use::NotNeeded),
     ("advanced", "block_size", Use::Applied),
     ("advanced", "transfer_size", Use::Applied),
     ("advanced", "mpi_tag", Use::NotNeeded),
@@ -95,6 +109,7 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("advanced", "lustre_striping_offset", Use::Unsupported("-1")),
     ("advanced", "local_test", Use::Applied),
     ("advanced", "fast_forward", Use::Unsupported("1")),
+    ("advanced", "gpu_host_bufsize", Use::NotNeeded),
     // frame's own section, which FTI ignores: see `automatic`.
     ("frame", "mtbf", Use::Applied),
 ];
@@ -163,8 +178,14 @@ impl Values {
         )
     }
 
+    /// The value of `key` in `section`. As in FTI, a section may appear
+    /// more than once and a key may be repeated: the last value counts.
     fn text(&self, section: &str, key: &str) -> Option<&str> {
-        self.ini.section(Some(section))?.get(key).map(str::trim)
+        self.ini
+            .section_all(Some(section))
+            .filter_map(|props| props.get_all(key).next_back())
+            .next_back()
+            .map(str::trim)
     }
 
     fn int(
@@ -301,6 +322,9 @@ impl FtiFile {
     /// Parses FTI's INI text; `origin` names the file in messages.
     pub fn parse(text: &str, origin: impl AsRef<Path>) -> Result<Self, ConfigError> {
         let origin = origin.as_ref().to_path_buf();
+        // Editors on some systems start a UTF-8 file with a byte-order
+        // mark; it would otherwise become part of the first section's name.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let opt = ini::ParseOption {
             enabled_quote: false,
             enabled_escape: false,

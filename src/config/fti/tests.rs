@@ -328,3 +328,36 @@ fn frame_section_errors_name_the_file_and_key() {
         fti.warnings
     );
 }
+
+/// A file that starts with a UTF-8 byte-order mark (as some editors write
+/// them) keeps its first section; FTI's keys that its template leaves out
+/// (dCP's stack, HDF5 single files, heads kept alive, the variable id
+/// limit, GPU buffers) draw no warning at their defaults, and one when set.
+/// A section given twice is one section, the last value of a key counting
+/// (as FTI reads it).
+#[test]
+fn a_byte_order_mark_and_keys_outside_the_template() {
+    let text = format!(
+        "\u{feff}{FULL}[Basic]\nDcp_stack_size = 5\nH5_single_file_enable = 0\n\
+         h5_single_file_dir = /tmp/h5\nh5_single_file_prefix = run\nh5_single_file_inline = 1\n\
+         h5_single_file_keep = 0\nkeep_heads_alive = 0\nmax_var_id = 102400\n\
+         [Injection]\nindex = 0\n[Advanced]\ngpu_host_bufsize = 33554432\n"
+    );
+    let fti = FtiFile::parse(&text, "bom.fti").unwrap();
+    assert_eq!(fti.node_size, 2);
+    assert_eq!(
+        fti.config.storage.local_dir,
+        std::path::Path::new("/tmp/fti-local")
+    );
+    assert!(fti.warnings.is_empty(), "{:?}", fti.warnings);
+    let set = text.replace("Dcp_stack_size = 5", "Dcp_stack_size = 7");
+    let fti = FtiFile::parse(&set, "bom.fti").unwrap();
+    assert_eq!(fti.warnings.len(), 1, "{:?}", fti.warnings);
+    assert!(
+        fti.warnings[0].contains("dcp_stack_size = 7"),
+        "{:?}",
+        fti.warnings
+    );
+    let again = format!("{FULL}[Basic]\nNode_size = 4\nNode_size = 8\n");
+    assert_eq!(FtiFile::parse(&again, "twice.fti").unwrap().node_size, 8);
+}
