@@ -156,3 +156,96 @@ fn a_configuration_with_a_byte_order_mark_and_all_of_ftis_keys() {
         job.out
     );
 }
+
+/// `keep_last_ckpt = 1`: FTI_Finalize keeps the last checkpoint in the
+/// global directory and clears the nodes' storage; the next run, on nodes
+/// whose storage was wiped, restarts from it (checkpoints written at level
+/// 1 only, and at level 2).
+#[test]
+fn keep_last_ckpt_survives_wiped_node_storage() {
+    let _serial = serial();
+    for level in [1, 2] {
+        let dir = scratch();
+        let config = fti::config(dir.path(), 0, 2, 1);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            text.replace("Keep_last_ckpt = 0", "Keep_last_ckpt = 1"),
+        )
+        .unwrap();
+        let first = semantics(dir.path(), &config, "keep", level);
+        assert!(first.status.success(), "L{level}:\n{}", first.out);
+        passed(&first, "keep", "first run done");
+        let local = dir.path().join("local");
+        let left: Vec<_> = common::files_under(&local)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "fck"))
+            .collect();
+        assert!(left.is_empty(), "L{level}: node-local files left: {left:?}");
+        std::fs::remove_dir_all(&local).unwrap();
+        let second = semantics(dir.path(), &config, "keep", level);
+        assert!(second.status.success(), "L{level}:\n{}", second.out);
+        passed(&second, "keep", "all checks passed");
+        assert!(
+            second.out.lines().any(
+                |l| l.contains("checkpoint brought back to level 1") && l.ends_with("level=L4")
+            ),
+            "L{level}: not restarted from level 4:\n{}",
+            second.out
+        );
+    }
+}
+
+/// `[restart] failure` and `exec_id` as FTI writes them into the
+/// configuration: at FTI_Init (the execution), 1 after the first
+/// checkpoint (so the same command restarts), 0 at FTI_Finalize. A run
+/// the user sets back to `failure = 0` starts a new execution and says it
+/// keeps the older one's checkpoints, which a later restart of that
+/// execution still finds.
+#[test]
+fn restart_keys_are_written_back_as_fti_writes_them() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti::config(dir.path(), 0, 2, 1);
+    let keys = || {
+        let text = std::fs::read_to_string(&config).unwrap();
+        let value = |key: &str| {
+            text.lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once('=')?;
+                    (k.trim().eq_ignore_ascii_case(key)).then(|| v.trim().to_string())
+                })
+                .unwrap_or_default()
+        };
+        (value("failure"), value("exec_id"))
+    };
+    let first = semantics(dir.path(), &config, "mixed", 1);
+    assert!(!first.status.success(), "{}", first.out);
+    let (failure, a) = keys();
+    assert_eq!(failure, "1", "after a checkpoint and a crash");
+    assert!(a.len() >= 19, "exec_id {a:?}");
+    // The user asks for a new execution: it does not restart, and says
+    // where execution A's checkpoints are kept.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("Failure = 1", "Failure = 0")).unwrap();
+    let second = semantics(dir.path(), &config, "mixed", 1);
+    assert!(!second.status.success(), "{}", second.out);
+    passed(&second, "mixed", "first run done");
+    assert!(
+        second
+            .out
+            .contains(&format!("the checkpoints of execution {a} are kept")),
+        "{}",
+        second.out
+    );
+    let (failure, b) = keys();
+    assert_eq!(failure, "1");
+    assert_ne!(a, b, "a new execution");
+    // Back to execution A: its checkpoint is still there.
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace(&b, &a)).unwrap();
+    let third = semantics(dir.path(), &config, "mixed", 1);
+    assert!(third.status.success(), "{}", third.out);
+    passed(&third, "mixed", "all checks passed");
+    assert_eq!(keys(), ("0".to_string(), a), "after FTI_Finalize");
+}

@@ -37,6 +37,7 @@ mod aware;
 mod decode;
 mod evidence;
 mod fetch;
+mod keep;
 mod metrics;
 mod promotion;
 mod rebuild;
@@ -547,6 +548,12 @@ impl<'c> Checkpointer<'c> {
                 });
             }
         }
+        self.remove_level_1()
+    }
+
+    /// Removes this job's level-1 files on every rank: first every node's
+    /// pointer, then the files, oldest checkpoint first. Collective.
+    fn remove_level_1(&mut self) -> Result<()> {
         for step in [L1Store::forget_pointer, L1Store::remove_all] {
             let local = step(&mut self.store).err().map(|e| e.to_string());
             let trouble = agree_on_problems(self.comm, local.as_deref())?;

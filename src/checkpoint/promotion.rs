@@ -312,6 +312,11 @@ impl Promotions {
         Ok(due)
     }
 
+    /// The newest checkpoint `level` committed in this run (0 for none).
+    pub(crate) fn newest_committed(&self, level: Level) -> u64 {
+        self.newest_committed.get(&level).copied().unwrap_or(0)
+    }
+
     /// Sets how often the automatic levels are promoted.
     pub(crate) fn set_auto(&mut self, every: &[(Level, u64)]) {
         for (level, k) in every {
@@ -615,6 +620,16 @@ impl Promotions {
     /// Removes the job's higher-level files (each node's manager its own,
     /// rank 0's also the shared level-4 markers), waiting until done.
     pub(crate) fn remove_all(&mut self) -> std::result::Result<(), String> {
+        self.remove(false)
+    }
+
+    /// Removes the job's node-local higher-level files (levels 2 and 3),
+    /// keeping level 4, waiting until done.
+    pub(crate) fn remove_local(&mut self) -> std::result::Result<(), String> {
+        self.remove(true)
+    }
+
+    fn remove(&mut self, keep_global: bool) -> std::result::Result<(), String> {
         let ranks: Vec<u32> = (0..self.placement.len() as u32)
             .filter(|r| self.placement[*r as usize] == self.placement[self.rank as usize])
             .collect();
@@ -623,6 +638,7 @@ impl Promotions {
             ranks,
             marker: self.rank == 0,
             global_dir: self.cfg.storage.global_dir.clone(),
+            keep_global,
         };
         let removed = self.call(&Request::Remove { order });
         let drained = self.call(&Request::Drain);

@@ -7,8 +7,8 @@
 //! other key FTI 1.6 reads, is accepted; the ones frame does not implement are reported in
 //! [`FtiFile::warnings`] when they are set to something other than FTI's
 //! default (at the default they change nothing). Keys FTI does not know are
-//! reported too. frame never writes the file: it finds a restart from its
-//! own checkpoints.
+//! reported too. libfti writes `[restart] failure` and `exec_id` back into
+//! the file as FTI does (see `ffi/fti`); this module only reads.
 //!
 //! One section is frame's own, and FTI ignores it: `[frame] mtbf = 6h, 2d`
 //! (one mean time between failures per level, level 1 first) makes every
@@ -87,7 +87,7 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "max_var_id", Use::NotNeeded),
     ("basic", "fast_forward", Use::Unsupported("1")),
     ("restart", "failure", Use::Applied),
-    ("restart", "exec_id", Use::NotNeeded),
+    ("restart", "exec_id", Use::Applied),
     ("injection", "rank", Use::NotNeeded),
     ("injection", "number", Use::Unsupported("0")),
     ("injection", "position", Use::NotNeeded),
@@ -151,8 +151,15 @@ pub struct FtiFile {
     pub inline: [bool; 3],
     /// Whether `FTI_Snapshot` writes checkpoints at all (some `ckpt_lN` > 0).
     pub snapshots: bool,
-    /// `[restart] failure` is not 0: the user expects a restart.
+    /// `[restart] failure` is 1 or 2: the user expects a restart.
     pub restart: bool,
+    /// `[restart] failure` as written: 0 (or 3) a new execution, 1 a
+    /// restart after a failure, 2 a restart from the checkpoint the last
+    /// run kept (`keep_last_ckpt`).
+    pub failure: u8,
+    /// `[restart] exec_id`: the execution a restart continues (FTI's
+    /// template placeholder counts as none).
+    pub exec_id: Option<String>,
     /// `verbosity`: 1 debug, 2 information, 3 errors only, 4 silent.
     pub verbosity: u8,
     /// Keys set but not implemented, and keys FTI does not know, one
@@ -416,7 +423,12 @@ impl FtiFile {
         cfg.l3.parity = (group as u32 / 2).max(1);
         cfg.l4.differential = v.flag("basic", "enable_dcp", false)?;
         let verbosity = v.int("basic", "verbosity", 2, (1, 4))? as u8;
-        let restart = v.int("restart", "failure", 0, (0, 3))? != 0;
+        let failure = v.int("restart", "failure", 0, (0, 3))? as u8;
+        // FTI's template ships a placeholder: not an execution.
+        let exec_id = v
+            .text("restart", "exec_id")
+            .filter(|id| !id.is_empty() && !id.starts_with("XXXX") && *id != "NULL")
+            .map(str::to_string);
         let block = v.int("advanced", "block_size", 1024, (64, 1 << 20))?;
         cfg.snapshot.chunk_size = ByteSize::kib(block as u64);
         let transfer = v.int("advanced", "transfer_size", 16, (1, 1024))?;
@@ -437,7 +449,9 @@ impl FtiFile {
             local_test,
             inline,
             snapshots,
-            restart,
+            restart: matches!(failure, 1 | 2),
+            failure,
+            exec_id,
             verbosity,
             warnings,
             path: v.origin.clone(),

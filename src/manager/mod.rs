@@ -46,9 +46,18 @@ use std::sync::{Arc, Condvar, Mutex};
 
 /// The Unix socket a node's manager listens on when a rank or an MPI
 /// manager rank starts it (frame's runtime puts its own in its run
-/// directory).
+/// directory): named after the job, or, where that path would pass the
+/// kernel's limit on socket paths, after a hash of the job id.
 pub fn socket_in(local_dir: &std::path::Path, job_id: &str, node: u32) -> PathBuf {
-    local_dir.join(format!(".manager-{job_id}-node-{node}.sock"))
+    /// Bytes of a socket path: the kernel takes 107, and the socket is
+    /// bound under a temporary name up to 18 bytes longer first.
+    const FITS: usize = 88;
+    let named = local_dir.join(format!(".manager-{job_id}-node-{node}.sock"));
+    if named.as_os_str().len() <= FITS {
+        return named;
+    }
+    let hash = blake3::hash(job_id.as_bytes()).to_hex();
+    local_dir.join(format!(".manager-{}-node-{node}.sock", &hash[..16]))
 }
 
 /// How a manager runs.
@@ -431,8 +440,10 @@ impl Shared {
                 result = result.and(s.remove_all());
             }
         }
-        if let Ok(Some(s)) = GlobalStore::open_existing(&o.global_dir, &o.job_id) {
-            result = result.and(s.remove_ranks(&o.ranks, o.marker));
+        if !o.keep_global {
+            if let Ok(Some(s)) = GlobalStore::open_existing(&o.global_dir, &o.job_id) {
+                result = result.and(s.remove_ranks(&o.ranks, o.marker));
+            }
         }
         if let Err(e) = result {
             tracing::warn!(error = %e, "could not remove the job's higher-level files");

@@ -175,6 +175,9 @@ pub struct RemoveOrder {
     pub marker: bool,
     /// The global directory.
     pub global_dir: std::path::PathBuf,
+    /// Keep level 4: remove only what lives on the node.
+    #[serde(default)]
+    pub keep_global: bool,
 }
 
 /// A manager's answer.

@@ -97,3 +97,16 @@ fn a_checkpoint_promoted_again_in_a_new_round_starts_its_parity_over() {
     let late = parity_round(&mut parity, 1).unwrap_err();
     assert!(late.contains("superseded by round 2"), "{late}");
 }
+
+/// A job id long enough to pass the kernel's limit on socket paths gets a
+/// socket named after its hash: different jobs still get different ones.
+#[test]
+fn long_job_ids_get_sockets_that_fit() {
+    let dir = std::path::Path::new("/dev/shm/frame-test-abcdef/local/node-0");
+    let short = super::socket_in(dir, "job", 3);
+    assert!(short.ends_with(".manager-job-node-3.sock"));
+    let a = super::socket_in(dir, "fti-fti_semantics-2026-11-26_09-50-00", 3);
+    let b = super::socket_in(dir, "fti-fti_semantics-2026-11-26_09-50-01", 3);
+    assert!(a.as_os_str().len() <= 88, "{}", a.display());
+    assert_ne!(a, b);
+}

@@ -18,6 +18,9 @@
  *             FTI's differential ids, 5 to 9);
  *   reinit    FTI_Init again without FTI_Finalize starts a session that
  *             finds the first one's checkpoint.
+ * keep (keep_last_ckpt = 1): the first run checkpoints twice at LEVEL and
+ *   ends with FTI_Finalize; run again (after the nodes' storage was
+ *   wiped), it recovers the last checkpoint.
  *
  * Every check prints "ok: ..." (rank 0) or "FAIL: ..."; a run that passed
  * ends with "semantics MODE: all checks passed" (or, for the first run of
@@ -182,6 +185,35 @@ static int reinit(const char *config, int level) {
     return finish("reinit", "all checks passed", 1);
 }
 
+/* keep_last_ckpt = 1: the first run ends normally, the second (after the
+ * nodes' storage was wiped) finds the last checkpoint. */
+static int keep_first(int level) {
+    int n = N;
+    long counter = 1;
+    double *arr = malloc(N * sizeof(double));
+    fill(arr, N, 1);
+    protect(&n, arr, N, &counter);
+    check(FTI_Checkpoint(1, level) == FTI_DONE, "a checkpoint");
+    fill(arr, N, 2);
+    counter = 2;
+    check(FTI_Checkpoint(2, level) == FTI_DONE, "the last checkpoint");
+    fill(arr, N, 3);
+    counter = 3;
+    free(arr);
+    return finish("keep", "first run done", 1);
+}
+
+static int keep_restart(void) {
+    int n = 0;
+    long counter = 0;
+    double *arr = calloc(N, sizeof(double));
+    protect(&n, arr, N, &counter);
+    check(FTI_Recover() == FTI_SCES, "FTI_Recover after the nodes' storage was wiped");
+    check(n == N && counter == 2 && same(arr, N, 2), "the last checkpoint of the previous run");
+    free(arr);
+    return finish("keep", "all checks passed", 1);
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s CONFIG MODE LEVEL\n", argv[0]);
@@ -208,6 +240,8 @@ int main(int argc, char **argv) {
         failed = rollback(level);
     } else if (strcmp(mode, "reinit") == 0) {
         failed = reinit(argv[1], level);
+    } else if (strcmp(mode, "keep") == 0) {
+        failed = restart ? keep_restart() : keep_first(level);
     } else if (!restart) {
         failed = first_run(mode, level, strcmp(mode, "id0") == 0 ? 0 : 1);
     } else if (strcmp(mode, "mixed") == 0) {

@@ -108,7 +108,9 @@ extern fti_id_t FTI_LDBE; /* long double */
  * uninitialised). With head = 1 the first rank of every node serves as its
  * manager and does not return. Called again without FTI_Finalize, it
  * starts a new session, which finds the previous one's checkpoints (not
- * with head = 1). Collective. */
+ * with head = 1). [restart] failure = 0 starts a new execution (its
+ * exec_id written into the file), 1 or 2 continues the one exec_id names.
+ * Collective. */
 int FTI_Init(const char *configFile, MPI_Comm globalComm);
 
 /* 1 on a restart until FTI_Recover (or the first FTI_Snapshot) loaded the
@@ -144,8 +146,10 @@ int FTI_Recover(void);
  * writes a checkpoint when the interval has passed (FTI_DONE). Collective. */
 int FTI_Snapshot(void);
 
-/* Waits for promotions in flight, removes the checkpoints unless
- * keep_last_ckpt = 1, and releases the dedicated ranks. Collective. */
+/* Waits for promotions in flight, removes the checkpoints (with
+ * keep_last_ckpt = 1: all but the newest, kept in the global directory),
+ * writes [restart] failure back into the configuration file (0, or 2 when
+ * a checkpoint was kept), and releases the dedicated ranks. Collective. */
 int FTI_Finalize(void);
 
 /* Recovering variables one by one, from the checkpoint FTI_Recover would

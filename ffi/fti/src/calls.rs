@@ -93,6 +93,7 @@ pub extern "C" fn FTI_Snapshot() -> c_int {
             }
             match s.ckpt.snapshot()? {
                 Some(_) => {
+                    s.keys.checkpointed();
                     settle(s, None)?;
                     Ok(FTI_DONE)
                 }
@@ -112,6 +113,7 @@ pub extern "C" fn FTI_Checkpoint(_id: c_int, level: c_int) -> c_int {
         let level = checked_level(level)?;
         session::with(|s| {
             s.ckpt.checkpoint_at(level)?;
+            s.keys.checkpointed();
             settle(s, Some(level))?;
             Ok(FTI_DONE)
         })

@@ -109,6 +109,7 @@ pub extern "C" fn FTI_FinalizeICP() -> c_int {
                 s.protect(id, var)?;
             }
             written?;
+            s.keys.checkpointed();
             Ok(FTI_SCES)
         })
     })

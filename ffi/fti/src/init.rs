@@ -6,6 +6,7 @@
 //! an error or none does: a bad file or a wrong `node_size` never leaves
 //! some ranks waiting for others.
 
+use crate::restart;
 use crate::session::{self, Session};
 use crate::status::{guard, Failure, FTI_SCES};
 use frame_core::comm::mpi::{placement, MpiComm, Nodes, Placement};
@@ -20,6 +21,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
+use std::path::PathBuf;
 
 /// The program's communicator: every rank but the dedicated ones. Set by
 /// `FTI_Init`.
@@ -106,13 +108,13 @@ fn place(world: &SimpleCommunicator, fti: &FtiFile) -> Result<Placement, String>
 }
 
 /// frame's configuration for this program: FTI's, a job id from the
-/// program's name unless one is configured, and every level available to
-/// `FTI_Checkpoint` even when its interval is 0.
-fn frame_config(fti: &FtiFile) -> Config {
+/// program's name and the execution unless one is configured, and every
+/// level available to `FTI_Checkpoint` even when its interval is 0.
+fn frame_config(fti: &FtiFile, exec_id: &str) -> Config {
     let mut cfg = fti.config.clone();
     if cfg.source_of("job.id") == Source::Default {
-        if let Some(name) = program_name() {
-            cfg.job.id = name;
+        if let Some(job) = job_of(exec_id) {
+            cfg.job.id = job;
         }
     }
     for interval in [
@@ -127,23 +129,108 @@ fn frame_config(fti: &FtiFile) -> Config {
     cfg
 }
 
-/// The program's file name as a job id (`fti-<name>`).
+/// The execution this run belongs to: on a restart (`failure` 1 or 2) the
+/// file's `exec_id`, else a new one, rank 0's, sent to every rank.
+/// Collective.
+fn execution(world: &SimpleCommunicator, fti: &FtiFile) -> Result<String, Failure> {
+    if fti.restart {
+        return fti.exec_id.clone().ok_or_else(|| {
+            Failure::no_recovery(format!(
+                "{}: [restart] failure = {} asks for a restart, but exec_id names no execution",
+                fti.path.display(),
+                fti.failure
+            ))
+        });
+    }
+    let mut id = [0u8; 64];
+    if world.rank() == 0 {
+        // A second's resolution, as FTI's: an execution started within
+        // the same second as one whose files exist gets a suffix.
+        let base = restart::new_exec_id();
+        let new = (0u32..)
+            .map(|k| match k {
+                0 => base.clone(),
+                k => format!("{base}.{k}"),
+            })
+            .find(|id| job_dir(&fti.config, id).is_none())
+            .unwrap_or(base);
+        let n = new.len().min(id.len());
+        id[..n].copy_from_slice(&new.as_bytes()[..n]);
+    }
+    world.process_at_rank(0).broadcast_into(&mut id[..]);
+    let end = id.iter().position(|b| *b == 0).unwrap_or(id.len());
+    Ok(String::from_utf8_lossy(&id[..end]).into_owned())
+}
+
+/// A directory of execution `exec_id`'s job (in the global directory, the
+/// local one or a node's below it), if this rank sees one.
+fn job_dir(cfg: &Config, exec_id: &str) -> Option<PathBuf> {
+    let job = job_of(exec_id)?;
+    let local = &cfg.storage.local_dir;
+    let nodes = std::fs::read_dir(local)
+        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    std::iter::once(cfg.storage.global_dir.join(&job))
+        .chain(std::iter::once(local.join(&job)))
+        .chain(nodes.iter().map(|n| n.join(&job)))
+        .find(|p| p.is_dir())
+}
+
+/// Whether a checkpoint file (a rank's data file, or a level-4 manifest)
+/// lies below `dir`: a finished execution leaves only empty directories.
+/// Looks at most four levels down and at 10,000 entries.
+fn holds_checkpoints(dir: &std::path::Path) -> bool {
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    let mut seen = 0;
+    while let Some((d, depth)) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            seen += 1;
+            if seen > 10_000 {
+                return false;
+            }
+            let name = entry.file_name().to_string_lossy().into_owned();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && depth < 4 => stack.push((entry.path(), depth + 1)),
+                Ok(t) if t.is_file() && (name.ends_with(".fck") || name.ends_with(".l4.json")) => {
+                    return true
+                }
+                _ => {}
+            }
+        }
+    }
+    false
+}
+
+/// Says (on the program's rank 0) that a new execution leaves the
+/// checkpoints of the one the file named before alone, where they exist.
+fn note_older_execution(fti: &FtiFile, exec_id: &str) {
+    let Some(old) = fti.exec_id.as_deref().filter(|old| *old != exec_id) else {
+        return;
+    };
+    let held = job_dir(&fti.config, old).filter(|d| holds_checkpoints(d));
+    if let (Some(dir), false) = (held, crate::status::silent()) {
+        eprintln!(
+            "frame (FTI): starting execution {exec_id} ([restart] failure = 0); the checkpoints of execution {old} are kept in {} (set failure = 1 and exec_id = {old} to restart from them)",
+            dir.display()
+        );
+    }
+}
+
+/// The job id of execution `exec_id` of this program
+/// (`fti-<program>-<exec_id>`).
+fn job_of(exec_id: &str) -> Option<String> {
+    Some(format!(
+        "{}-{}",
+        program_name()?,
+        restart::job_part(exec_id)
+    ))
+}
+
+/// The program's file name as the start of a job id (`fti-<name>`).
 fn program_name() -> Option<String> {
     let exe = std::env::current_exe().ok()?;
-    let name: String = exe
-        .file_name()?
-        .to_string_lossy()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(60)
-        .collect();
-    Some(format!("fti-{name}"))
+    let name = exe.file_name()?.to_string_lossy().into_owned();
+    Some(format!("fti-{}", restart::job_part(&name)))
 }
 
 /// Sets up logging at the file's verbosity, once per process; `rank` is
@@ -202,7 +289,8 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
                 eprintln!("frame (FTI): warning: {w}");
             }
         }
-        let cfg = frame_config(&fti);
+        let exec_id = execution(&world, &fti)?;
+        let cfg = frame_config(&fti, &exec_id);
         if fti.head && place.node_ranks[0] == world.rank() {
             start_logging(fti.verbosity, -1);
         }
@@ -238,6 +326,17 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         };
         let recovering = ckpt.recovering();
         let restart = fti.restart;
+        let keys = session::Keys {
+            path: fti.path.clone(),
+            exec_id: exec_id.clone(),
+            writer: app.rank() == 0,
+            marked: false,
+        };
+        if keys.writer && !fti.restart {
+            note_older_execution(&fti, &exec_id);
+        }
+        // As FTI: the file names this execution from now on.
+        keys.write(if fti.restart { fti.failure } else { 0 });
         session::open(Session {
             comm,
             ckpt,
@@ -247,6 +346,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             recovering_vars: false,
             icp: None,
             program,
+            keys,
         });
         if restart && !recovering {
             return Err(Failure::no_recovery(

@@ -16,7 +16,9 @@
 //! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
 //!   (`frame::dedicated`);
 //! - `calls`: protecting, checkpointing and recovering;
-//! - `icp`: checkpoints written variable by variable.
+//! - `icp`: checkpoints written variable by variable;
+//! - `restart`: FTI's restart keys, read and written back into the
+//!   configuration file.
 //!
 //! Built only with the `mpi` feature: `cargo build -p frame-fti --features mpi`.
 #![cfg(feature = "mpi")]
@@ -25,6 +27,7 @@ mod args;
 mod calls;
 mod icp;
 mod init;
+mod restart;
 mod session;
 mod status;
 mod types;

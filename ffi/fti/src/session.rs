@@ -39,6 +39,46 @@ impl Var {
     }
 }
 
+/// FTI's restart keys of the session, written back into the
+/// configuration file by the program's rank 0 (see [`crate::restart`]).
+pub(crate) struct Keys {
+    /// The configuration file.
+    pub path: std::path::PathBuf,
+    /// The execution this run belongs to.
+    pub exec_id: String,
+    /// Whether this rank writes the file.
+    pub writer: bool,
+    /// `failure = 1` was written after this session's first checkpoint.
+    pub marked: bool,
+}
+
+impl Keys {
+    /// Writes `failure` and the execution id (on the writing rank). A file
+    /// that cannot be written is a warning, as in FTI: the run goes on.
+    pub fn write(&self, failure: u8) {
+        if !self.writer {
+            return;
+        }
+        if let Err(e) = crate::restart::write_keys(&self.path, failure, &self.exec_id) {
+            if !crate::status::silent() {
+                eprintln!(
+                    "frame (FTI): warning: {}: could not write [restart] failure = {failure} and exec_id: {e}",
+                    self.path.display()
+                );
+            }
+        }
+    }
+
+    /// After a checkpoint: `failure = 1`, once per session, so that the
+    /// same command run again restarts.
+    pub fn checkpointed(&mut self) {
+        if !self.marked {
+            self.write(1);
+            self.marked = true;
+        }
+    }
+}
+
 /// An initialised FTI session.
 pub(crate) struct Session {
     pub comm: &'static MpiComm,
@@ -53,6 +93,8 @@ pub(crate) struct Session {
     /// With `head = 1`, the tie to the node's manager rank, let go when
     /// the program finalizes.
     pub program: Option<frame_core::dedicated::Program>,
+    /// FTI's restart keys.
+    pub keys: Keys,
 }
 
 thread_local! {
@@ -119,15 +161,27 @@ impl Session {
         drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
     }
 
-    /// Finalizes the checkpointer, then frees the communicator.
+    /// Finalizes the checkpointer, then frees the communicator. With
+    /// `keep_last_ckpt = 1` the newest checkpoint is kept in the global
+    /// directory only (written there now unless level 4 holds it), as FTI
+    /// flushes it, so the next run restarts from it even where the nodes'
+    /// storage was wiped; `[restart] failure` says so (2; else 0).
     pub fn close(self) -> Result<(), Failure> {
         let Session {
             comm,
             ckpt,
             program,
+            fti,
+            keys,
             ..
         } = self;
-        let done = ckpt.finalize();
+        // As FTI: 2 when a checkpoint was kept for the next run, else 0.
+        let done = if fti.config.retention.keep_on_finalize {
+            ckpt.finalize_to_global()
+                .map(|kept| keys.write(if kept.is_some() { 2 } else { 0 }))
+        } else {
+            ckpt.finalize().map(|()| keys.write(0))
+        };
         drop(program);
         // SAFETY: `comm` was leaked from a Box by FTI_Init, and the
         // checkpointer that borrowed it is gone.
