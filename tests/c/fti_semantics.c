@@ -15,7 +15,7 @@
  * One-run modes:
  *   rollback  FTI_Recover after FTI_Checkpoint goes back to that
  *             checkpoint, on the ranks that call it (LEVEL may be one of
- *             FTI's differential ids, 5 to 9);
+ *             FTI's differential ids, 5 to 9); variable ids by name;
  *   reinit    FTI_Init again without FTI_Finalize starts a session that
  *             finds the first one's checkpoint.
  * keep (keep_last_ckpt = 1): the first run checkpoints twice at LEVEL and
@@ -149,6 +149,11 @@ static int rollback(int level) {
     fill(arr, N, 1);
     protect(&n, arr, N, &counter);
     check(FTI_Recover() == FTI_NREC, "nothing to go back to before the first checkpoint");
+    int extra = FTI_setIDFromString("extra");
+    check(extra == 3 && FTI_setIDFromString("extra") == 3, "a name gets the next id, and keeps it");
+    check(FTI_getIDFromString("extra") == 3 && FTI_getIDFromString("none") == -1,
+          "FTI_getIDFromString");
+    check(FTI_setIDFromString("other") == 4, "the next name, the next id");
     check(FTI_Checkpoint(1, level) == FTI_DONE, "a checkpoint");
     fill(arr, N, 2);
     counter = 8;

@@ -160,6 +160,13 @@ int FTI_RecoverVarInit(void);
 int FTI_RecoverVar(int id);
 int FTI_RecoverVarFinalize(void);
 
+/* Variable ids by name: the id name was given in this session, or the
+ * next one (registering the same names in the same order gives the same
+ * ids in every run); FTI_getIDFromString returns -1 for a name not given
+ * one. */
+int FTI_setIDFromString(const char *name);
+int FTI_getIDFromString(const char *name);
+
 /* A checkpoint written variable by variable: each variable is saved as it
  * is when added, and every protected variable must be added. */
 int FTI_InitICP(int id, int level, bool activate);

@@ -347,6 +347,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             icp: None,
             program,
             keys,
+            names: Default::default(),
         });
         if restart && !recovering {
             return Err(Failure::no_recovery(

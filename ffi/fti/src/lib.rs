@@ -17,6 +17,7 @@
 //!   (`frame::dedicated`);
 //! - `calls`: protecting, checkpointing and recovering;
 //! - `icp`: checkpoints written variable by variable;
+//! - `names`: variable ids by name;
 //! - `restart`: FTI's restart keys, read and written back into the
 //!   configuration file.
 //!
@@ -27,6 +28,7 @@ mod args;
 mod calls;
 mod icp;
 mod init;
+mod names;
 mod restart;
 mod session;
 mod status;

@@ -95,6 +95,8 @@ pub(crate) struct Session {
     pub program: Option<frame_core::dedicated::Program>,
     /// FTI's restart keys.
     pub keys: Keys,
+    /// Variable ids handed out by name (`FTI_setIDFromString`).
+    pub names: BTreeMap<String, u32>,
 }
 
 thread_local! {
