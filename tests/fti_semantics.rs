@@ -21,6 +21,16 @@ fn semantics(dir: &Path, config: &Path, mode: &str, level: u32) -> MpiJob {
     mpiexec(dir, 8, program(), &[config, mode, &level.to_string()], &[])
 }
 
+/// The configuration of [`fti::config`] in `dir` with `from` replaced by
+/// `to`.
+fn config_with(dir: &Path, from: &str, to: &str) -> PathBuf {
+    let config = fti::config(dir, 0, 2, 1);
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains(from), "{from} is not in the configuration");
+    std::fs::write(&config, text.replacen(from, to, 1)).unwrap();
+    config
+}
+
 /// Asserts that `job` passed every check of `mode` and ended with `done`.
 fn passed(job: &MpiJob, mode: &str, done: &str) {
     assert!(!job.out.contains("FAIL"), "{mode}:\n{}", job.out);
@@ -166,13 +176,7 @@ fn keep_last_ckpt_survives_wiped_node_storage() {
     let _serial = serial();
     for level in [1, 2] {
         let dir = scratch();
-        let config = fti::config(dir.path(), 0, 2, 1);
-        let text = std::fs::read_to_string(&config).unwrap();
-        std::fs::write(
-            &config,
-            text.replace("Keep_last_ckpt = 0", "Keep_last_ckpt = 1"),
-        )
-        .unwrap();
+        let config = config_with(dir.path(), "Keep_last_ckpt = 0", "Keep_last_ckpt = 1");
         let first = semantics(dir.path(), &config, "keep", level);
         assert!(first.status.success(), "L{level}:\n{}", first.out);
         passed(&first, "keep", "first run done");
@@ -248,4 +252,33 @@ fn restart_keys_are_written_back_as_fti_writes_them() {
     assert!(third.status.success(), "{}", third.out);
     passed(&third, "mixed", "all checks passed");
     assert_eq!(keys(), ("0".to_string(), a), "after FTI_Finalize");
+}
+
+/// `enable_staging = 1`: each rank writes a file in its node's stage
+/// directory and FTI_SendFile moves it to the global file system, whole.
+#[test]
+fn staged_files_reach_the_global_file_system() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = config_with(dir.path(), "[Restart]", "Enable_staging = 1\n[Restart]");
+    let remote = dir.path().join("global").join("staged");
+    std::fs::create_dir_all(&remote).unwrap();
+    let args = [
+        config.to_str().unwrap(),
+        "stage",
+        "1",
+        remote.to_str().unwrap(),
+    ];
+    let job = mpiexec(dir.path(), 8, program(), &args, &[]);
+    assert!(job.status.success(), "{}", job.out);
+    passed(&job, "stage", "all checks passed");
+    for rank in 0..8u32 {
+        let bytes = std::fs::read(remote.join(format!("staged-{rank}.bin"))).unwrap();
+        assert_eq!(bytes.len(), 3 << 20, "rank {rank}");
+        let whole = bytes
+            .chunks(4)
+            .enumerate()
+            .all(|(i, w)| i32::from_ne_bytes(w.try_into().unwrap()) == (i as i32 ^ rank as i32));
+        assert!(whole, "rank {rank}'s staged file differs");
+    }
 }

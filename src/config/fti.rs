@@ -69,7 +69,7 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "group_size", Use::Applied),
     ("basic", "max_sync_intv", Use::NotNeeded),
     ("basic", "ckpt_io", Use::Unsupported("1")),
-    ("basic", "enable_staging", Use::Unsupported("0")),
+    ("basic", "enable_staging", Use::Applied),
     ("basic", "enable_dcp", Use::Applied),
     ("basic", "dcp_mode", Use::Unsupported("0")),
     ("basic", "dcp_block_size", Use::NotNeeded),
@@ -160,6 +160,9 @@ pub struct FtiFile {
     /// `[restart] exec_id`: the execution a restart continues (FTI's
     /// template placeholder counts as none).
     pub exec_id: Option<String>,
+    /// `enable_staging = 1`: `FTI_SendFile` moves files the program wrote
+    /// in the node's stage directory to the global file system.
+    pub staging: bool,
     /// `verbosity`: 1 debug, 2 information, 3 errors only, 4 silent.
     pub verbosity: u8,
     /// Keys set but not implemented, and keys FTI does not know, one
@@ -449,6 +452,7 @@ impl FtiFile {
             local_test,
             inline,
             snapshots,
+            staging: v.flag("basic", "enable_staging", false)?,
             restart: matches!(failure, 1 | 2),
             failure,
             exec_id,

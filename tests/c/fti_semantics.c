@@ -18,6 +18,8 @@
  *             FTI's differential ids, 5 to 9); variable ids by name;
  *   reinit    FTI_Init again without FTI_Finalize starts a session that
  *             finds the first one's checkpoint.
+ * stage REMOTE (enable_staging = 1): a file per rank written in the stage
+ *   directory and moved to REMOTE with FTI_SendFile.
  * keep (keep_last_ckpt = 1): the first run checkpoints twice at LEVEL and
  *   ends with FTI_Finalize; run again (after the nodes' storage was
  *   wiped), it recovers the last checkpoint.
@@ -149,6 +151,8 @@ static int rollback(int level) {
     fill(arr, N, 1);
     protect(&n, arr, N, &counter);
     check(FTI_Recover() == FTI_NREC, "nothing to go back to before the first checkpoint");
+    char dir[FTI_BUFS];
+    check(FTI_GetStageDir(dir, FTI_BUFS) == FTI_NSCS, "no stage directory without enable_staging");
     int extra = FTI_setIDFromString("extra");
     check(extra == 3 && FTI_setIDFromString("extra") == 3, "a name gets the next id, and keeps it");
     check(FTI_getIDFromString("extra") == 3 && FTI_getIDFromString("none") == -1,
@@ -190,6 +194,36 @@ static int reinit(const char *config, int level) {
     return finish("reinit", "all checks passed", 1);
 }
 
+/* enable_staging = 1: every rank writes a file in the stage directory and
+ * moves it to REMOTE with FTI_SendFile. */
+static int stage(const char *remote_dir) {
+    char dir[FTI_BUFS];
+    check(FTI_GetStageDir(dir, 4) == FTI_NSCS, "a buffer too small for the stage directory is refused");
+    check(FTI_GetStageDir(dir, FTI_BUFS) == FTI_SCES, "FTI_GetStageDir");
+    char local[2 * FTI_BUFS], remote[2 * FTI_BUFS];
+    snprintf(local, sizeof local, "%s/out-%d.bin", dir, rank);
+    snprintf(remote, sizeof remote, "%s/staged-%d.bin", remote_dir, rank);
+    FILE *f = fopen(local, "wb");
+    check(f != NULL, "a file in the stage directory");
+    if (f) {
+        for (int i = 0; i < (3 << 20) / 4; i++) {
+            int v = i ^ rank;
+            fwrite(&v, sizeof v, 1, f);
+        }
+        fclose(f);
+    }
+    int id = FTI_SendFile(local, remote);
+    check(id >= 0, "FTI_SendFile");
+    check(FTI_GetStageStatus(id) == FTI_SI_SCES, "the request succeeded");
+    check(FTI_GetStageStatus(id) == FTI_SI_NINI, "and is forgotten once read");
+    FILE *gone = fopen(local, "rb");
+    check(gone == NULL, "the file left the stage directory");
+    if (gone) fclose(gone);
+    check(FTI_SendFile(local, remote) == FTI_NSCS, "a file that is not there is refused");
+    check(FTI_SendFile(NULL, remote) == FTI_NSCS, "a null path is refused");
+    return finish("stage", "all checks passed", 1);
+}
+
 /* keep_last_ckpt = 1: the first run ends normally, the second (after the
  * nodes' storage was wiped) finds the last checkpoint. */
 static int keep_first(int level) {
@@ -221,7 +255,7 @@ static int keep_restart(void) {
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: %s CONFIG MODE LEVEL\n", argv[0]);
+        fprintf(stderr, "usage: %s CONFIG MODE LEVEL [REMOTE]\n", argv[0]);
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -245,6 +279,8 @@ int main(int argc, char **argv) {
         failed = rollback(level);
     } else if (strcmp(mode, "reinit") == 0) {
         failed = reinit(argv[1], level);
+    } else if (strcmp(mode, "stage") == 0) {
+        failed = stage(argc > 4 ? argv[4] : ".");
     } else if (strcmp(mode, "keep") == 0) {
         failed = restart ? keep_restart() : keep_first(level);
     } else if (!restart) {

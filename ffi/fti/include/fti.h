@@ -160,6 +160,16 @@ int FTI_RecoverVarInit(void);
 int FTI_RecoverVar(int id);
 int FTI_RecoverVarFinalize(void);
 
+/* Staging (enable_staging = 1): the node's stage directory, where the
+ * program writes files that FTI_SendFile moves to the global file system
+ * (copied, synced and renamed there, then removed here; within the call).
+ * FTI_SendFile returns the request's id (FTI_NSCS on failure, the file
+ * left in place); FTI_GetStageStatus gives FTI_SI_SCES once for it, then
+ * FTI_SI_NINI. */
+int FTI_GetStageDir(char *stageDir, int maxLen);
+int FTI_SendFile(const char *lpath, const char *rpath);
+int FTI_GetStageStatus(int ID);
+
 /* Variable ids by name: the id name was given in this session, or the
  * next one (registering the same names in the same order gives the same
  * ids in every run); FTI_getIDFromString returns -1 for a name not given

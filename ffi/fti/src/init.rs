@@ -324,6 +324,10 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
                 return Err(e.into());
             }
         };
+        // The node's stage directory, beside the job's level-1 directory.
+        let stage_dir = ckpt.local_dir().parent().map(|job| job.join("stage"));
+        let staging = crate::staging::Staging::new(stage_dir.filter(|_| fti.staging))
+            .map_err(|e| Failure::new(format!("the stage directory: {e}")))?;
         let recovering = ckpt.recovering();
         let restart = fti.restart;
         let keys = session::Keys {
@@ -348,6 +352,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             program,
             keys,
             names: Default::default(),
+            staging,
         });
         if restart && !recovering {
             return Err(Failure::no_recovery(

@@ -18,6 +18,7 @@
 //! - `calls`: protecting, checkpointing and recovering;
 //! - `icp`: checkpoints written variable by variable;
 //! - `names`: variable ids by name;
+//! - `staging`: files moved to the global file system;
 //! - `restart`: FTI's restart keys, read and written back into the
 //!   configuration file.
 //!
@@ -31,6 +32,7 @@ mod init;
 mod names;
 mod restart;
 mod session;
+mod staging;
 mod status;
 mod types;
 

@@ -97,6 +97,8 @@ pub(crate) struct Session {
     pub keys: Keys,
     /// Variable ids handed out by name (`FTI_setIDFromString`).
     pub names: BTreeMap<String, u32>,
+    /// Files moved to the global file system (`FTI_SendFile`).
+    pub staging: crate::staging::Staging,
 }
 
 thread_local! {
@@ -175,8 +177,10 @@ impl Session {
             program,
             fti,
             keys,
+            staging,
             ..
         } = self;
+        staging.close();
         // As FTI: 2 when a checkpoint was kept for the next run, else 0.
         let done = if fti.config.retention.keep_on_finalize {
             ckpt.finalize_to_global()
