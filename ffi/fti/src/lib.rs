@@ -18,6 +18,7 @@
 //! - `calls`: protecting, checkpointing and recovering;
 //! - `icp`: checkpoints written variable by variable;
 //! - `names`: variable ids by name;
+//! - `stage`: the stage directory and the requests not yet read;
 //! - `staging`: files moved to the global file system;
 //! - `restart`: FTI's restart keys, read and written back into the
 //!   configuration file.
@@ -32,6 +33,7 @@ mod init;
 mod names;
 mod restart;
 mod session;
+mod stage;
 mod staging;
 mod status;
 mod types;

@@ -98,7 +98,7 @@ pub(crate) struct Session {
     /// Variable ids handed out by name (`FTI_setIDFromString`).
     pub names: BTreeMap<String, u32>,
     /// Files moved to the global file system (`FTI_SendFile`).
-    pub staging: crate::staging::Staging,
+    pub staging: crate::stage::Staging,
 }
 
 thread_local! {

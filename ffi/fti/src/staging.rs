@@ -9,54 +9,12 @@
 //! files in the background), so `FTI_GetStageStatus` finds it finished.
 
 use crate::session::{self, Session};
+use crate::stage::{MAX_REQUESTS, SI_NINI, SI_SCES};
 use crate::status::{guard, guard_value, Failure, FTI_NSCS, FTI_SCES};
-use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::io::Write;
 use std::os::raw::{c_char, c_int};
 use std::path::{Path, PathBuf};
-
-/// A request's state: `FTI_SI_*` in `fti.h`. A move that fails is the
-/// failure of `FTI_SendFile` itself, so `FTI_SI_FAIL` is never a state.
-const SI_NINI: c_int = 0x0;
-const SI_SCES: c_int = 0x3;
-
-/// Requests whose state has not been read yet, at most.
-const MAX_REQUESTS: usize = 1024;
-
-/// The session's staging: its directory and the requests not yet read.
-#[derive(Default)]
-pub(crate) struct Staging {
-    /// The node's stage directory, when staging is on.
-    pub dir: Option<PathBuf>,
-    /// Finished requests whose state the program has not read.
-    done: BTreeMap<c_int, c_int>,
-    next: c_int,
-}
-
-impl Staging {
-    /// Staging in `dir` (created, private), or off.
-    pub fn new(dir: Option<PathBuf>) -> std::io::Result<Self> {
-        if let Some(d) = &dir {
-            use std::os::unix::fs::DirBuilderExt;
-            match std::fs::DirBuilder::new().mode(0o700).create(d) {
-                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-                _ => {}
-            }
-        }
-        Ok(Self {
-            dir,
-            ..Self::default()
-        })
-    }
-
-    /// Removes the stage directory if the program left nothing in it.
-    pub fn close(&self) {
-        if let Some(d) = &self.dir {
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
 
 fn enabled(s: &Session) -> Result<&Path, Failure> {
     s.staging
@@ -154,7 +112,7 @@ pub unsafe extern "C" fn FTI_SendFile(lpath: *const c_char, rpath: *const c_char
         let to = path_of(rpath, "remote")?;
         session::with(|s| {
             enabled(s)?;
-            if s.staging.done.len() >= MAX_REQUESTS {
+            if s.staging.waiting() >= MAX_REQUESTS {
                 return Err(Failure::new(format!(
                     "{MAX_REQUESTS} requests wait for FTI_GetStageStatus"
                 )));
@@ -162,10 +120,7 @@ pub unsafe extern "C" fn FTI_SendFile(lpath: *const c_char, rpath: *const c_char
             move_file(&from, &to).map_err(|e| {
                 Failure::new(format!("{} to {}: {e}", from.display(), to.display()))
             })?;
-            let id = s.staging.next;
-            s.staging.next = s.staging.next.checked_add(1).unwrap_or(0);
-            s.staging.done.insert(id, SI_SCES);
-            Ok(id)
+            Ok(s.staging.finished(SI_SCES))
         })
     })
 }
@@ -181,7 +136,7 @@ pub extern "C" fn FTI_GetStageStatus(id: c_int) -> c_int {
         || {
             session::with(|s| {
                 enabled(s)?;
-                Ok(s.staging.done.remove(&id).unwrap_or(SI_NINI))
+                Ok(s.staging.take(id).unwrap_or(SI_NINI))
             })
         },
     )
