@@ -552,7 +552,13 @@ fn write_chunk(dir: &Dir, hash: &str, piece: &[u8], rank: u32) -> Result<(), Sto
 fn write_new_chunk(dir: &Dir, piece: &[u8], rank: u32) -> Result<String, StorageError> {
     let need = piece.len() as u64;
     let fs = |e| StorageError::from_fs(e, need);
-    let mut file = dir.begin_atomic(INCOMING, &rank.to_string()).map_err(fs)?;
+    // A temporary name of this writer alone: a host cut off the network
+    // may still be writing the rank's chunks while its replacement does.
+    let tag = format!(
+        "{rank}-{:016x}",
+        getrandom::u64().unwrap_or_else(|_| u64::from(std::process::id()))
+    );
+    let mut file = dir.begin_atomic(INCOMING, &tag).map_err(fs)?;
     let mut hasher = blake3::Hasher::new();
     for step in piece.chunks(HASH_STEP) {
         hasher.update(step);
