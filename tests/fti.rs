@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::fti::Heat;
 use common::mpirun::{mpiexec, MpiJob};
 use common::{final_checksum, fti, scratch, serial};
 use std::path::{Path, PathBuf};
@@ -27,33 +28,20 @@ fn programs() -> &'static Programs {
     })
 }
 
-/// A checkpoint every 20 FTI_Snapshot calls, promoted to L2 every time, to
-/// L3 every 2nd and to L4 every 5th (FTI's intervals are minutes).
-const LEVELS: [(&str, &str); 4] = [
-    ("FRAME_SNAPSHOT_INTERVAL", "20"),
-    ("FRAME_L2_INTERVAL", "1"),
-    ("FRAME_L3_INTERVAL", "2"),
-    ("FRAME_L4_INTERVAL", "5"),
-];
-
-const STEPS: &str = "200";
-
-/// Runs fti_heat on 8 ranks (96x80 grid, 200 steps).
+/// The C heat program on 8 ranks.
 fn heat(dir: &Path, config: &Path, crash_at: Option<u32>) -> MpiJob {
-    heat_with(dir, config, crash_at, &LEVELS)
+    c_heat().run(dir, config, crash_at)
 }
 
-/// Runs fti_heat on 8 ranks with the levels `env` sets instead of [`LEVELS`].
+/// The C heat program with the levels `env` sets instead of `fti::LEVELS`.
 fn heat_with(dir: &Path, config: &Path, crash_at: Option<u32>, env: &[(&str, &str)]) -> MpiJob {
-    let mut args = vec![
-        config.to_str().unwrap().to_string(),
-        "96".into(),
-        "80".into(),
-        STEPS.into(),
-    ];
-    args.extend(crash_at.map(|c| c.to_string()));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    mpiexec(dir, 8, &programs().heat, &args, env)
+    c_heat().run_with(dir, config, crash_at, env)
+}
+
+/// `examples/c/fti_heat.c` as a [`Heat`].
+fn c_heat() -> &'static Heat {
+    static HEAT: OnceLock<Heat> = OnceLock::new();
+    HEAT.get_or_init(|| Heat::new(programs().heat.clone()))
 }
 
 #[test]
@@ -144,104 +132,10 @@ fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_del
     }
 }
 
-/// The checksum of a fault-free run.
-fn reference() -> String {
-    static SUM: OnceLock<String> = OnceLock::new();
-    SUM.get_or_init(|| {
-        let dir = scratch();
-        let job = heat(dir.path(), &fti::config(dir.path(), 0, 2, 1), None);
-        assert!(job.status.success(), "{}", job.out);
-        final_checksum(&job.out)
-    })
-    .clone()
-}
-
-/// `path` below `base`, a component `prefix*` standing for the one entry
-/// that starts with `prefix` (the job directory, named after the
-/// execution).
-fn resolve(base: &Path, path: &str) -> PathBuf {
-    let mut at = base.to_path_buf();
-    for part in path.split('/') {
-        at = match part.strip_suffix('*') {
-            Some(prefix) => std::fs::read_dir(&at)
-                .expect("read a directory")
-                .flatten()
-                .map(|e| e.path())
-                .find(|p| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
-                })
-                .unwrap_or_else(|| panic!("nothing named {part} in {}", at.display())),
-            None => at.join(part),
-        };
-    }
-    at
-}
-
-/// Kills the job at step 130 (the newest checkpoint, the 6th, saved step
-/// 119 at L1, L2 and L3; L4 holds the 5th, step 99), removes the `lost`
-/// node directories and the `also` paths below the local directory, runs
-/// it again and checks where it resumed and its checksum. The crashed run
-/// wrote `[restart] failure = 1` into the configuration, as FTI does: the
-/// same command restarts.
-fn killed_and_resumed(head: u32, lost: &[u32], also: &[&str], level: &str, step: u32) {
-    let dir = scratch();
-    let config = fti::config(dir.path(), head, 2, 1);
-    let crashed = heat(dir.path(), &config, Some(130));
-    assert!(
-        !crashed.status.success(),
-        "the job did not crash:\n{}",
-        crashed.out
-    );
-    assert!(
-        crashed.out.contains("crashing at step 130"),
-        "{}",
-        crashed.out
-    );
-    let local = dir.path().join("local");
-    for node in lost {
-        std::fs::remove_dir_all(local.join(format!("node-{node}"))).expect("remove node directory");
-    }
-    for path in also {
-        std::fs::remove_dir_all(resolve(&local, path)).expect("remove a level's copies");
-    }
-    let resumed = heat(dir.path(), &config, Some(130));
-    let what = format!("head = {head}, lost {lost:?} and {also:?}");
-    assert!(resumed.status.success(), "{what}:\n{}", resumed.out);
-    assert!(
-        resumed
-            .out
-            .contains(&format!("restarted at step {step} in ")),
-        "{what}: expected a restart at step {step}:\n{}",
-        resumed.out
-    );
-    let fetched = resumed
-        .out
-        .lines()
-        .find(|l| l.contains("checkpoint brought back to level 1"));
-    match (level, fetched) {
-        ("L1", None) => {}
-        ("L1", Some(l)) => panic!("{what}: expected L1, got {l}"),
-        (_, Some(l)) => assert!(
-            l.ends_with(&format!("level={level}")),
-            "{what}: expected {level}: {l}"
-        ),
-        (_, None) => panic!("{what}: expected {level}:\n{}", resumed.out),
-    }
-    assert_eq!(final_checksum(&resumed.out), reference(), "{what}");
-}
-
 #[test]
 fn fti_heat_killed_and_run_again_resumes_bit_exact_from_the_lowest_level_left() {
     let _serial = serial();
-    reference();
-    killed_and_resumed(0, &[], &[], "L1", 119);
-    killed_and_resumed(0, &[1], &[], "L2", 119);
-    // Node 1's partner copies live on node 2.
-    killed_and_resumed(0, &[1], &["node-2/fti-fti_heat-*/l2"], "L3", 119);
-    // FTI's groups survive the loss of half their nodes.
-    killed_and_resumed(0, &[1, 2], &[], "L3", 119);
-    killed_and_resumed(0, &[1, 2, 3], &[], "L4", 99);
+    c_heat().killed_and_resumed_at_every_level(0);
 }
 
 #[test]
@@ -251,8 +145,8 @@ fn fti_heat_with_a_dedicated_manager_rank_per_node() {
     let job = heat(dir.path(), &fti::config(dir.path(), 1, 2, 1), None);
     assert!(job.status.success(), "{}", job.out);
     // 4 program ranks instead of 8: the same grid, the same result.
-    assert_eq!(final_checksum(&job.out), reference());
-    killed_and_resumed(1, &[1], &[], "L2", 119);
+    assert_eq!(final_checksum(&job.out), c_heat().reference());
+    c_heat().killed_and_resumed(1, &[1], &[], "L2", 119);
 }
 
 #[test]

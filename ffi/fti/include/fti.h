@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -83,6 +84,16 @@ typedef enum {
 typedef int fti_id_t;
 #define FTIT_type fti_id_t
 
+/* A group of FTI's HDF5 output (a name in a tree of names), as programs
+ * declare them for FTI_InitCompositeType. */
+typedef struct FTIT_H5Group {
+    int id;                    /* the group's number */
+    char name[FTI_BUFS];       /* its name */
+    char fullName[FTI_BUFS];   /* its path from the root group */
+    int childrenNo;            /* how many groups it holds */
+    int childrenID[FTI_BUFS];  /* their numbers */
+} FTIT_H5Group;
+
 /* The program's communicator (all ranks but the dedicated ones of head = 1),
  * set by FTI_Init. */
 extern MPI_Comm FTI_COMM_WORLD;
@@ -119,6 +130,20 @@ int FTI_Status(void);
 
 /* Registers a type of size bytes; its handle is stored in *type. */
 int FTI_InitType(fti_id_t *type, int size);
+
+/* A composite type (a structure) of size bytes, described field by field
+ * for FTI's HDF5 output; frame stores its bytes. h5g may be NULL. Returns
+ * its handle, or FTI_NSCS. */
+fti_id_t FTI_InitCompositeType(const char *name, size_t size, FTIT_H5Group *h5g);
+
+/* Field name of type fid at offset bytes into composite type id; it must
+ * lie inside the structure, and a name is given once. */
+int FTI_AddScalarField(fti_id_t id, const char *name, fti_id_t fid, size_t offset);
+
+/* Field name, an array of ndims (1 to 32) dimensions of dim_sizes elements
+ * of type tid, at offset bytes into composite type id. */
+int FTI_AddVectorField(fti_id_t id, const char *name, fti_id_t tid, size_t offset, int ndims,
+                       int *dim_sizes);
 
 /* Protects count elements of type tid at ptr as variable id, or changes
  * the pointer, count or type of a protected variable. */

@@ -1,10 +1,11 @@
-//! Checks of the numbers C programs pass to FTI's calls: variable ids and
-//! checkpoint levels (checkpoint ids are FTI's label only: frame numbers
-//! its checkpoints itself, and takes any).
+//! Checks of what C programs pass to FTI's calls: variable ids, checkpoint
+//! levels (checkpoint ids are FTI's label only: frame numbers its
+//! checkpoints itself, and takes any) and names.
 
 use crate::status::Failure;
 use frame_core::Level;
-use std::os::raw::c_int;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int};
 
 /// A variable id as frame's region id.
 pub(crate) fn var_id(id: c_int) -> Result<u32, Failure> {
@@ -22,4 +23,15 @@ pub(crate) fn checked_level(level: c_int) -> Result<Level, Failure> {
         _ => return Err(Failure::new(format!("level {level} is not 1 to 9"))),
     };
     Level::from_number(number as u8).ok_or_else(|| Failure::new(format!("level {level}")))
+}
+
+/// The name a C program passed (a variable's, a type's, a field's).
+pub(crate) fn name_of(name: *const c_char) -> Result<String, Failure> {
+    if name.is_null() {
+        return Err(Failure::new("the name is null"));
+    }
+    // SAFETY: checked non-null; C passes a NUL-terminated string.
+    Ok(unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned())
 }

@@ -10,8 +10,9 @@
 //! Modules, one job each:
 //! - `status`: FTI's return codes and the guard that turns errors and
 //!   panics into them, with a message on standard error;
-//! - `args`: checks of the ids and levels programs pass;
+//! - `args`: checks of the ids, levels and names programs pass;
 //! - `types`: the type handles and `FTI_InitType`;
+//! - `composite`: composite types and their fields;
 //! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
 //! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
 //!   (`frame::dedicated`);
@@ -28,6 +29,7 @@
 
 mod args;
 mod calls;
+mod composite;
 mod icp;
 mod init;
 mod names;

@@ -6,21 +6,10 @@
 //! session. frame's checkpoints do not store the names: after a restart a
 //! name is known once the program registers it again.
 
+use crate::args::name_of;
 use crate::session;
 use crate::status::{guard_value, Failure, FTI_NSCS};
-use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
-
-/// The name a C program passed.
-fn name_of(name: *const c_char) -> Result<String, Failure> {
-    if name.is_null() {
-        return Err(Failure::new("the name is null"));
-    }
-    // SAFETY: checked non-null; C passes a NUL-terminated string.
-    Ok(unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned())
-}
 
 /// The id of variable `name`: the one it was given, or a new one (the
 /// number of variables and names registered so far, or the next id above

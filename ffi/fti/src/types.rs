@@ -114,6 +114,20 @@ pub(crate) fn layout(tid: fti_id_t) -> Result<Layout, Failure> {
     })
 }
 
+/// A new handle for elements of `size` bytes (1 to 2^30).
+pub(crate) fn register(size: i64) -> Result<fti_id_t, Failure> {
+    if !(1..=i64::from(MAX_TYPE)).contains(&size) {
+        return Err(Failure::new(format!(
+            "a type of {size} bytes (must be 1 to {MAX_TYPE})"
+        )));
+    }
+    Ok(USER.with(|u| {
+        let mut u = u.borrow_mut();
+        u.push(size as usize);
+        FIRST_USER + (u.len() as fti_id_t - 1)
+    }))
+}
+
 /// Registers a type of `size` bytes and stores its handle in `*type`.
 ///
 /// # Safety
@@ -124,16 +138,7 @@ pub unsafe extern "C" fn FTI_InitType(r#type: *mut fti_id_t, size: c_int) -> c_i
         if r#type.is_null() {
             return Err(Failure::new("the type pointer is null"));
         }
-        if !(1..=MAX_TYPE).contains(&size) {
-            return Err(Failure::new(format!(
-                "a type of {size} bytes (must be 1 to {MAX_TYPE})"
-            )));
-        }
-        let handle = USER.with(|u| {
-            let mut u = u.borrow_mut();
-            u.push(size as usize);
-            FIRST_USER + (u.len() as fti_id_t - 1)
-        });
+        let handle = register(i64::from(size))?;
         // SAFETY: checked non-null; the caller guarantees it is writable.
         unsafe { r#type.write(handle) };
         Ok(FTI_SCES)
