@@ -11,9 +11,7 @@
 //!    reed-solomon-simd.
 //! 3. **Promotion throughput** per level (from the managers' metrics)
 //!    against a plain copy of the same bytes into a file (write + fsync).
-//! 4. **Differential level 4**: a checkpoint with 10 % of its chunks changed,
-//!    written differentially against a full flush: bytes and time.
-//! 5. **Recovery per level against its limit**: 8 ranks on 4 virtual
+//! 4. **Recovery per level against its limit**: 8 ranks on 4 virtual
 //!    nodes, each level made the lowest usable one by removing the storage
 //!    of some nodes, the job restarted in a new process; against what
 //!    moving the lost bytes and loading every rank's data costs without
@@ -31,7 +29,6 @@
 use frame::comm::{Comm, LocalComm};
 use frame::config::{Config, Interval};
 use frame::internals::level::erasure::Codec;
-use frame::internals::level::GlobalStore;
 use frame::Checkpointer;
 use frame::Level;
 use std::hint::black_box;
@@ -302,75 +299,7 @@ fn throughput(base: &Path, per_rank: usize) {
     }
 }
 
-/// 4. Differential level 4 with 10 % of the chunks changed.
-fn differential(base: &Path, per_rank: usize) {
-    let chunk = 4 << 20;
-    let mut bytes: Vec<u8> = (0..per_rank).map(|i| (i * 13 % 251) as u8).collect();
-    let meta = |id: u64| frame::internals::format::Metadata {
-        format_version: frame::internals::format::VERSION,
-        job_id: "diff".into(),
-        checkpoint_id: id,
-        level: 1,
-        rank: 0,
-        world_size: 1,
-        node: 0,
-        stamp: 1,
-        file: "rank-000000.fck".into(),
-        file_len: per_rank as u64,
-        header_crc: 0,
-        data_crc: 0,
-        raw_bytes: per_rank as u64,
-        stored_bytes: per_rank as u64,
-        compression: frame::internals::format::Compression::None,
-        regions: Vec::new(),
-        created_unix_ms: 0,
-    };
-    let mut full = Vec::new();
-    let mut diff = Vec::new();
-    let (mut written, mut total) = (0, 0);
-    let source = base.join("diff-source.bin");
-    let pieces = |bytes: &[u8]| {
-        std::fs::write(&source, bytes).expect("source");
-        let file = std::fs::File::open(&source).expect("source");
-        frame::internals::level::Pieces::new(file, source.clone(), bytes.len() as u64)
-    };
-    for rep in 0..5u64 {
-        let dir = base.join(format!("diff-{rep}"));
-        let store = GlobalStore::open(&dir, "diff", 0).expect("store");
-        store
-            .write_from(&meta(1), pieces(&bytes), chunk, true)
-            .expect("base");
-        // Change one chunk in ten.
-        for c in (0..per_rank / chunk).step_by(10) {
-            bytes[c * chunk] ^= 0xff;
-        }
-        let file = pieces(&bytes);
-        let t = Instant::now();
-        let w = store.write_from(&meta(2), file, chunk, true).expect("diff");
-        diff.push(t.elapsed());
-        written = w.written;
-        total = w.written + w.referenced;
-        let file = pieces(&bytes);
-        let t = Instant::now();
-        store
-            .write_from(&meta(3), file, chunk, false)
-            .expect("full");
-        full.push(t.elapsed());
-        std::fs::remove_dir_all(&dir).expect("clean");
-    }
-    println!(
-        "differential L4, {} MiB, 10% of chunks changed: wrote {} of {} MiB ({:.0}%), {:.1} ms against {:.1} ms for a full flush -> {:.2}x faster",
-        per_rank >> 20,
-        written >> 20,
-        total >> 20,
-        written as f64 * 100.0 / total.max(1) as f64,
-        median(diff.clone()).as_secs_f64() * 1e3,
-        median(full.clone()).as_secs_f64() * 1e3,
-        median(full).as_secs_f64() / median(diff).as_secs_f64()
-    );
-}
-
-/// A recovery measured by part 5: the level that must serve it, the level-3
+/// A recovery measured by part 4: the level that must serve it, the level-3
 /// parity, and the nodes whose storage is lost.
 #[derive(Clone, Copy)]
 struct Scenario {
@@ -533,7 +462,7 @@ fn recovery(base: &Path, per_rank: usize) {
     }
 }
 
-/// The restart of part 5, in a process of its own: 8 rank threads start
+/// The restart of part 4, in a process of its own: 8 rank threads start
 /// frame and recover from what the directory holds; prints the slowest
 /// rank's time from the start of the restart (microseconds).
 fn restart(dir: &Path) {
@@ -745,7 +674,6 @@ fn main() {
     if std::env::var_os("FRAME_BENCH_ONLY_BLOCKING").is_none() {
         encoding(per_rank.min(64 << 20));
         throughput(base.path(), per_rank);
-        differential(base.path(), per_rank);
         recovery(base.path(), per_rank);
     }
 }

@@ -25,7 +25,9 @@ pub mod format {
 /// Where checkpoint copies live: level stores and the catalog that
 /// `frame inspect`, `verify` and `clean` read.
 pub mod level {
-    pub use crate::level::{catalog, erasure, l1, CopyStore, GlobalStore, Pieces, StorageError};
+    pub use crate::level::{
+        catalog, erasure, l1, CopyStore, GlobalStore, L4Write, Pieces, StorageError,
+    };
 }
 
 /// The managers that promote checkpoints to levels 2 to 4.

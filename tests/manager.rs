@@ -9,6 +9,7 @@ use frame::comm::net::{Bind, Endpoint};
 use frame::comm::{Comm, LocalComm};
 use frame::config::WhenFull;
 use frame::internals::auth::Secret;
+use frame::internals::level::L4Write;
 use frame::internals::manager::{Client, Manager, Options, Progress, Reply, Request, Task};
 use frame::internals::topology::Topology;
 use frame::Level;
@@ -76,8 +77,10 @@ fn task(id: u64, stamp: u64, partner: &Endpoint) -> Box<Task> {
         topology: Topology::new(vec![0, 1], 4, 1).unwrap(),
         peers: BTreeMap::from([(1, partner.clone())]),
         global_dir: "unused".into(),
-        l4_chunk: 1 << 20,
-        differential: true,
+        l4: L4Write::Differential {
+            block: 1 << 16,
+            full_every: 8,
+        },
         blob_lens: BTreeMap::new(),
         metrics: None,
     })

@@ -26,7 +26,7 @@ fn level_config(base: &Path, job: &str, strategy: Strategy) -> Config {
     cfg.l3.group_size = 3;
     cfg.l3.parity = 1;
     cfg.l4.interval = Interval::Calls(2);
-    cfg.l4.chunk_size = bytesize::ByteSize::kib(64);
+    cfg.l4.block_size = bytesize::ByteSize::kib(64);
     cfg.recovery.strategy = strategy;
     cfg
 }

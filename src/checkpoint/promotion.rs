@@ -13,7 +13,7 @@ use crate::comm::net::Endpoint;
 use crate::comm::{agree_on_problems, Comm, ReduceOp};
 use crate::config::{Config, Interval, ManagerMode};
 use crate::error::{problems, Error, Result};
-use crate::level::Level;
+use crate::level::{L4Write, Level};
 use crate::manager::inline::{self, Listen};
 use crate::manager::{Client, Link, Manager, Reply, Request, Task};
 use crate::node::NodePlace;
@@ -415,8 +415,7 @@ impl Promotions {
             topology,
             peers: self.peers.clone(),
             global_dir: self.cfg.storage.global_dir.clone(),
-            l4_chunk: self.cfg.l4.chunk_size.as_u64(),
-            differential: self.cfg.l4.differential,
+            l4: l4_write(&self.cfg.l4),
             blob_lens,
             metrics: self.cfg.metrics_file().map(|p| p.to_path_buf()),
         };
@@ -434,5 +433,20 @@ impl Promotions {
             }
         }
         Ok(())
+    }
+}
+
+/// How level 4 stores a rank's file, as `l4` configures it.
+fn l4_write(l4: &crate::config::GlobalConfig) -> L4Write {
+    let bytes = |b: bytesize::ByteSize| usize::try_from(b.as_u64()).unwrap_or(usize::MAX);
+    if l4.differential {
+        L4Write::Differential {
+            block: bytes(l4.block_size),
+            full_every: l4.full_every,
+        }
+    } else {
+        L4Write::Full {
+            chunk: bytes(l4.chunk_size),
+        }
     }
 }

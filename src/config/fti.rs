@@ -60,7 +60,7 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "ckpt_l2", Use::Applied),
     ("basic", "ckpt_l3", Use::Applied),
     ("basic", "ckpt_l4", Use::Applied),
-    ("basic", "dcp_l4", Use::Unsupported("0")),
+    ("basic", "dcp_l4", Use::Applied),
     ("basic", "inline_l2", Use::Applied),
     ("basic", "inline_l3", Use::Applied),
     ("basic", "inline_l4", Use::Applied),
@@ -71,13 +71,13 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "ckpt_io", Use::Unsupported("1")),
     ("basic", "enable_staging", Use::Applied),
     ("basic", "enable_dcp", Use::Applied),
-    ("basic", "dcp_mode", Use::Unsupported("0")),
-    ("basic", "dcp_block_size", Use::NotNeeded),
+    ("basic", "dcp_mode", Use::NotNeeded),
+    ("basic", "dcp_block_size", Use::Applied),
     ("basic", "verbosity", Use::Applied),
     // Keys FTI 1.6 reads that its template leaves out: dCP's layer stack,
     // HDF5 single files, heads kept alive after finalize, the variable id
     // limit (frame has none).
-    ("basic", "dcp_stack_size", Use::Unsupported("5")),
+    ("basic", "dcp_stack_size", Use::Applied),
     ("basic", "h5_single_file_enable", Use::Unsupported("0")),
     ("basic", "h5_single_file_dir", Use::NotNeeded),
     ("basic", "h5_single_file_prefix", Use::NotNeeded),
@@ -126,6 +126,8 @@ const APPLIED: &[&str] = &[
     "l3.parity",
     "l4.interval",
     "l4.differential",
+    "l4.block_size",
+    "l4.full_every",
     "l4.chunk_size",
     "retention.keep_on_finalize",
     "topology.ranks_per_node",
@@ -401,11 +403,32 @@ impl FtiFile {
         } else {
             Interval::Calls(0)
         };
+        cfg.l4.differential = v.flag("basic", "enable_dcp", false)?;
+        // FTI's dCP checkpoints are level-4 ones at their own interval;
+        // every level-4 checkpoint of frame's is differential with dCP on,
+        // at the shorter of the two intervals.
+        let dcp_every = v.int("basic", "dcp_l4", 0, (0, 1 << 30))?;
+        if cfg.l4.differential && dcp_every > 0 && (every[3] == 0 || dcp_every < every[3]) {
+            every[3] = dcp_every;
+        }
         cfg.l4.interval = if every[3] > 0 {
             minutes(every[3])
         } else {
             Interval::Calls(0)
         };
+        // FTI's range; FTI's default (-1) leaves frame's block size.
+        if cfg.l4.differential && v.text("basic", "dcp_block_size") != Some("-1") {
+            let block = v.int("basic", "dcp_block_size", -1, (512, 65535))?;
+            if block > 0 {
+                cfg.l4.block_size = ByteSize::b(block as u64);
+            }
+        }
+        cfg.l4.full_every = v.int(
+            "basic",
+            "dcp_stack_size",
+            5,
+            (1, i64::from(super::MAX_FULL_EVERY)),
+        )? as u32;
         automatic(v, &mut cfg, &every)?;
         let mut inline = [true; 3];
         for (i, sync) in inline.iter_mut().enumerate() {
@@ -424,7 +447,6 @@ impl FtiFile {
         cfg.l3.group_size = group as u32;
         // FTI's groups survive the loss of half their nodes.
         cfg.l3.parity = (group as u32 / 2).max(1);
-        cfg.l4.differential = v.flag("basic", "enable_dcp", false)?;
         let verbosity = v.int("basic", "verbosity", 2, (1, 4))? as u8;
         let failure = v.int("restart", "failure", 0, (0, 3))? as u8;
         // FTI's template ships a placeholder: not an execution.

@@ -1,6 +1,6 @@
 //! Reading a [`Config`] from TOML and the environment, and validating it.
 
-use super::{Compression, Config, Interval};
+use super::{Compression, Config, Interval, MAX_FULL_EVERY, MAX_L4_BLOCK, MIN_L4_BLOCK};
 use crate::env::{config_var as env_var_for, CONFIG as CONFIG_ENV, PREFIX as ENV_PREFIX};
 use crate::level::Level;
 use std::collections::BTreeMap;
@@ -377,6 +377,24 @@ impl Config {
                     bytesize::ByteSize(crate::format::MIN_CHUNK),
                     bytesize::ByteSize(crate::format::MAX_CHUNK)
                 ),
+            ));
+        }
+        let block = self.l4.block_size.as_u64();
+        if !(MIN_L4_BLOCK..=MAX_L4_BLOCK).contains(&block) {
+            return Err(bad(
+                "l4.block_size",
+                format!(
+                    "{} is outside {}..={}",
+                    self.l4.block_size,
+                    bytesize::ByteSize(MIN_L4_BLOCK),
+                    bytesize::ByteSize(MAX_L4_BLOCK)
+                ),
+            ));
+        }
+        if !(1..=MAX_FULL_EVERY).contains(&self.l4.full_every) {
+            return Err(bad(
+                "l4.full_every",
+                format!("{} is outside 1..={MAX_FULL_EVERY}", self.l4.full_every),
             ));
         }
         if !(1..=1024).contains(&self.manager.queue) {

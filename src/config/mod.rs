@@ -36,6 +36,14 @@ use std::path::PathBuf;
 /// every retained one must fit in.
 pub const MAX_KEEP_LAST: u32 = 32;
 
+/// The smallest level-4 block of a differential write (`l4.block_size`).
+pub const MIN_L4_BLOCK: u64 = 512;
+/// The largest level-4 block of a differential write.
+pub const MAX_L4_BLOCK: u64 = 64 << 20;
+/// The most differential level-4 writes from one full one to the next
+/// (`l4.full_every`).
+pub const MAX_FULL_EVERY: u32 = 64;
+
 /// A job's checkpoint configuration.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -161,10 +169,17 @@ pub struct GlobalConfig {
     pub interval: Interval,
     /// Level-4 checkpoints kept (the newest ones).
     pub keep_last: u32,
-    /// Store only the chunks that changed since the previous level-4
-    /// checkpoint (by 128-bit content hash).
+    /// Store only the blocks that changed since the rank's previous
+    /// level-4 checkpoint (by 128-bit content hash), the new ones of a
+    /// write in one file.
     pub differential: bool,
-    /// Unit of level-4 writes and of the differential comparison.
+    /// Unit of the differential comparison: blocks of this size are hashed
+    /// and only those that changed are written.
+    pub block_size: ByteSize,
+    /// Differential writes from one full one (every block written) to the
+    /// next: a rank's newest level-4 checkpoint never depends on more.
+    pub full_every: u32,
+    /// Unit of full (not differential) level-4 writes: one file per chunk.
     pub chunk_size: ByteSize,
 }
 
@@ -311,6 +326,8 @@ impl Default for GlobalConfig {
             interval: Interval::Calls(0),
             keep_last: 2,
             differential: true,
+            block_size: ByteSize::kib(64),
+            full_every: 8,
             chunk_size: ByteSize::mib(16),
         }
     }

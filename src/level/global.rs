@@ -7,17 +7,28 @@
 //! ckpt-<id>/rank-<r>.l4.json   a rank's manifest: its record and the chunks
 //!                              that make up its file, in order
 //! ckpt-<id>/COMMITTED          every rank's manifest is durable
-//! chunks/rank-<r>/<hash>       a chunk of rank r's files, named by the
-//!                              128-bit BLAKE3 hash of its content
+//! chunks/rank-<r>/<hash>       a chunk of rank r's files (a full write),
+//!                              named by the 128-bit BLAKE3 hash of its
+//!                              content
+//! chunks/rank-<r>/pack-<tag>   the blocks one differential write of rank r
+//!                              added, one after the other
 //! ```
 //!
-//! A rank's file is cut into `chunk_size` pieces. A piece whose hash names a
-//! chunk that already exists (written for an earlier checkpoint of the same
-//! rank) is referenced, not written again. New chunks are written under a
-//! temporary name, synced and renamed; the manifest comes last, so a
-//! manifest always names chunks that are durable. Each rank has its own
+//! A full write cuts a rank's file into chunks, each a file named by its
+//! hash. A differential write ([`L4Write::Differential`], `pack`) cuts it
+//! into blocks, references the blocks the rank's previous checkpoint holds
+//! and appends the others to one new pack. New chunks and packs are written
+//! under a temporary name, synced and renamed; the manifest comes last, so
+//! a manifest always names chunks that are durable. Each rank has its own
 //! chunk directory, so removing a rank's unreferenced chunks never races
 //! another node's writes.
+
+mod chunks;
+mod pack;
+
+pub(crate) use chunks::Chunks;
+pub(crate) use chunks::{chunk_hash, ChunkReader, ChunkRef};
+pub use pack::L4Write;
 
 use super::commit::{self, Commit, COMMITTED};
 use super::copies::Held;
@@ -29,22 +40,12 @@ use crate::format::{FormatError, FormatErrorKind, Metadata, Place, MAX_RECORD};
 use crate::safefs::{Dir, Kind};
 use crate::topology::Layout;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 /// The directory of level 4 under a job's directory.
 pub(crate) const L4_DIR: &str = "l4";
 const CHUNKS: &str = "chunks";
-
-/// A chunk of a rank's file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ChunkRef {
-    /// 128-bit BLAKE3 hash of the content, in hex.
-    pub hash: String,
-    /// Length in bytes.
-    pub len: u64,
-}
 
 /// What a rank's level-4 checkpoint is made of.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,14 @@ pub(crate) struct Manifest {
     pub record: Metadata,
     /// Its file, chunk by chunk.
     pub chunks: Vec<ChunkRef>,
+    /// Differential writes since the last full layer (0: a full layer, or
+    /// a full write).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub layer: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What one write did.
@@ -82,81 +91,10 @@ fn chunk_dir(rank: u32) -> String {
     format!("rank-{rank:06}")
 }
 
-/// The 128-bit content hash of a chunk, in hex.
-pub(crate) fn chunk_hash(bytes: &[u8]) -> String {
-    hash_name(&blake3::hash(bytes))
-}
-
-/// The name of a chunk whose BLAKE3 hash is `h`.
-fn hash_name(h: &blake3::Hash) -> String {
-    h.to_hex()[..32].to_string()
-}
-
-/// The name a new chunk is written under until its hash is known.
-const INCOMING: &str = "incoming";
-
-/// Bytes hashed and written at a time by [`write_new_chunk`]: small
-/// enough to be read from the cache by the write after the hash.
-const HASH_STEP: usize = 256 << 10;
-
-/// A rank's level-4 file being read back, chunk by chunk: each chunk file
-/// is mapped (read where it cannot be) and checked against its hash, and
-/// lent as the next piece of the file.
-pub struct Chunks {
-    dir: Dir,
-    refs: std::vec::IntoIter<ChunkRef>,
-    /// The current chunk, mapped.
-    map: Option<memmap2::Mmap>,
-    /// The current chunk, read (where it could not be mapped).
-    buf: Vec<u8>,
-}
-
-impl Chunks {
-    /// Maps chunk `c` into `self.map`, or reads it into `self.buf` where it
-    /// cannot be mapped.
-    fn fetch(&mut self, c: &ChunkRef) -> Result<(), StorageError> {
-        self.map = None;
-        let f = self.dir.open_read(&c.hash)?;
-        let actual = f
-            .metadata()
-            .map_err(|e| StorageError::io("stat", &self.dir.join(&c.hash), 0, e))?
-            .len();
-        if actual == c.len && c.len > 0 {
-            // SAFETY: read-only, of a chunk file named by its content: frame
-            // writes it once under a temporary name and never changes it.
-            if let Ok(map) = unsafe { memmap2::Mmap::map(&f) } {
-                let _ = map.advise(memmap2::Advice::PopulateRead);
-                self.map = Some(map);
-                return Ok(());
-            }
-        }
-        self.dir.read_capped_into(&c.hash, c.len, &mut self.buf)?;
-        Ok(())
-    }
-}
-
-impl PieceSource for Chunks {
-    type Error = StorageError;
-
-    fn next_piece(&mut self) -> Result<Option<&[u8]>, StorageError> {
-        let Some(c) = self.refs.next() else {
-            self.map = None;
-            return Ok(None);
-        };
-        self.fetch(&c)?;
-        let bytes: &[u8] = match &self.map {
-            Some(map) => map,
-            None => &self.buf,
-        };
-        if bytes.len() as u64 != c.len || chunk_hash(bytes) != c.hash {
-            return Err(FormatError::new(
-                self.dir.join(&c.hash),
-                FormatErrorKind::Metadata("chunk content does not match its hash".into()),
-            )
-            .into());
-        }
-        Ok(Some(bytes))
-    }
+/// The directory of `rank`'s chunks under a job's level-4 directory
+/// `level_dir` (for tools that read a directory by path).
+pub(crate) fn rank_chunks(level_dir: &Path, rank: u32) -> std::path::PathBuf {
+    level_dir.join(CHUNKS).join(chunk_dir(rank))
 }
 
 /// A job's level-4 directory.
@@ -211,73 +149,61 @@ impl GlobalStore {
     }
 
     /// Stores `rank`'s file (described by `meta`, read from `file` one
-    /// chunk at a time) as its level-4 copy of checkpoint
-    /// `meta.checkpoint_id`, in `chunk_size` pieces, reusing existing
-    /// chunks when `differential`.
+    /// piece at a time) as its level-4 copy of checkpoint
+    /// `meta.checkpoint_id`, the way `how` says.
     pub fn write_from(
         &self,
         meta: &Metadata,
-        mut file: Pieces,
-        chunk_size: usize,
-        differential: bool,
+        file: Pieces,
+        how: L4Write,
     ) -> Result<Written, StorageError> {
         let rank = meta.rank;
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
-        let mut stats = Written::default();
-        let mut refs = Vec::new();
-        // Hash and write each piece straight from a mapping of the file
-        // where it maps (no copy into a buffer first), else read it.
-        let map = file.map();
-        let step = chunk_size.max(1);
-        let mut buf = Vec::new();
-        let mut at = 0usize;
-        loop {
-            let piece: &[u8] = match &map {
-                Some(m) if at < m.len() => {
-                    let end = m.len().min(at.saturating_add(step));
-                    Pieces::populate(m, at..end);
-                    let slice = &m[at..end];
-                    at = end;
-                    slice
-                }
-                Some(_) => break,
-                None if file.next_into(&mut buf, step)? => &buf,
-                None => break,
-            };
-            let len = piece.len() as u64;
-            if !differential {
-                let hash = write_new_chunk(&chunks, piece, rank)?;
-                stats.written += len;
-                refs.push(ChunkRef { hash, len });
-                continue;
+        let (refs, layer, stats) = match how {
+            L4Write::Full { chunk } => {
+                let (refs, stats) = write_full(&chunks, file, chunk, rank)?;
+                (refs, 0, stats)
             }
-            let hash = chunk_hash(piece);
-            let present = chunks.kind(&hash) == Some(Kind::File)
-                && chunks
-                    .open_read(&hash)
-                    .ok()
-                    .and_then(|f| f.metadata().ok())
-                    .map(|m| m.len())
-                    == Some(len);
-            if present {
-                stats.referenced += len;
-            } else {
-                write_chunk(&chunks, &hash, piece, rank)?;
-                stats.written += len;
+            L4Write::Differential { block, full_every } => {
+                let previous = self.previous(meta);
+                let layer = match &previous {
+                    Some(m) if m.layer + 1 < full_every => m.layer + 1,
+                    _ => 0,
+                };
+                let known = match previous {
+                    Some(m) if layer > 0 => pack::Known::from(&chunks, m.chunks),
+                    _ => pack::Known::default(),
+                };
+                let block = pack::block_for(meta.file_len, block);
+                let (refs, stats) = write_differential(&chunks, file, block, known, rank)?;
+                (refs, layer, stats)
             }
-            refs.push(ChunkRef { hash, len });
-        }
-        chunks.sync()?;
+        };
         let mut record = meta.clone();
         record.level = Level::L4.number();
         let manifest = Manifest {
             record,
             chunks: refs,
+            layer,
         };
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let body = serde_json::to_vec(&manifest).unwrap_or_default();
         ckpt.write_atomic(&manifest_file(rank), &body, &rank.to_string())?;
         Ok(stats)
+    }
+
+    /// The rank's newest sound manifest of a checkpoint before the one
+    /// `meta` describes (what a differential write builds on).
+    fn previous(&self, meta: &Metadata) -> Option<Manifest> {
+        self.ids()
+            .into_iter()
+            .rev()
+            .filter(|id| *id < meta.checkpoint_id)
+            .find_map(|id| {
+                let ckpt = self.root.try_sub(&names::ckpt_dir(id)).ok()??;
+                ckpt.kind(&manifest_file(meta.rank))?;
+                self.manifest(&ckpt, id, meta.rank, meta.world_size).ok()
+            })
     }
 
     fn manifest(
@@ -330,6 +256,8 @@ impl GlobalStore {
             .ok()
             .flatten()
             .and_then(|c| c.try_sub(&chunk_dir(rank)).ok().flatten());
+        // Each chunk file or pack looked at once: its size, if present.
+        let mut sizes: HashMap<String, Option<u64>> = HashMap::new();
         for id in self.ids() {
             let Ok(Some(ckpt)) = self.root.try_sub(&names::ckpt_dir(id)) else {
                 continue;
@@ -339,19 +267,23 @@ impl GlobalStore {
             }
             let checked = self.manifest(&ckpt, id, rank, world).and_then(|m| {
                 let missing = m.chunks.iter().find(|c| {
-                    chunks
-                        .as_ref()
-                        .and_then(|d| d.open_read(&c.hash).ok())
-                        .and_then(|f| f.metadata().ok())
-                        .map(|m| m.len())
-                        != Some(c.len)
+                    let name = c.place().0;
+                    let size = *sizes.entry(name.to_string()).or_insert_with(|| {
+                        chunks
+                            .as_ref()
+                            .and_then(|d| d.open_read(name).ok())
+                            .and_then(|f| f.metadata().ok())
+                            .map(|m| m.len())
+                    });
+                    !size.is_some_and(|s| c.fits(s))
                 });
                 match missing {
                     Some(c) => Err(FormatError::new(
                         ckpt.join(&manifest_file(rank)),
                         FormatErrorKind::Metadata(format!(
-                            "chunk {} is missing or truncated",
-                            c.hash
+                            "chunk {} ({}) is missing or truncated",
+                            c.hash,
+                            c.place().0
                         )),
                     )
                     .into()),
@@ -386,12 +318,7 @@ impl GlobalStore {
         // as the file is installed into level 1.
         let mut meta = manifest.record;
         meta.level = Level::L1.number();
-        let chunks = Chunks {
-            dir,
-            refs: manifest.chunks.into_iter(),
-            map: None,
-            buf: Vec::new(),
-        };
+        let chunks = Chunks::new(dir, manifest.chunks);
         Ok((meta, chunks))
     }
 
@@ -480,7 +407,7 @@ impl GlobalStore {
                 continue;
             }
             match self.manifest(&ckpt, id, rank, world) {
-                Ok(m) => used.extend(m.chunks.into_iter().map(|c| c.hash)),
+                Ok(m) => used.extend(m.chunks.iter().map(|c| c.place().0.to_string())),
                 // An unreadable manifest: keep everything rather than guess.
                 Err(_) => return Ok(()),
             }
@@ -541,32 +468,89 @@ impl GlobalStore {
     }
 }
 
-/// Writes one chunk durably under its hash name.
-fn write_chunk(dir: &Dir, hash: &str, piece: &[u8], rank: u32) -> Result<(), StorageError> {
-    dir.write_atomic(hash, piece, &rank.to_string())
-        .map_err(|e| StorageError::from_fs(e, piece.len() as u64))
+/// Writes every chunk of `file` (`chunk` bytes each) in a file of its own
+/// named by its hash, hashing and writing each straight from a mapping of
+/// the file where it maps (no copy into a buffer first), else read.
+fn write_full(
+    chunks: &Dir,
+    mut file: Pieces,
+    chunk: usize,
+    rank: u32,
+) -> Result<(Vec<ChunkRef>, Written), StorageError> {
+    let mut stats = Written::default();
+    let mut refs = Vec::new();
+    each_piece(&mut file, chunk, |piece| {
+        let hash = chunks::write_new_chunk(chunks, piece, rank)?;
+        stats.written += piece.len() as u64;
+        refs.push(ChunkRef {
+            hash,
+            len: piece.len() as u64,
+            pack: None,
+        });
+        Ok(())
+    })?;
+    chunks.sync()?;
+    Ok((refs, stats))
 }
 
-/// Writes one chunk durably, hashing it on the way (one pass over the
-/// bytes), and names it by its hash; returns the hash.
-fn write_new_chunk(dir: &Dir, piece: &[u8], rank: u32) -> Result<String, StorageError> {
-    let need = piece.len() as u64;
-    let fs = |e| StorageError::from_fs(e, need);
-    // A temporary name of this writer alone: a host cut off the network
-    // may still be writing the rank's chunks while its replacement does.
-    let tag = format!(
-        "{rank}-{:016x}",
-        getrandom::u64().unwrap_or_else(|_| u64::from(std::process::id()))
-    );
-    let mut file = dir.begin_atomic(INCOMING, &tag).map_err(fs)?;
-    let mut hasher = blake3::Hasher::new();
-    for step in piece.chunks(HASH_STEP) {
-        hasher.update(step);
-        file.write(step).map_err(fs)?;
+/// Cuts `file` into blocks of `block` bytes: a block `known` holds is
+/// referenced there, the others go into one new pack.
+fn write_differential(
+    chunks: &Dir,
+    mut file: Pieces,
+    block: usize,
+    mut known: pack::Known,
+    rank: u32,
+) -> Result<(Vec<ChunkRef>, Written), StorageError> {
+    let mut stats = Written::default();
+    let mut refs = Vec::new();
+    let mut new = pack::Pack::new(rank);
+    each_piece(&mut file, block, |piece| {
+        let len = piece.len() as u64;
+        let hash = chunk_hash(piece);
+        if let Some(c) = known.get(&hash, len) {
+            stats.referenced += len;
+            refs.push(c.clone());
+            return Ok(());
+        }
+        let at = new.append(chunks, piece)?;
+        let c = ChunkRef {
+            hash,
+            len,
+            pack: Some(at),
+        };
+        known.add(c.clone());
+        refs.push(c);
+        Ok(())
+    })?;
+    stats.written = new.len();
+    new.finish(chunks)?;
+    Ok((refs, stats))
+}
+
+/// Calls `f` with each piece of `file` of `step` bytes (the last one
+/// shorter), from a mapping of the file where it maps, else read.
+fn each_piece(
+    file: &mut Pieces,
+    step: usize,
+    mut f: impl FnMut(&[u8]) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let step = step.max(1);
+    if let Some(map) = file.map() {
+        let mut at = 0usize;
+        while at < map.len() {
+            let end = map.len().min(at.saturating_add(step));
+            Pieces::populate(&map, at..end);
+            f(&map[at..end])?;
+            at = end;
+        }
+        return Ok(());
     }
-    let hash = hash_name(&hasher.finalize());
-    file.commit_as(&hash).map_err(fs)?;
-    Ok(hash)
+    let mut buf = Vec::new();
+    while file.next_into(&mut buf, step)? {
+        f(&buf)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -219,13 +219,12 @@ fn partner(
 fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> {
     let store =
         GlobalStore::open(&task.global_dir, &task.job_id, who).map_err(|e| e.to_string())?;
-    let chunk = usize::try_from(task.l4_chunk).unwrap_or(usize::MAX);
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
         let (ckpt, meta) = own_file(task, reader, rank)?;
         let file = pieces(&ckpt, &meta)?;
         let w = store
-            .write_from(&meta, file, chunk, task.differential)
+            .write_from(&meta, file, task.l4)
             .map_err(|e| e.to_string())?;
         t.bytes_in += meta.file_len;
         t.bytes_out += w.written;

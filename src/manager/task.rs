@@ -2,7 +2,7 @@
 //! checkpoint, and how far it got.
 
 use crate::comm::net::Endpoint;
-use crate::level::Level;
+use crate::level::{L4Write, Level};
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,10 +32,8 @@ pub struct Task {
     pub peers: BTreeMap<u32, Endpoint>,
     /// The global directory (level 4).
     pub global_dir: PathBuf,
-    /// Level-4 chunk size in bytes.
-    pub l4_chunk: u64,
-    /// Whether level 4 is differential.
-    pub differential: bool,
+    /// How level 4 stores a rank's file.
+    pub l4: L4Write,
     /// Each node's level-3 blob length (its ranks' records and files).
     pub blob_lens: BTreeMap<u32, u64>,
     /// A JSON-lines file for one line per level promoted, if any.

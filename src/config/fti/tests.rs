@@ -332,7 +332,8 @@ fn frame_section_errors_name_the_file_and_key() {
 /// A file that starts with a UTF-8 byte-order mark (as some editors write
 /// them) keeps its first section; FTI's keys that its template leaves out
 /// (dCP's stack, HDF5 single files, heads kept alive, the variable id
-/// limit, GPU buffers) draw no warning at their defaults, and one when set.
+/// limit, GPU buffers) draw no warning at their defaults, and one when set
+/// to what frame does not do.
 /// A section given twice is one section, the last value of a key counting
 /// (as FTI reads it).
 #[test]
@@ -350,14 +351,42 @@ fn a_byte_order_mark_and_keys_outside_the_template() {
         std::path::Path::new("/tmp/fti-local")
     );
     assert!(fti.warnings.is_empty(), "{:?}", fti.warnings);
-    let set = text.replace("Dcp_stack_size = 5", "Dcp_stack_size = 7");
+    let set = text.replace("keep_heads_alive = 0", "keep_heads_alive = 1");
     let fti = FtiFile::parse(&set, "bom.fti").unwrap();
     assert_eq!(fti.warnings.len(), 1, "{:?}", fti.warnings);
     assert!(
-        fti.warnings[0].contains("dcp_stack_size = 7"),
+        fti.warnings[0].contains("keep_heads_alive = 1"),
         "{:?}",
         fti.warnings
     );
     let again = format!("{FULL}[Basic]\nNode_size = 4\nNode_size = 8\n");
     assert_eq!(FtiFile::parse(&again, "twice.fti").unwrap().node_size, 8);
+}
+
+#[test]
+fn dcp_keys_set_the_differential_level_4() {
+    let text = "[basic]\nckpt_l4 = 30\nenable_dcp = 1\ndcp_l4 = 10\ndcp_mode = 1\n\
+                dcp_block_size = 4096\ndcp_stack_size = 3\n";
+    let fti = FtiFile::parse(text, "d.fti").unwrap();
+    let l4 = &fti.config.l4;
+    assert!(l4.differential);
+    assert_eq!((l4.block_size.as_u64(), l4.full_every), (4096, 3));
+    // The shorter of the two level-4 intervals.
+    assert_eq!(l4.interval, minutes(10));
+    assert!(fti.warnings.is_empty(), "{:?}", fti.warnings);
+    // dCP off: FTI's keys change nothing, FTI's placeholder block size too.
+    let off = FtiFile::parse(
+        "[basic]\nckpt_l4 = 30\nenable_dcp = 0\ndcp_l4 = 10\ndcp_block_size = -1\n",
+        "o.fti",
+    )
+    .unwrap();
+    assert!(!off.config.l4.differential);
+    assert_eq!(off.config.l4.interval, minutes(30));
+    let err = FtiFile::parse("[basic]\nenable_dcp = 1\ndcp_block_size = 100\n", "b.fti")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("dcp_block_size") && err.contains("b.fti"),
+        "{err}"
+    );
 }

@@ -82,23 +82,21 @@ fn a_full_write_names_every_chunk_by_its_content() {
         .write_from(
             &record(1, first.len() as u64),
             pieces_of(src.path(), &first),
-            chunk,
-            false,
+            L4Write::Full { chunk },
         )
         .unwrap();
     assert_eq!(w.written, first.len() as u64);
     assert_eq!(read_back(&store, 1), first);
     // A writer killed while writing a chunk of rank 2.
     let chunks = store.root().join(CHUNKS).join(chunk_dir(2));
-    let leftover = chunks.join(format!(".{INCOMING}.tmp-2"));
+    let leftover = chunks.join(format!(".{}.tmp-2", chunks::INCOMING));
     std::fs::write(&leftover, b"half a chunk").unwrap();
     let second: Vec<u8> = first.iter().map(|b| b ^ 0x5a).collect();
     store
         .write_from(
             &record(2, second.len() as u64),
             pieces_of(src.path(), &second),
-            chunk,
-            false,
+            L4Write::Full { chunk },
         )
         .unwrap();
     assert_eq!(read_back(&store, 2), second);
@@ -112,4 +110,187 @@ fn a_full_write_names_every_chunk_by_its_content() {
     }
     store.remove_ranks(&[2], true).unwrap();
     assert!(!leftover.exists(), "a killed writer's leftover stays");
+}
+
+/// Bytes that do not repeat at any block boundary (so that no block of a
+/// file equals another).
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn packs(store: &GlobalStore) -> Vec<String> {
+    let dir = store.root().join(CHUNKS).join(chunk_dir(2));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("pack-"))
+        .collect();
+    names.sort();
+    names
+}
+
+fn manifest_of(store: &GlobalStore, id: u64) -> Manifest {
+    let path = store
+        .root()
+        .join(names::ckpt_dir(id))
+        .join(manifest_file(2));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Differential writes: the first is a full layer, the next ones write
+/// only the blocks that changed (scattered through the file, the last
+/// block shorter than the others) into one pack each, every third is full
+/// again; every checkpoint reads back bit for bit, and once older
+/// checkpoints go, so do the packs no kept manifest names.
+#[test]
+fn differential_writes_store_only_changed_blocks_and_read_back_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let store = GlobalStore::open(&dir.path().join("global"), "job", 0).unwrap();
+    let block = 4096;
+    let how = L4Write::Differential {
+        block,
+        full_every: 3,
+    };
+    let len = 40 * block + 100;
+    let mut bytes = noise(len, 1);
+    let mut versions = Vec::new();
+    let write = |id: u64, bytes: &[u8]| {
+        store
+            .write_from(&record(id, len as u64), pieces_of(src.path(), bytes), how)
+            .unwrap()
+    };
+    let w = write(1, &bytes);
+    assert_eq!((w.written, w.referenced), (len as u64, 0));
+    versions.push(bytes.clone());
+    // Four blocks changed, one of them the short last one.
+    for b in [3, 17, 29, 40] {
+        bytes[b * block + 7] ^= 0xa5;
+    }
+    let w = write(2, &bytes);
+    assert_eq!(w.written, 3 * block as u64 + 100);
+    assert_eq!(w.referenced, len as u64 - w.written);
+    assert_eq!(manifest_of(&store, 2).layer, 1);
+    versions.push(bytes.clone());
+    bytes[5 * block] ^= 1;
+    let w = write(3, &bytes);
+    assert_eq!(w.written, block as u64);
+    assert_eq!(manifest_of(&store, 3).layer, 2);
+    versions.push(bytes.clone());
+    bytes[6 * block] ^= 1;
+    // The third write in a row from the last full one is full again.
+    let w = write(4, &bytes);
+    assert_eq!((w.written, manifest_of(&store, 4).layer), (len as u64, 0));
+    versions.push(bytes.clone());
+    for (i, v) in versions.iter().enumerate() {
+        assert!(
+            read_back(&store, i as u64 + 1) == *v,
+            "checkpoint {}",
+            i + 1
+        );
+    }
+    assert_eq!(packs(&store).len(), 4);
+    for id in 1..=4 {
+        store.mark_committed(id, id, None).unwrap();
+    }
+    store.retain(&[2], 1, 4, true).unwrap();
+    let kept = packs(&store);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(manifest_of(&store, 4)
+        .chunks
+        .iter()
+        .all(|c| c.pack.as_ref().is_some_and(|p| p.name == kept[0])));
+    assert!(read_back(&store, 4) == versions[3]);
+}
+
+/// A block that changed on disk (a bit flipped in a pack) is found when it
+/// is read, naming the pack, in every checkpoint that references it; a
+/// truncated pack is found without reading it.
+#[test]
+fn a_corrupted_block_in_a_pack_is_detected_by_every_checkpoint_that_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let store = GlobalStore::open(&dir.path().join("global"), "job", 0).unwrap();
+    let block = 4096;
+    let how = L4Write::Differential {
+        block,
+        full_every: 8,
+    };
+    let len = 16 * block;
+    let mut bytes = noise(len, 2);
+    store
+        .write_from(&record(1, len as u64), pieces_of(src.path(), &bytes), how)
+        .unwrap();
+    bytes[block] ^= 1;
+    store
+        .write_from(&record(2, len as u64), pieces_of(src.path(), &bytes), how)
+        .unwrap();
+    let first = packs(&store)
+        .into_iter()
+        .find(|p| manifest_of(&store, 1).chunks[0].pack.as_ref().unwrap().name == *p)
+        .unwrap();
+    let path = store.root().join(CHUNKS).join(chunk_dir(2)).join(&first);
+    // Block 9 is unchanged: checkpoint 2 references it in the first pack.
+    let mut packed = std::fs::read(&path).unwrap();
+    packed[9 * block + 100] ^= 0x10;
+    std::fs::write(&path, &packed).unwrap();
+    for id in [1, 2] {
+        let err = store.verify(id, 2, 4).unwrap_err().to_string();
+        assert!(
+            err.contains("does not match its hash") && err.contains(&first),
+            "checkpoint {id}: {err}"
+        );
+    }
+    let (held, bad) = store.scan_rank(2, 4);
+    assert_eq!(held.len(), 2, "the sizes are right: {bad:?}");
+    packed.truncate(5 * block);
+    std::fs::write(&path, &packed).unwrap();
+    let (held, bad) = store.scan_rank(2, 4);
+    assert!(held.is_empty(), "{held:?}");
+    assert!(
+        bad.iter().all(|(_, e)| e.contains("missing or truncated")),
+        "{bad:?}"
+    );
+}
+
+/// Identical blocks in one write are stored once; a differential write
+/// after a full one references the full write's chunk files where a block
+/// equals a chunk.
+#[test]
+fn differential_writes_reuse_equal_blocks_and_full_writes_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let store = GlobalStore::open(&dir.path().join("global"), "job", 0).unwrap();
+    let block = 4096;
+    let write = |id: u64, bytes: &[u8], how: L4Write| {
+        store
+            .write_from(
+                &record(id, bytes.len() as u64),
+                pieces_of(src.path(), bytes),
+                how,
+            )
+            .unwrap()
+    };
+    let differential = L4Write::Differential {
+        block,
+        full_every: 8,
+    };
+    let zeros = vec![0u8; 10 * block];
+    let w = write(1, &zeros, differential);
+    assert_eq!((w.written, w.referenced), (block as u64, 9 * block as u64));
+    let mut bytes = noise(8 * block, 3);
+    write(2, &bytes, L4Write::Full { chunk: block });
+    bytes[0] ^= 1;
+    let w = write(3, &bytes, differential);
+    assert_eq!(w.written, block as u64);
+    assert!(read_back(&store, 3) == bytes);
+    assert!(read_back(&store, 1) == zeros);
 }
