@@ -255,31 +255,48 @@ fn restart_keys_are_written_back_as_fti_writes_them() {
 }
 
 /// `enable_staging = 1`: each rank writes a file in its node's stage
-/// directory and FTI_SendFile moves it to the global file system, whole.
+/// directory and FTI_SendFile moves it to the global file system, whole:
+/// within the call with `head = 0`, in the background with `head = 1`
+/// (the program polls FTI_GetStageStatus); a move that fails leaves the
+/// file.
 #[test]
 fn staged_files_reach_the_global_file_system() {
     let _serial = serial();
-    let dir = scratch();
-    let config = config_with(dir.path(), "[Restart]", "Enable_staging = 1\n[Restart]");
-    let remote = dir.path().join("global").join("staged");
-    std::fs::create_dir_all(&remote).unwrap();
-    let args = [
-        config.to_str().unwrap(),
-        "stage",
-        "1",
-        remote.to_str().unwrap(),
-    ];
-    let job = mpiexec(dir.path(), 8, program(), &args, &[]);
-    assert!(job.status.success(), "{}", job.out);
-    passed(&job, "stage", "all checks passed");
-    for rank in 0..8u32 {
-        let bytes = std::fs::read(remote.join(format!("staged-{rank}.bin"))).unwrap();
-        assert_eq!(bytes.len(), 3 << 20, "rank {rank}");
-        let whole = bytes
-            .chunks(4)
-            .enumerate()
-            .all(|(i, w)| i32::from_ne_bytes(w.try_into().unwrap()) == (i as i32 ^ rank as i32));
-        assert!(whole, "rank {rank}'s staged file differs");
+    for head in [0, 1] {
+        let dir = scratch();
+        let config = fti::config(dir.path(), head, 2, 1);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(
+            &config,
+            text.replacen("[Restart]", "Enable_staging = 1\n[Restart]", 1),
+        )
+        .unwrap();
+        let remote = dir.path().join("global").join("staged");
+        std::fs::create_dir_all(&remote).unwrap();
+        let args = [
+            config.to_str().unwrap(),
+            "stage",
+            "1",
+            remote.to_str().unwrap(),
+            if head == 1 { "background" } else { "inline" },
+        ];
+        let job = mpiexec(dir.path(), 8, program(), &args, &[]);
+        assert!(job.status.success(), "head = {head}:\n{}", job.out);
+        passed(&job, "stage", "all checks passed");
+        // With head = 1 the first rank of each node is its manager.
+        let ranks = if head == 1 { 4 } else { 8 };
+        for rank in 0..ranks {
+            let bytes = std::fs::read(remote.join(format!("staged-{rank}.bin"))).unwrap();
+            assert_eq!(bytes.len(), 3 << 20, "head = {head}, rank {rank}");
+            let whole = bytes.chunks(4).enumerate().all(|(i, w)| {
+                i32::from_ne_bytes(w.try_into().unwrap()) == (i as i32 ^ rank as i32)
+            });
+            assert!(whole, "head = {head}: rank {rank}'s staged file differs");
+        }
+        assert!(
+            !remote.join(format!("staged-{ranks}.bin")).exists(),
+            "head = {head}"
+        );
     }
 }
 

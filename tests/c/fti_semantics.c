@@ -18,8 +18,10 @@
  *             FTI's differential ids, 5 to 9); variable ids by name;
  *   reinit    FTI_Init again without FTI_Finalize starts a session that
  *             finds the first one's checkpoint.
- * stage REMOTE (enable_staging = 1): a file per rank written in the stage
- *   directory and moved to REMOTE with FTI_SendFile.
+ * stage REMOTE [background] (enable_staging = 1): a file per rank written
+ *   in the stage directory and moved to REMOTE with FTI_SendFile (in the
+ *   background with head = 1, said by "background"); a move that cannot
+ *   succeed is reported.
  * keep (keep_last_ckpt = 1): the first run checkpoints twice at LEVEL and
  *   ends with FTI_Finalize; run again (after the nodes' storage was
  *   wiped), it recovers the last checkpoint.
@@ -28,6 +30,7 @@
  * ends with "semantics MODE: all checks passed" (or, for the first run of
  * a two-run mode, "semantics MODE: first run done").
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <fti.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +38,7 @@
 
 #include "checks.h"
 #include <string.h>
+#include <time.h>
 
 #define N 4096
 
@@ -194,9 +198,23 @@ static int reinit(const char *config, int level) {
     return finish("reinit", "all checks passed", 1);
 }
 
+/* The final state of staging request id: with head = 1 the move happens
+ * in the background (FTI_SI_PEND, then FTI_SI_ACTV), polled for at most a
+ * minute. */
+static int settled(int id) {
+    double until = MPI_Wtime() + 60.0;
+    int st = FTI_GetStageStatus(id);
+    while ((st == FTI_SI_PEND || st == FTI_SI_ACTV) && MPI_Wtime() < until) {
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+        st = FTI_GetStageStatus(id);
+    }
+    return st;
+}
+
 /* enable_staging = 1: every rank writes a file in the stage directory and
  * moves it to REMOTE with FTI_SendFile. */
-static int stage(const char *remote_dir) {
+static int stage(const char *remote_dir, int background) {
     char dir[FTI_BUFS];
     check(FTI_GetStageDir(dir, 4) == FTI_NSCS, "a buffer too small for the stage directory is refused");
     check(FTI_GetStageDir(dir, FTI_BUFS) == FTI_SCES, "FTI_GetStageDir");
@@ -214,13 +232,29 @@ static int stage(const char *remote_dir) {
     }
     int id = FTI_SendFile(local, remote);
     check(id >= 0, "FTI_SendFile");
-    check(FTI_GetStageStatus(id) == FTI_SI_SCES, "the request succeeded");
+    check(settled(id) == FTI_SI_SCES, "the request succeeded");
     check(FTI_GetStageStatus(id) == FTI_SI_NINI, "and is forgotten once read");
     FILE *gone = fopen(local, "rb");
     check(gone == NULL, "the file left the stage directory");
     if (gone) fclose(gone);
     check(FTI_SendFile(local, remote) == FTI_NSCS, "a file that is not there is refused");
     check(FTI_SendFile(NULL, remote) == FTI_NSCS, "a null path is refused");
+    /* A destination that cannot be written: the call fails (head = 0) or
+     * the request does (head = 1, in the background); the file stays. */
+    FILE *again = fopen(local, "wb");
+    if (again) {
+        fputs("kept", again);
+        fclose(again);
+    }
+    int bad = FTI_SendFile(local, "/nonexistent-frame-dir/staged.bin");
+    if (background)
+        check(bad >= 0 && settled(bad) == FTI_SI_FAIL, "a move that fails in the background ends as failed");
+    else
+        check(bad == FTI_NSCS, "a move that fails is the call's failure");
+    FILE *kept = fopen(local, "rb");
+    check(kept != NULL, "and the file stays in the stage directory");
+    if (kept) fclose(kept);
+    remove(local);
     return finish("stage", "all checks passed", 1);
 }
 
@@ -280,7 +314,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(mode, "reinit") == 0) {
         failed = reinit(argv[1], level);
     } else if (strcmp(mode, "stage") == 0) {
-        failed = stage(argc > 4 ? argv[4] : ".");
+        failed = stage(argc > 4 ? argv[4] : ".", argc > 5 && strcmp(argv[5], "background") == 0);
     } else if (strcmp(mode, "keep") == 0) {
         failed = restart ? keep_restart() : keep_first(level);
     } else if (!restart) {

@@ -326,7 +326,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         };
         // The node's stage directory, beside the job's level-1 directory.
         let stage_dir = ckpt.local_dir().parent().map(|job| job.join("stage"));
-        let staging = crate::stage::Staging::new(stage_dir.filter(|_| fti.staging))
+        let staging = crate::stage::Staging::new(stage_dir.filter(|_| fti.staging), fti.head)
             .map_err(|e| Failure::new(format!("the stage directory: {e}")))?;
         let recovering = ckpt.recovering();
         let restart = fti.restart;

@@ -1,18 +1,11 @@
 //! Staging: files the program writes in its node's stage directory, moved
-//! to the global file system by `FTI_SendFile` (`enable_staging = 1`).
-//!
-//! A file is copied in bounded pieces (by the kernel, `copy_file_range`
-//! where it can) to a new file beside its destination, synced, renamed to
-//! its destination, and only then removed from the stage directory: a
-//! failure at any point leaves the program's file where it was. The move
-//! happens within the call (also with `head = 1`, where FTI's heads move
-//! files in the background), so `FTI_GetStageStatus` finds it finished.
+//! to the global file system by `FTI_SendFile` (`enable_staging = 1`); how
+//! a file moves, and when, is `stage`'s.
 
 use crate::session::{self, Session};
-use crate::stage::{MAX_REQUESTS, SI_NINI, SI_SCES};
+use crate::stage::MAX_REQUESTS;
 use crate::status::{guard, guard_value, Failure, FTI_NSCS, FTI_SCES};
 use std::ffi::CStr;
-use std::io::Write;
 use std::os::raw::{c_char, c_int};
 use std::path::{Path, PathBuf};
 
@@ -33,37 +26,6 @@ fn path_of(p: *const c_char, what: &str) -> Result<PathBuf, Failure> {
         return Err(Failure::new(format!("the {what} path is empty")));
     }
     Ok(PathBuf::from(s))
-}
-
-/// Moves `from` to `to`: a copy beside `to`, synced and renamed, then
-/// `from` removed.
-fn move_file(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut src = std::fs::File::open(from)?;
-    let name = to
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| std::io::Error::other("the destination names no file"))?;
-    let tmp = to.with_file_name(format!(".{name}.frame-{}", std::process::id()));
-    let copied = (|| {
-        let mut dst = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)?;
-        std::io::copy(&mut src, &mut dst)?;
-        dst.flush()?;
-        dst.sync_all()?;
-        std::fs::rename(&tmp, to)
-    })();
-    if copied.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    copied?;
-    if let Some(dir) = to.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    std::fs::remove_file(from)
 }
 
 /// Copies the path of the node's stage directory into `stage_dir` (at most
@@ -99,9 +61,10 @@ pub unsafe extern "C" fn FTI_GetStageDir(stage_dir: *mut c_char, max_len: c_int)
 }
 
 /// Moves the file `lpath` (written by the program, normally in the stage
-/// directory) to `rpath` on the global file system, and returns the
-/// request's id for `FTI_GetStageStatus`; `FTI_NSCS` when staging is off,
-/// a path is null, or the move failed (the file stays where it was).
+/// directory) to `rpath` on the global file system (in the background with
+/// `head = 1`), and returns the request's id for `FTI_GetStageStatus`;
+/// `FTI_NSCS` when staging is off, a path is null, `lpath` is not a file,
+/// or a move within the call failed (the file stays where it was).
 ///
 /// # Safety
 /// `lpath` and `rpath` must be null or NUL-terminated strings.
@@ -117,17 +80,21 @@ pub unsafe extern "C" fn FTI_SendFile(lpath: *const c_char, rpath: *const c_char
                     "{MAX_REQUESTS} requests wait for FTI_GetStageStatus"
                 )));
             }
-            move_file(&from, &to).map_err(|e| {
-                Failure::new(format!("{} to {}: {e}", from.display(), to.display()))
-            })?;
-            Ok(s.staging.finished(SI_SCES))
+            if !from.is_file() {
+                return Err(Failure::new(format!("{} is not a file", from.display())));
+            }
+            let what = format!("{} to {}", from.display(), to.display());
+            s.staging
+                .send(from, to)
+                .map_err(|e| Failure::new(format!("{what}: {e}")))
         })
     })
 }
 
-/// The state of request `id`: `FTI_SI_SCES` once (the request is then
-/// forgotten), `FTI_SI_NINI` for an id not in use;
-/// `FTI_NSCS` when staging is off.
+/// The state of request `id`: `FTI_SI_PEND` or `FTI_SI_ACTV` while it is in
+/// flight, then `FTI_SI_SCES` or `FTI_SI_FAIL` once (the request is then
+/// forgotten), `FTI_SI_NINI` for an id not in use; `FTI_NSCS` when staging
+/// is off.
 #[no_mangle]
 pub extern "C" fn FTI_GetStageStatus(id: c_int) -> c_int {
     guard_value(
@@ -136,7 +103,7 @@ pub extern "C" fn FTI_GetStageStatus(id: c_int) -> c_int {
         || {
             session::with(|s| {
                 enabled(s)?;
-                Ok(s.staging.take(id).unwrap_or(SI_NINI))
+                Ok(s.staging.status(id))
             })
         },
     )
