@@ -288,9 +288,10 @@ fn staged_files_reach_the_global_file_system() {
         for rank in 0..ranks {
             let bytes = std::fs::read(remote.join(format!("staged-{rank}.bin"))).unwrap();
             assert_eq!(bytes.len(), 3 << 20, "head = {head}, rank {rank}");
-            let whole = bytes.chunks(4).enumerate().all(|(i, w)| {
-                i32::from_ne_bytes(w.try_into().unwrap()) == (i as i32 ^ rank as i32)
-            });
+            let whole = bytes
+                .chunks(4)
+                .enumerate()
+                .all(|(i, w)| i32::from_ne_bytes(w.try_into().unwrap()) == (i as i32 ^ rank));
             assert!(whole, "head = {head}: rank {rank}'s staged file differs");
         }
         assert!(
