@@ -37,9 +37,9 @@ fn listening_ports() -> BTreeSet<u16> {
 }
 
 /// The attacker: floods every port that started listening after the
-/// baseline, keeping [`FLOOD`] silent connections open, until told to
-/// stop. Prints one line once it has opened [`FLOOD`] connections to at
-/// least [`JOB_PORTS`] ports.
+/// baseline, keeping [`FLOOD`] silent connections open (at most
+/// `FLOOD / JOB_PORTS` to a port), until told to stop. Prints one line once
+/// it holds [`FLOOD`] of them, so to at least [`JOB_PORTS`] ports.
 #[test]
 #[ignore = "runs as the child process of the flood test"]
 fn flood_child() {
@@ -52,30 +52,42 @@ fn flood_child() {
         .filter_map(|p| p.parse().ok())
         .collect();
     let stop = PathBuf::from(std::env::var_os(STOP).unwrap());
-    let mut conns: Vec<TcpStream> = Vec::new();
-    let (mut opened, mut next, mut announced) = (0usize, 0usize, false);
+    // The connections held, by port, at most FLOOD / JOB_PORTS each: the
+    // ports that listen first (the root's, before the ranks start) cannot
+    // take all of them.
+    let mut conns: Vec<(u16, TcpStream)> = Vec::new();
+    let per_port = FLOOD / JOB_PORTS;
+    let (mut next, mut announced) = (0usize, false);
     let mut buf = [0u8; 256];
     while !stop.exists() {
         let ports: Vec<u16> = listening_ports().difference(&baseline).copied().collect();
         // A connection the listener closed is opened again.
-        conns.retain_mut(|s| match s.read(&mut buf) {
+        conns.retain_mut(|(_, s)| match s.read(&mut buf) {
             Ok(0) => false,
             Ok(_) => true,
             Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
         });
-        while conns.len() < FLOOD && !ports.is_empty() {
+        let mut tried = 0;
+        while conns.len() < FLOOD && tried < ports.len() {
             let port = ports[next % ports.len()];
             next += 1;
-            let Ok(s) = TcpStream::connect(("127.0.0.1", port)) else {
-                break;
-            };
-            let _ = s.set_nonblocking(true);
-            conns.push(s);
-            if ports.len() >= JOB_PORTS {
-                opened += 1;
+            if conns.iter().filter(|(p, _)| *p == port).count() >= per_port {
+                tried += 1;
+                continue;
             }
+            // A listener whose backlog is full drops the handshake: a
+            // plain connect would wait for the kernel's retries (minutes)
+            // and the flood would stall on that one port.
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_millis(250)) else {
+                tried += 1;
+                continue;
+            };
+            tried = 0;
+            let _ = s.set_nonblocking(true);
+            conns.push((port, s));
         }
-        if opened >= FLOOD && !announced {
+        if conns.len() >= FLOOD && !announced {
             println!(
                 "flood: holding {} connections to ports {ports:?}",
                 conns.len()
