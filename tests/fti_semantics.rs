@@ -415,3 +415,90 @@ fn differential_checkpoints_recover_bit_exact_and_a_damaged_block_is_found() {
         assert!(after.contains(file), "{file:?} is gone or changed");
     }
 }
+
+/// `tests/c/fti_vpr.c`, built once.
+fn vpr_program() -> &'static PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| fti::compile("tests/c/fti_vpr.c", "fti_vpr"))
+}
+
+/// Sets `[restart] failure` in the configuration at `path` (the runs write
+/// it back as FTI does).
+fn set_failure(path: &Path, failure: u32) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().to_ascii_lowercase().starts_with("failure") {
+                format!("failure = {failure}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// Global data sets and the single file: a grid of 50 x 30 doubles split
+/// by rows over 8 ranks is checkpointed twice at `FTI_L4_H5_SINGLE` and
+/// the job killed; with `[restart] failure = 3` it recovers on 6 ranks and
+/// on 4, each taking other rows than any writer had, bit for bit. Only the
+/// newest single file is kept; without one, `FTI_Init` says where it
+/// looked.
+#[test]
+fn a_checkpoint_of_8_ranks_recovers_on_6_and_on_4_from_its_single_file() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = config_with(
+        dir.path(),
+        "Keep_last_ckpt = 0",
+        "Keep_last_ckpt = 0\nH5_single_file_enable = 1\nH5_single_file_prefix = grid",
+    );
+    let args = |mode: &'static str| {
+        [
+            config.to_str().unwrap().to_string(),
+            mode.into(),
+            "50".into(),
+            "30".into(),
+        ]
+    };
+    let run = |ranks: usize, mode: &'static str| {
+        let a = args(mode);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        mpiexec(dir.path(), ranks, vpr_program(), &a, &[])
+    };
+    let written = run(8, "write");
+    assert!(!written.status.success(), "not killed:\n{}", written.out);
+    assert!(!written.out.contains("FAIL"), "{}", written.out);
+    assert!(written.out.contains("vpr: written"), "{}", written.out);
+    let global = dir.path().join("global");
+    let singles: Vec<String> = std::fs::read_dir(&global)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("grid-ID"))
+        .collect();
+    assert_eq!(singles, vec!["grid-ID00000020.frame".to_string()]);
+    for ranks in [6, 4] {
+        set_failure(&config, 3);
+        let again = run(ranks, "recover");
+        assert!(again.status.success(), "{ranks} ranks:\n{}", again.out);
+        assert!(!again.out.contains("FAIL"), "{ranks} ranks:\n{}", again.out);
+        assert!(
+            again
+                .out
+                .contains(&format!("vpr: recovered on {ranks} ranks")),
+            "{}",
+            again.out
+        );
+    }
+    std::fs::rename(global.join(&singles[0]), global.join("moved")).unwrap();
+    set_failure(&config, 3);
+    let none = run(4, "recover");
+    assert!(!none.status.success(), "{}", none.out);
+    assert!(
+        none.out.contains("FTI_Init returned -2") && none.out.contains("no single file grid-ID"),
+        "{}",
+        none.out
+    );
+}

@@ -78,11 +78,11 @@ const KEYS: &[(&str, &str, Use)] = &[
     // HDF5 single files, heads kept alive after finalize, the variable id
     // limit (frame has none).
     ("basic", "dcp_stack_size", Use::Applied),
-    ("basic", "h5_single_file_enable", Use::Unsupported("0")),
-    ("basic", "h5_single_file_dir", Use::NotNeeded),
-    ("basic", "h5_single_file_prefix", Use::NotNeeded),
-    ("basic", "h5_single_file_inline", Use::Unsupported("1")),
-    ("basic", "h5_single_file_keep", Use::Unsupported("0")),
+    ("basic", "h5_single_file_enable", Use::Applied),
+    ("basic", "h5_single_file_dir", Use::Applied),
+    ("basic", "h5_single_file_prefix", Use::Applied),
+    ("basic", "h5_single_file_inline", Use::NotNeeded),
+    ("basic", "h5_single_file_keep", Use::Applied),
     ("basic", "keep_heads_alive", Use::Unsupported("0")),
     ("basic", "max_var_id", Use::NotNeeded),
     ("basic", "fast_forward", Use::Unsupported("1")),
@@ -165,6 +165,10 @@ pub struct FtiFile {
     /// `enable_staging = 1`: `FTI_SendFile` moves files the program wrote
     /// in the node's stage directory to the global file system.
     pub staging: bool,
+    /// `h5_single_file_enable = 1`: checkpoints at `FTI_L4_H5_SINGLE` also
+    /// write the global data sets into one file set, from which a run on
+    /// another number of ranks restarts (`[restart] failure = 3`).
+    pub single_file: Option<SingleFile>,
     /// `verbosity`: 1 debug, 2 information, 3 errors only, 4 silent.
     pub verbosity: u8,
     /// Keys set but not implemented, and keys FTI does not know, one
@@ -172,6 +176,18 @@ pub struct FtiFile {
     pub warnings: Vec<String>,
     /// The file read.
     pub path: PathBuf,
+}
+
+/// Where and how global data sets are written (`h5_single_file_*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SingleFile {
+    /// `h5_single_file_dir` (the global directory by default).
+    pub dir: PathBuf,
+    /// `h5_single_file_prefix` (`VPR-h5` by default, as in FTI).
+    pub prefix: String,
+    /// `h5_single_file_keep = 1`: older single files stay when a newer one
+    /// is written.
+    pub keep: bool,
 }
 
 /// The ranks of the file's values, in the order FTI's template lists them.
@@ -466,6 +482,24 @@ impl FtiFile {
             cfg.sources
                 .insert(key.to_string(), Source::File(v.origin.clone()));
         }
+        let single_file = if v.flag("basic", "h5_single_file_enable", false)? {
+            Some(SingleFile {
+                // FTI's template leaves it empty: the global directory.
+                dir: v
+                    .text("basic", "h5_single_file_dir")
+                    .filter(|d| !d.is_empty())
+                    .map(super::types::expand_user)
+                    .unwrap_or_else(|| cfg.storage.global_dir.clone()),
+                prefix: v
+                    .text("basic", "h5_single_file_prefix")
+                    .filter(|p| !p.is_empty())
+                    .unwrap_or("VPR-h5")
+                    .to_string(),
+                keep: v.flag("basic", "h5_single_file_keep", false)?,
+            })
+        } else {
+            None
+        };
         cfg.validate()?;
         Ok(Self {
             config: cfg,
@@ -475,6 +509,7 @@ impl FtiFile {
             inline,
             snapshots,
             staging: v.flag("basic", "enable_staging", false)?,
+            single_file,
             restart: matches!(failure, 1 | 2),
             failure,
             exec_id,

@@ -131,6 +131,52 @@ int FTI_Status(void);
 /* Registers a type of size bytes; its handle is stored in *type. */
 int FTI_InitType(fti_id_t *type, int size);
 
+/* Sizes of data sets (HDF5's hsize_t). */
+typedef uint64_t FTIT_hsize_t;
+
+/* A variable's data set dimensions and name (FTI_SetAttribute). */
+typedef struct FTIT_dimension {
+    int ndims;
+    uint64_t count[32];
+} FTIT_dimension;
+
+typedef struct FTIT_attribute {
+    FTIT_dimension dim;
+    char name[FTI_BUFS];
+} FTIT_attribute;
+
+typedef enum FTIT_attributeFlag {
+    FTI_ATTRIBUTE_NAME = 1 << 0,
+    FTI_ATTRIBUTE_DIM = 1 << 1,
+} FTIT_attributeFlag;
+
+/* Groups, names and shapes for FTI's HDF5 output: frame writes no HDF5,
+ * keeps the names and checks that a shape holds its variable. */
+int FTI_InitGroup(FTIT_H5Group *h5group, const char *name, FTIT_H5Group *parent);
+int FTI_RenameGroup(FTIT_H5Group *h5group, const char *name);
+int FTI_DefineDataset(int id, int rank, int *dimLength, const char *name, FTIT_H5Group *h5group);
+int FTI_SetAttribute(int id, FTIT_attribute attribute, FTIT_attributeFlag flag);
+
+/* Global data sets: an array of rank dimensions (dimLength, outermost
+ * first) of elements of type tid, shared by the ranks; FTI_AddSubset makes
+ * protected variable id the hyperslab (offset, count) of global data set
+ * did. With h5_single_file_enable = 1, FTI_Checkpoint(id, FTI_L4_H5_SINGLE)
+ * also writes every global data set whole into one file set
+ * (<h5_single_file_dir>/<prefix>-ID<id>.frame/), and a run on any number
+ * of ranks with [restart] failure = 3 recovers each variable's subset from
+ * the newest one (FTI_RecoverDatasetDimension gives it the stored
+ * dimensions first). */
+int FTI_DefineGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength, const char *name,
+                            FTIT_H5Group *h5group, fti_id_t tid);
+int FTI_AddSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
+int FTI_UpdateSubset(int id, int rank, FTIT_hsize_t *offset, FTIT_hsize_t *count, int did);
+int FTI_UpdateGlobalDataset(int id, int rank, FTIT_hsize_t *dimLength);
+int FTI_GetDatasetRank(int did);
+/* The dimensions of global data set did (rank of them), or NULL; valid
+ * until the next call for did. */
+FTIT_hsize_t *FTI_GetDatasetSpan(int did, int rank);
+int FTI_RecoverDatasetDimension(int did);
+
 /* A composite type (a structure) of size bytes, described field by field
  * for FTI's HDF5 output; frame stores its bytes. h5g may be NULL. Returns
  * its handle, or FTI_NSCS. */

@@ -67,6 +67,9 @@ fn settle(s: &mut Session, level: Option<Level>) -> Result<(), Failure> {
 /// sends all ranks to an older checkpoint or level), or, once this run wrote
 /// checkpoints, from the newest of them.
 fn recover_all(s: &mut Session) -> Result<c_int, Failure> {
+    if s.single_recovery.is_some() {
+        return recover_from_single_file(s);
+    }
     if s.ckpt.recovering() {
         s.ckpt.recover()?;
     } else {
@@ -74,6 +77,45 @@ fn recover_all(s: &mut Session) -> Result<c_int, Failure> {
     }
     s.recovering = false;
     Ok(FTI_SCES)
+}
+
+/// On a restart from a single file: every protected variable's subset.
+fn recover_from_single_file(s: &mut Session) -> Result<c_int, Failure> {
+    for id in s.vars.keys().copied().collect::<Vec<_>>() {
+        recover_var_from_single_file(s, id)?;
+    }
+    s.recovering = false;
+    Ok(FTI_SCES)
+}
+
+/// On a restart from a single file: variable `id`'s subset.
+fn recover_var_from_single_file(s: &Session, id: u32) -> Result<(), Failure> {
+    let (Some(found), Some(var)) = (&s.single_recovery, s.vars.get(&id)) else {
+        return Err(Failure::no_recovery(format!(
+            "variable {id} is not protected"
+        )));
+    };
+    let subset = s.datasets.subsets.get(&id).ok_or_else(|| {
+        Failure::no_recovery(format!(
+            "variable {id} is not part of a global data set (FTI_AddSubset): a restart from a single file cannot recover it"
+        ))
+    })?;
+    // SAFETY: the program's protected buffer of `var.bytes()` bytes, which
+    // nothing else uses during the call.
+    let memory = unsafe { std::slice::from_raw_parts_mut(var.ptr, var.bytes()) };
+    found.read(id, subset, memory, var.layout.width)
+}
+
+/// The protected variables' memory, for the single file.
+fn memories(s: &Session) -> std::collections::BTreeMap<u32, crate::single_file::Memory<'_>> {
+    s.vars
+        .iter()
+        .map(|(id, v)| {
+            // SAFETY: the program's protected buffer of `v.bytes()` bytes.
+            let memory = unsafe { std::slice::from_raw_parts(v.ptr.cast_const(), v.bytes()) };
+            (*id, (memory, v.layout.width))
+        })
+        .collect()
 }
 
 /// Call once per iteration: on a restart the first call recovers the
@@ -108,17 +150,25 @@ pub extern "C" fn FTI_Snapshot() -> c_int {
 /// frame numbers its checkpoints itself: any `id` is taken, as FTI takes
 /// it. Returns `FTI_DONE`. Collective.
 #[no_mangle]
-pub extern "C" fn FTI_Checkpoint(_id: c_int, level: c_int) -> c_int {
+pub extern "C" fn FTI_Checkpoint(id: c_int, level: c_int) -> c_int {
     guard("FTI_Checkpoint", || {
+        let single = level == FTI_L4_H5_SINGLE;
         let level = checked_level(level)?;
         session::with(|s| {
             s.ckpt.checkpoint_at(level)?;
             s.keys.checkpointed();
             settle(s, Some(level))?;
+            if let (true, Some(place)) = (single, &s.fti.single_file) {
+                crate::single_file::write(s.comm, place, id, &s.datasets, &memories(s))?;
+            }
             Ok(FTI_DONE)
         })
     })
 }
+
+/// FTI's level id of a checkpoint whose global data sets also go to one
+/// file (with `h5_single_file_enable = 1`).
+const FTI_L4_H5_SINGLE: c_int = 9;
 
 /// 1 while a checkpoint found by `FTI_Init` waits to be recovered, 0
 /// otherwise.
@@ -142,6 +192,9 @@ pub extern "C" fn FTI_Status() -> c_int {
 pub extern "C" fn FTI_Recover() -> c_int {
     guard("FTI_Recover", || {
         session::with(|s| {
+            if s.single_recovery.is_some() && s.recovering {
+                return recover_from_single_file(s);
+            }
             s.ckpt.recover_here().map_err(|e| match e {
                 frame_core::Error::RegionMismatch { .. } | frame_core::Error::Unreadable { .. } => {
                     Failure::no_recovery(e.to_string())
@@ -177,7 +230,11 @@ pub extern "C" fn FTI_RecoverVar(id: c_int) -> c_int {
             if !s.recovering {
                 return Err(Failure::no_recovery("there is no checkpoint to recover"));
             }
-            s.ckpt.recover_region(id)?;
+            if s.single_recovery.is_some() {
+                recover_var_from_single_file(s, id)?;
+            } else {
+                s.ckpt.recover_region(id)?;
+            }
             Ok(FTI_SCES)
         })
     })
@@ -217,6 +274,13 @@ pub extern "C" fn FTI_GetStoredSize(id: c_int) -> i64 {
 fn stored_size(s: &Session, id: u32) -> Result<Option<usize>, Failure> {
     if !s.recovering {
         return Ok(None);
+    }
+    if s.single_recovery.is_some() {
+        let width = s.vars.get(&id).map(|v| v.layout.width);
+        let elements = s.datasets.subsets.get(&id).and_then(|t| t.elements());
+        return Ok(width
+            .zip(elements)
+            .and_then(|(w, n)| usize::try_from(n).ok()?.checked_mul(w)));
     }
     Ok(s.ckpt.stored_region(id).map(|r| r.bytes() as usize))
 }

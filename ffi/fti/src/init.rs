@@ -330,6 +330,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             .map_err(|e| Failure::new(format!("the stage directory: {e}")))?;
         let recovering = ckpt.recovering();
         let restart = fti.restart;
+        let fti_restarts_from_single_file = fti.failure == 3;
         let keys = session::Keys {
             path: fti.path.clone(),
             exec_id: exec_id.clone(),
@@ -353,7 +354,30 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             keys,
             names: Default::default(),
             staging,
+            datasets: Default::default(),
+            single_recovery: None,
         });
+        if fti_restarts_from_single_file {
+            session::with(|s| {
+                let place = s.fti.single_file.clone().ok_or_else(|| {
+                    Failure::new(format!(
+                        "{}: [restart] failure = 3 restarts from a single file: set h5_single_file_enable = 1",
+                        s.fti.path.display()
+                    ))
+                })?;
+                let found = crate::single_file::find(s.comm, &place)?;
+                if !crate::status::silent() && frame_core::comm::Comm::rank(s.comm) == 0 {
+                    eprintln!(
+                        "frame (FTI): restarting on {} ranks from the single file {}",
+                        frame_core::comm::Comm::size(s.comm),
+                        found.path().display()
+                    );
+                }
+                s.single_recovery = Some(found);
+                s.recovering = true;
+                Ok(())
+            })?;
+        }
         if restart && !recovering {
             return Err(Failure::no_recovery(
                 "the configuration asks for a restart ([restart] failure), but no checkpoint is recoverable",

@@ -13,6 +13,12 @@
 //! - `args`: checks of the ids, levels and names programs pass;
 //! - `types`: the type handles and `FTI_InitType`;
 //! - `composite`: composite types and their fields;
+//! - `subsets`: global data sets and the variables' subsets of them;
+//! - `datasets`: the calls that define and query them;
+//! - `single_file`: a checkpoint's global data sets in one file, and the
+//!   restart from it on another number of ranks;
+//! - `hdf5_layout`: what programs describe for FTI's HDF5 output (groups,
+//!   names, shapes), kept and checked;
 //! - `session`: the per-process state between `FTI_Init` and `FTI_Finalize`;
 //! - `init`: `FTI_Init` and `FTI_Finalize`, nodes and dedicated ranks
 //!   (`frame::dedicated`);
@@ -30,14 +36,18 @@
 mod args;
 mod calls;
 mod composite;
+mod datasets;
+mod hdf5_layout;
 mod icp;
 mod init;
 mod names;
 mod restart;
 mod session;
+mod single_file;
 mod stage;
 mod staging;
 mod status;
+mod subsets;
 mod types;
 
 pub use status::{FTI_DONE, FTI_NREC, FTI_NSCS, FTI_SCES};

@@ -99,6 +99,10 @@ pub(crate) struct Session {
     pub names: BTreeMap<String, u32>,
     /// Files moved to the global file system (`FTI_SendFile`).
     pub staging: crate::stage::Staging,
+    /// Global data sets and the variables' subsets of them.
+    pub datasets: crate::subsets::Datasets,
+    /// On a restart from a single file (`[restart] failure = 3`), the file.
+    pub single_recovery: Option<crate::single_file::Found>,
 }
 
 thread_local! {
