@@ -167,7 +167,7 @@ fn run(base: &Path, per_rank: usize, change: Change, block: usize) -> (u64, Dura
             // Every block the checkpoint names is where it says, with its hash.
             store.verify(id, 0, 1).expect("read back");
             // Only the last interval's full write is kept.
-            plain.retain(&[0], 1, 1, true).ok();
+            plain.retain(&[0], 1, 1, true, false).ok();
         }
         std::fs::remove_dir_all(&dir).expect("clean");
     }

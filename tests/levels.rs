@@ -499,6 +499,54 @@ fn level_4_writes_only_changed_chunks_and_keeps_the_newest() {
     assert!(files.len() <= 4, "{} packs kept", files.len());
 }
 
+/// With `l4.archive`, every level-4 checkpoint stays: the ones newer ones
+/// superseded in `l4/archive/`, each with its marker and the chunks its
+/// manifest names, also after the job ended and removed its own files.
+#[test]
+fn level_4_archives_every_checkpoint_it_supersedes() {
+    let _serial = common::serial();
+    let dir = scratch();
+    let mut cfg = level_config(dir.path(), "l4archive", 0, 1);
+    cfg.l4.archive = true;
+    cfg.l4.keep_last = 1;
+    let base = dir.path().to_path_buf();
+    let c = cfg.clone();
+    ranks(1, 1, move |comm| {
+        let mut cfg = c.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let data = ckpt.protect(0, (0..1 << 15).map(|i| i as f64).collect::<Vec<f64>>());
+        for step in 0..4 {
+            data.write()[step * 5_000] = -1.0;
+            ckpt.checkpoint().unwrap();
+            ckpt.wait_for_promotions().unwrap();
+        }
+        ckpt.finalize().unwrap();
+    });
+    stop_managers("l4archive");
+    let l4 = dir.path().join("global/l4archive/l4");
+    let archived: Vec<String> = std::fs::read_dir(l4.join("archive"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    // Checkpoints 1 to 3 were superseded; the job removed the 4th, its own.
+    assert_eq!(archived.len(), 3, "{archived:?}");
+    for ckpt in &archived {
+        let d = l4.join("archive").join(ckpt);
+        assert!(d.join("COMMITTED").exists(), "{ckpt}: no marker");
+        let manifest = std::fs::read_to_string(d.join("rank-000000.l4.json")).unwrap();
+        let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+        for c in m["chunks"].as_array().unwrap() {
+            let name = c["pack"]["name"].as_str().or(c["hash"].as_str()).unwrap();
+            assert!(
+                l4.join("chunks/rank-000000").join(name).exists(),
+                "{ckpt}: {name} is gone"
+            );
+        }
+    }
+}
+
 /// With level 2 due at every third checkpoint, level 1 writes into the
 /// files level 2 let go of (a node's own copies are links of level-1
 /// files) instead of a new file whenever it retires one level 2 still

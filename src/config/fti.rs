@@ -65,7 +65,7 @@ const KEYS: &[(&str, &str, Use)] = &[
     ("basic", "inline_l3", Use::Applied),
     ("basic", "inline_l4", Use::Applied),
     ("basic", "keep_last_ckpt", Use::Applied),
-    ("basic", "keep_l4_ckpt", Use::Unsupported("0")),
+    ("basic", "keep_l4_ckpt", Use::Applied),
     ("basic", "group_size", Use::Applied),
     ("basic", "max_sync_intv", Use::NotNeeded),
     ("basic", "ckpt_io", Use::Unsupported("1")),
@@ -129,6 +129,7 @@ const APPLIED: &[&str] = &[
     "l4.block_size",
     "l4.full_every",
     "l4.chunk_size",
+    "l4.archive",
     "retention.keep_on_finalize",
     "topology.ranks_per_node",
     "auto.mtbf",
@@ -451,6 +452,7 @@ impl FtiFile {
             *sync = v.flag("basic", &format!("inline_l{}", i + 2), true)?;
         }
         cfg.retention.keep_on_finalize = v.flag("basic", "keep_last_ckpt", false)?;
+        cfg.l4.archive = v.flag("basic", "keep_l4_ckpt", false)?;
         // FTI keeps one checkpoint per level; so does frame for FTI programs
         // (the previous one still stays until the next has committed).
         cfg.retention.keep_last = 1;

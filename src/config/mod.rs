@@ -181,6 +181,10 @@ pub struct GlobalConfig {
     pub full_every: u32,
     /// Unit of full (not differential) level-4 writes: one file per chunk.
     pub chunk_size: ByteSize,
+    /// Keep every level-4 checkpoint: those newer ones supersede go to
+    /// `l4/archive/` (with the chunks they name) instead of being removed;
+    /// recovery never reads them there.
+    pub archive: bool,
 }
 
 /// How a node's manager runs.
@@ -329,6 +333,7 @@ impl Default for GlobalConfig {
             block_size: ByteSize::kib(64),
             full_every: 8,
             chunk_size: ByteSize::mib(16),
+            archive: false,
         }
     }
 }

@@ -46,6 +46,8 @@ use std::path::Path;
 /// The directory of level 4 under a job's directory.
 pub(crate) const L4_DIR: &str = "l4";
 const CHUNKS: &str = "chunks";
+/// Superseded checkpoints kept with `l4.archive` (recovery never looks).
+const ARCHIVE: &str = "archive";
 
 /// What a rank's level-4 checkpoint is made of.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +204,8 @@ impl GlobalStore {
             .find_map(|id| {
                 let ckpt = self.root.try_sub(&names::ckpt_dir(id)).ok()??;
                 ckpt.kind(&manifest_file(meta.rank))?;
-                self.manifest(&ckpt, id, meta.rank, meta.world_size).ok()
+                self.manifest(&ckpt, id, meta.rank, Some(meta.world_size))
+                    .ok()
             })
     }
 
@@ -211,7 +214,7 @@ impl GlobalStore {
         ckpt: &Dir,
         id: u64,
         rank: u32,
-        world: u32,
+        world: Option<u32>,
     ) -> Result<Manifest, StorageError> {
         let name = manifest_file(rank);
         let path = ckpt.join(&name);
@@ -229,7 +232,7 @@ impl GlobalStore {
             rank,
             level: Level::L4.number(),
             file: &data,
-            world_size: Some(world),
+            world_size: world,
         };
         manifest.record.check_place(&place, &path)?;
         let total: u64 = manifest.chunks.iter().map(|c| c.len).sum();
@@ -265,7 +268,7 @@ impl GlobalStore {
             if ckpt.kind(&manifest_file(rank)).is_none() {
                 continue;
             }
-            let checked = self.manifest(&ckpt, id, rank, world).and_then(|m| {
+            let checked = self.manifest(&ckpt, id, rank, Some(world)).and_then(|m| {
                 let missing = m.chunks.iter().find(|c| {
                     let name = c.place().0;
                     let size = *sizes.entry(name.to_string()).or_insert_with(|| {
@@ -312,7 +315,7 @@ impl GlobalStore {
         world: u32,
     ) -> Result<(Metadata, Chunks), StorageError> {
         let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
-        let manifest = self.manifest(&ckpt, id, rank, world)?;
+        let manifest = self.manifest(&ckpt, id, rank, Some(world))?;
         let dir = self.root.sub(CHUNKS, false)?.sub(&chunk_dir(rank), false)?;
         // The record is checked against the file, and every chunk's CRC,
         // as the file is installed into level 1.
@@ -358,15 +361,19 @@ impl GlobalStore {
     /// Removes `ranks`' checkpoints older than the oldest of the newest
     /// `keep_last` committed ones, then their chunks no kept manifest
     /// references. `marker` also removes those checkpoints' markers and
-    /// directories (one node does that).
+    /// directories (one node does that). With `archive`, the committed ones
+    /// move to the archive instead, with their markers, and keep their
+    /// chunks.
     pub fn retain(
         &self,
         ranks: &[u32],
         keep_last: usize,
         world: u32,
         marker: bool,
+        archive: bool,
     ) -> Result<(), StorageError> {
-        let Some(oldest) = commit::oldest_kept(&self.committed(), keep_last) else {
+        let committed = self.committed();
+        let Some(oldest) = commit::oldest_kept(&committed, keep_last) else {
             return Ok(());
         };
         for id in self.ids().into_iter().filter(|id| *id < oldest) {
@@ -374,23 +381,59 @@ impl GlobalStore {
             let Some(ckpt) = self.root.try_sub(&name)? else {
                 continue;
             };
+            let to = if archive && committed.contains(&id) {
+                Some(self.root.sub(ARCHIVE, true)?.sub(&name, true)?)
+            } else {
+                None
+            };
+            let mut files: Vec<String> = ranks.iter().map(|r| manifest_file(*r)).collect();
             if marker {
-                ckpt.remove_file(COMMITTED)?;
+                files.push(COMMITTED.to_string());
             }
-            for rank in ranks {
-                ckpt.remove_file(&manifest_file(*rank))?;
+            for file in files {
+                match &to {
+                    Some(to) if ckpt.kind(&file).is_some() => ckpt.rename(&file, to, &file)?,
+                    _ => ckpt.remove_file(&file)?,
+                }
             }
             drop(ckpt);
             self.root.remove_dir_if_empty(&name);
         }
         for &rank in ranks {
-            self.collect_chunks(rank, world)?;
+            self.collect_chunks(rank, Some(world))?;
         }
         Ok(())
     }
 
-    /// Removes `rank`'s chunks that no manifest of it references.
-    fn collect_chunks(&self, rank: u32, world: u32) -> Result<(), StorageError> {
+    /// The directories of `rank`'s manifests: the checkpoints', then the
+    /// archive's (if any).
+    fn manifest_dirs(&self) -> Vec<(u64, Dir)> {
+        let mut dirs = Vec::new();
+        let mut add = |from: &Dir| {
+            for id in commit::ids(from) {
+                if let Ok(Some(d)) = from.try_sub(&names::ckpt_dir(id)) {
+                    dirs.push((id, d));
+                }
+            }
+        };
+        add(&self.root);
+        if let Ok(Some(archive)) = self.root.try_sub(ARCHIVE) {
+            add(&archive);
+        }
+        dirs
+    }
+
+    /// Ids of the archived checkpoints, ascending.
+    pub fn archived(&self) -> Vec<u64> {
+        match self.root.try_sub(ARCHIVE) {
+            Ok(Some(archive)) => commit::ids(&archive),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Removes `rank`'s chunks that no manifest of it references (of a job
+    /// of `world` ranks, when known).
+    fn collect_chunks(&self, rank: u32, world: Option<u32>) -> Result<(), StorageError> {
         let Some(chunks) = self
             .root
             .try_sub(CHUNKS)?
@@ -399,10 +442,7 @@ impl GlobalStore {
             return Ok(());
         };
         let mut used = BTreeSet::new();
-        for id in self.ids() {
-            let Ok(Some(ckpt)) = self.root.try_sub(&names::ckpt_dir(id)) else {
-                continue;
-            };
+        for (id, ckpt) in self.manifest_dirs() {
             if ckpt.kind(&manifest_file(rank)).is_none() {
                 continue;
             }
@@ -447,14 +487,20 @@ impl GlobalStore {
             }
             self.root.remove_dir_if_empty(&name);
         }
+        // The archive keeps its chunks; everything else of the ranks goes,
+        // temporaries included.
+        let archive = self.root.try_sub(ARCHIVE)?.is_some();
         if let Some(chunks) = self.root.try_sub(CHUNKS)? {
             for rank in ranks {
                 if let Some(d) = chunks.try_sub(&chunk_dir(*rank))? {
                     for (name, kind) in d.entries()? {
-                        if kind == Kind::File {
+                        if kind == Kind::File && (!archive || names::is_temporary(&name)) {
                             d.remove_file(&name)?;
                         }
                     }
+                }
+                if archive {
+                    self.collect_chunks(*rank, None)?;
                 }
                 chunks.remove_dir_if_empty(&chunk_dir(*rank));
             }

@@ -417,7 +417,7 @@ impl Shared {
                 if o.marker {
                     s.mark_committed(o.id, o.stamp, o.layout.clone())?;
                 }
-                s.retain(&o.ranks, keep, o.world, o.marker)
+                s.retain(&o.ranks, keep, o.world, o.marker, o.archive)
             }),
             Level::L1 => Ok(()),
         };

@@ -162,6 +162,10 @@ pub struct CommitOrder {
     pub global_dir: std::path::PathBuf,
     /// The checkpoint's layout, recorded in the commit marker.
     pub layout: Option<crate::topology::Layout>,
+    /// Level 4: the checkpoints the commit supersedes go to the archive
+    /// instead of being removed.
+    #[serde(default)]
+    pub archive: bool,
 }
 
 /// Removal of a job's higher-level files at the end of a run.

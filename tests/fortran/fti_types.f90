@@ -1,7 +1,8 @@
 ! fti_types.f90: FTI_Protect of the module `fti` for every intrinsic type
 ! FTI's Fortran interface names, scalars and arrays of rank 1 to 7, a
 ! character array, a derived type by address with a composite type, a
-! variable id by name, and a non-contiguous section (refused). Run twice
+! variable id by name, data set attributes, and a non-contiguous section
+! (refused). Run twice
 ! under mpiexec with the same configuration:
 !
 !   first run:  protects and fills every variable, checkpoints at level 2,
@@ -107,6 +108,12 @@ program fti_types
    call check(id_named == 14, 'the next id for a name')
    call FTI_Protect(id_named, c_loc(swarm), size(swarm), ptype, err)
    call check(err == FTI_SCES, 'a derived type by address')
+   call FTI_SetAttribute(10, 'field', FTI_ATTRIBUTE_NAME, err)
+   call check(err == FTI_SCES, 'a data set name')
+   call FTI_SetAttribute(10, [4_8, 6_8], FTI_ATTRIBUTE_DIM, err)
+   call check(err == FTI_SCES, 'data set dimensions that hold the variable')
+   call FTI_SetAttribute(10, [5, 5], FTI_ATTRIBUTE_DIM, err)
+   call check(err == FTI_NSCS, 'dimensions that do not are refused')
    section => whole(1:6:2, :)
    call FTI_Protect(15, section, err)
    call check(err == FTI_NSCS, 'a non-contiguous section is refused')

@@ -40,7 +40,7 @@ module fti
       FTI_Realloc, FTI_Checkpoint, FTI_Snapshot, FTI_Recover, FTI_RecoverVarInit, &
       FTI_RecoverVar, FTI_RecoverVarFinalize, FTI_InitICP, FTI_AddVarICP, &
       FTI_FinalizeICP, FTI_Finalize, FTI_setIDFromString, FTI_getIDFromString, &
-      FTI_InitCompositeType, FTI_AddScalarField, FTI_AddVectorField
+      FTI_InitCompositeType, FTI_AddScalarField, FTI_AddVectorField, FTI_SetAttribute
 
    !> Protects a pointer to a scalar or a contiguous array of an intrinsic
    !> type (id, data, err), or count elements of type tid at a C address
@@ -51,6 +51,19 @@ module fti
          protect_integer8, protect_logical1, protect_logical2, protect_logical4, &
          protect_logical8, protect_real4, protect_real8
    end interface FTI_Protect
+
+   !> Names variable id's data set (a string, flag FTI_ATTRIBUTE_NAME) or
+   !> gives its dimensions (an integer array, flag FTI_ATTRIBUTE_DIM).
+   interface FTI_SetAttribute
+      module procedure set_attribute_name, set_attribute_dims8, set_attribute_dims4
+   end interface FTI_SetAttribute
+
+   ! FTI's FTIT_attribute: its dimensions, then its name.
+   type, bind(c) :: c_attribute
+      integer(c_int) :: ndims
+      integer(c_int64_t) :: count(32)
+      character(kind=c_char) :: name(256)
+   end type c_attribute
 
    !> Reallocates variable id's buffer to its stored size (id, ptr, err).
    interface FTI_Realloc
@@ -68,6 +81,12 @@ module fti
          import :: c_int
          integer(c_int), intent(out) :: handles(6), long_size
       end subroutine
+      integer(c_int) function c_set_attribute(id, attribute, flag) bind(c, name='FTI_SetAttribute')
+         import :: c_int, c_attribute
+         integer(c_int), value :: id
+         type(c_attribute), value :: attribute
+         integer(c_int), value :: flag
+      end function
       integer(c_int) function c_status() bind(c, name='FTI_Status')
          import :: c_int
       end function
@@ -479,6 +498,42 @@ contains
       integer, intent(out) :: err
       err = int(c_finalize())
    end subroutine FTI_Finalize
+
+   subroutine set_attribute_name(id, attribute, flag, err)
+      integer, intent(in) :: id, flag
+      character(len=*), intent(in) :: attribute
+      integer, intent(out) :: err
+      type(c_attribute) :: a
+      integer :: i
+      a%ndims = 0
+      a%count = 0
+      a%name = c_null_char
+      do i = 1, min(len_trim(attribute), 255)
+         a%name(i) = attribute(i:i)
+      end do
+      err = int(c_set_attribute(int(id, c_int), a, int(flag, c_int)))
+   end subroutine set_attribute_name
+
+   subroutine set_attribute_dims8(id, attribute, flag, err)
+      integer, intent(in) :: id, flag
+      integer(8), intent(in) :: attribute(:)
+      integer, intent(out) :: err
+      type(c_attribute) :: a
+      err = FTI_NSCS
+      if (size(attribute) < 1 .or. size(attribute) > 32) return
+      a%ndims = int(size(attribute), c_int)
+      a%count = 0
+      a%count(1:size(attribute)) = int(attribute, c_int64_t)
+      a%name = c_null_char
+      err = int(c_set_attribute(int(id, c_int), a, int(flag, c_int)))
+   end subroutine set_attribute_dims8
+
+   subroutine set_attribute_dims4(id, attribute, flag, err)
+      integer, intent(in) :: id, flag
+      integer(4), intent(in) :: attribute(:)
+      integer, intent(out) :: err
+      call set_attribute_dims8(id, int(attribute, 8), flag, err)
+   end subroutine set_attribute_dims4
 
    !> The variable id for name (given in this session, or the next one).
    subroutine FTI_setIDFromString(name, id)

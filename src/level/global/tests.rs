@@ -201,7 +201,7 @@ fn differential_writes_store_only_changed_blocks_and_read_back_exact() {
     for id in 1..=4 {
         store.mark_committed(id, id, None).unwrap();
     }
-    store.retain(&[2], 1, 4, true).unwrap();
+    store.retain(&[2], 1, 4, true, false).unwrap();
     let kept = packs(&store);
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert!(manifest_of(&store, 4)
@@ -293,4 +293,67 @@ fn differential_writes_reuse_equal_blocks_and_full_writes_chunks() {
     assert_eq!(w.written, block as u64);
     assert!(read_back(&store, 3) == bytes);
     assert!(read_back(&store, 1) == zeros);
+}
+
+/// With the archive, the checkpoints a newer one supersedes move there with
+/// their markers and keep their blocks: recovery lists only the kept ones,
+/// every archived one still reads back bit for bit, an uncommitted one is
+/// removed, not archived, and removing the job's files leaves the archive
+/// and the chunks it names.
+#[test]
+fn archived_checkpoints_keep_their_blocks_and_outlive_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let store = GlobalStore::open(&dir.path().join("global"), "job", 0).unwrap();
+    let how = L4Write::Differential {
+        block: 4096,
+        full_every: 3,
+    };
+    let len = 12 * 4096;
+    let mut bytes = noise(len, 4);
+    let mut versions = Vec::new();
+    for id in 1..=5u64 {
+        bytes[(id as usize % 12) * 4096] ^= 0x11;
+        store
+            .write_from(&record(id, len as u64), pieces_of(src.path(), &bytes), how)
+            .unwrap();
+        versions.push(bytes.clone());
+        // Checkpoint 3 never commits.
+        if id != 3 {
+            store.mark_committed(id, id, None).unwrap();
+        }
+        store.retain(&[2], 1, 4, true, true).unwrap();
+    }
+    assert_eq!(store.ids(), vec![5]);
+    assert_eq!(store.archived(), vec![1, 2, 4]);
+    let archive = store.root().join(ARCHIVE);
+    for id in [1u64, 2, 4] {
+        let ckpt = archive.join(names::ckpt_dir(id));
+        assert!(ckpt.join(COMMITTED).exists(), "checkpoint {id}'s marker");
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(ckpt.join(manifest_file(2))).unwrap()).unwrap();
+        let dir = Dir::open(&store.root().join(CHUNKS).join(chunk_dir(2))).unwrap();
+        let back = Chunks::new(dir, manifest.chunks);
+        let mut out = Vec::new();
+        let mut back = back;
+        while let Some(p) = back.next_piece().unwrap() {
+            out.extend_from_slice(p);
+        }
+        assert!(out == versions[id as usize - 1], "archived checkpoint {id}");
+    }
+    store.remove_ranks(&[2], true).unwrap();
+    assert!(store.ids().is_empty());
+    assert_eq!(store.archived(), vec![1, 2, 4]);
+    let manifest: Manifest = serde_json::from_slice(
+        &std::fs::read(archive.join(names::ckpt_dir(1)).join(manifest_file(2))).unwrap(),
+    )
+    .unwrap();
+    for c in &manifest.chunks {
+        let file = store
+            .root()
+            .join(CHUNKS)
+            .join(chunk_dir(2))
+            .join(c.place().0);
+        assert!(file.exists(), "{} is gone", file.display());
+    }
 }
