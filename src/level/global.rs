@@ -27,7 +27,7 @@ mod chunks;
 mod pack;
 
 pub(crate) use chunks::Chunks;
-pub(crate) use chunks::{chunk_hash, ChunkReader, ChunkRef};
+pub(crate) use chunks::{ChunkReader, ChunkRef};
 pub use pack::L4Write;
 
 use super::commit::{self, Commit, COMMITTED};
@@ -163,7 +163,7 @@ impl GlobalStore {
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
         let (refs, layer, stats) = match how {
             L4Write::Full { chunk } => {
-                let (refs, stats) = write_full(&chunks, file, chunk, rank)?;
+                let (refs, stats) = chunks::write_full(&chunks, file, chunk, rank)?;
                 (refs, 0, stats)
             }
             L4Write::Differential { block, full_every } => {
@@ -177,7 +177,7 @@ impl GlobalStore {
                     _ => pack::Known::default(),
                 };
                 let block = pack::block_for(meta.file_len, block);
-                let (refs, stats) = write_differential(&chunks, file, block, known, rank)?;
+                let (refs, stats) = pack::write_differential(&chunks, file, block, known, rank)?;
                 (refs, layer, stats)
             }
         };
@@ -381,15 +381,23 @@ impl GlobalStore {
             let Some(ckpt) = self.root.try_sub(&name)? else {
                 continue;
             };
-            let to = if archive && committed.contains(&id) {
+            // Committed: marked here, or already moved to the archive by
+            // the node that moves the marker (nodes retain concurrently).
+            let archived_marker = || {
+                matches!(self.root.try_sub(ARCHIVE), Ok(Some(a))
+                    if matches!(a.try_sub(&name), Ok(Some(d)) if d.kind(COMMITTED).is_some()))
+            };
+            let to = if archive && (committed.contains(&id) || archived_marker()) {
                 Some(self.root.sub(ARCHIVE, true)?.sub(&name, true)?)
             } else {
                 None
             };
-            let mut files: Vec<String> = ranks.iter().map(|r| manifest_file(*r)).collect();
+            // The marker first: a marker never names manifests that are gone.
+            let mut files = Vec::new();
             if marker {
                 files.push(COMMITTED.to_string());
             }
+            files.extend(ranks.iter().map(|r| manifest_file(*r)));
             for file in files {
                 match &to {
                     Some(to) if ckpt.kind(&file).is_some() => ckpt.rename(&file, to, &file)?,
@@ -512,91 +520,6 @@ impl GlobalStore {
     pub fn is_manifest(name: &str) -> bool {
         parse_manifest_file(name).is_some()
     }
-}
-
-/// Writes every chunk of `file` (`chunk` bytes each) in a file of its own
-/// named by its hash, hashing and writing each straight from a mapping of
-/// the file where it maps (no copy into a buffer first), else read.
-fn write_full(
-    chunks: &Dir,
-    mut file: Pieces,
-    chunk: usize,
-    rank: u32,
-) -> Result<(Vec<ChunkRef>, Written), StorageError> {
-    let mut stats = Written::default();
-    let mut refs = Vec::new();
-    each_piece(&mut file, chunk, |piece| {
-        let hash = chunks::write_new_chunk(chunks, piece, rank)?;
-        stats.written += piece.len() as u64;
-        refs.push(ChunkRef {
-            hash,
-            len: piece.len() as u64,
-            pack: None,
-        });
-        Ok(())
-    })?;
-    chunks.sync()?;
-    Ok((refs, stats))
-}
-
-/// Cuts `file` into blocks of `block` bytes: a block `known` holds is
-/// referenced there, the others go into one new pack.
-fn write_differential(
-    chunks: &Dir,
-    mut file: Pieces,
-    block: usize,
-    mut known: pack::Known,
-    rank: u32,
-) -> Result<(Vec<ChunkRef>, Written), StorageError> {
-    let mut stats = Written::default();
-    let mut refs = Vec::new();
-    let mut new = pack::Pack::new(rank);
-    each_piece(&mut file, block, |piece| {
-        let len = piece.len() as u64;
-        let hash = chunk_hash(piece);
-        if let Some(c) = known.get(&hash, len) {
-            stats.referenced += len;
-            refs.push(c.clone());
-            return Ok(());
-        }
-        let at = new.append(chunks, piece)?;
-        let c = ChunkRef {
-            hash,
-            len,
-            pack: Some(at),
-        };
-        known.add(c.clone());
-        refs.push(c);
-        Ok(())
-    })?;
-    stats.written = new.len();
-    new.finish(chunks)?;
-    Ok((refs, stats))
-}
-
-/// Calls `f` with each piece of `file` of `step` bytes (the last one
-/// shorter), from a mapping of the file where it maps, else read.
-fn each_piece(
-    file: &mut Pieces,
-    step: usize,
-    mut f: impl FnMut(&[u8]) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
-    let step = step.max(1);
-    if let Some(map) = file.map() {
-        let mut at = 0usize;
-        while at < map.len() {
-            let end = map.len().min(at.saturating_add(step));
-            Pieces::populate(&map, at..end);
-            f(&map[at..end])?;
-            at = end;
-        }
-        return Ok(());
-    }
-    let mut buf = Vec::new();
-    while file.next_into(&mut buf, step)? {
-        f(&buf)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

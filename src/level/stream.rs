@@ -145,6 +145,32 @@ impl Pieces {
         Ok(())
     }
 
+    /// Calls `f` with each piece of `step` bytes (the last one shorter),
+    /// from a mapping of the file where it maps (no copy into a buffer),
+    /// else read.
+    pub fn each(
+        &mut self,
+        step: usize,
+        mut f: impl FnMut(&[u8]) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let step = step.max(1);
+        if let Some(map) = self.map() {
+            let mut at = 0usize;
+            while at < map.len() {
+                let end = map.len().min(at.saturating_add(step));
+                Self::populate(&map, at..end);
+                f(&map[at..end])?;
+                at = end;
+            }
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        while self.next_into(&mut buf, step)? {
+            f(&buf)?;
+        }
+        Ok(())
+    }
+
     /// Reads the next piece (at most `max` bytes) into `buf`; `false` at
     /// the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<bool, StorageError> {

@@ -6,9 +6,10 @@
 //! write), or at an offset in a pack, a file of the chunks one
 //! differential write added (see `pack`).
 
+use super::Written;
 use crate::format::{FormatError, FormatErrorKind};
 use crate::level::fsio::StorageError;
-use crate::level::stream::PieceSource;
+use crate::level::stream::{PieceSource, Pieces};
 use crate::safefs::Dir;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -237,4 +238,29 @@ pub(super) fn write_new_chunk(dir: &Dir, piece: &[u8], rank: u32) -> Result<Stri
     let hash = hash_name(&hasher.finalize());
     file.commit_as(&hash).map_err(fs)?;
     Ok(hash)
+}
+
+/// Writes every chunk of `file` (`chunk` bytes each) in a file of its own
+/// named by its hash, hashing and writing each straight from a mapping of
+/// the file where it maps (no copy into a buffer first), else read.
+pub(super) fn write_full(
+    chunks: &Dir,
+    mut file: Pieces,
+    chunk: usize,
+    rank: u32,
+) -> Result<(Vec<ChunkRef>, Written), StorageError> {
+    let mut stats = Written::default();
+    let mut refs = Vec::new();
+    file.each(chunk, |piece| {
+        let hash = write_new_chunk(chunks, piece, rank)?;
+        stats.written += piece.len() as u64;
+        refs.push(ChunkRef {
+            hash,
+            len: piece.len() as u64,
+            pack: None,
+        });
+        Ok(())
+    })?;
+    chunks.sync()?;
+    Ok((refs, stats))
 }

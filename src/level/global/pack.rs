@@ -7,8 +7,10 @@
 //! more than `full_every` packs, and older packs go once no kept manifest
 //! names them.
 
-use super::chunks::{writer_tag, ChunkRef, PackAt, INCOMING};
+use super::chunks::{chunk_hash, writer_tag, ChunkRef, PackAt, INCOMING};
+use super::Written;
 use crate::level::fsio::StorageError;
+use crate::level::stream::Pieces;
 use crate::safefs::{AtomicFile, Dir};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -172,6 +174,41 @@ impl Pack {
     pub(super) fn len(&self) -> u64 {
         self.len
     }
+}
+
+/// Cuts `file` into blocks of `block` bytes: a block `known` holds is
+/// referenced there, the others go into one new pack.
+pub(super) fn write_differential(
+    chunks: &Dir,
+    mut file: Pieces,
+    block: usize,
+    mut known: Known,
+    rank: u32,
+) -> Result<(Vec<ChunkRef>, Written), StorageError> {
+    let mut stats = Written::default();
+    let mut refs = Vec::new();
+    let mut new = Pack::new(rank);
+    file.each(block, |piece| {
+        let len = piece.len() as u64;
+        let hash = chunk_hash(piece);
+        if let Some(c) = known.get(&hash, len) {
+            stats.referenced += len;
+            refs.push(c.clone());
+            return Ok(());
+        }
+        let at = new.append(chunks, piece)?;
+        let c = ChunkRef {
+            hash,
+            len,
+            pack: Some(at),
+        };
+        known.add(c.clone());
+        refs.push(c);
+        Ok(())
+    })?;
+    stats.written = new.len();
+    new.finish(chunks)?;
+    Ok((refs, stats))
 }
 
 /// The pack's file in `slot`, begun under a temporary name of this writer

@@ -105,7 +105,10 @@ fn a_full_write_names_every_chunk_by_its_content() {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
         if !names::is_temporary(&name) {
-            assert_eq!(chunk_hash(&std::fs::read(entry.path()).unwrap()), name);
+            assert_eq!(
+                chunks::chunk_hash(&std::fs::read(entry.path()).unwrap()),
+                name
+            );
         }
     }
     store.remove_ranks(&[2], true).unwrap();
@@ -356,4 +359,42 @@ fn archived_checkpoints_keep_their_blocks_and_outlive_the_job() {
             .join(c.place().0);
         assert!(file.exists(), "{} is gone", file.display());
     }
+}
+
+/// Nodes retain concurrently: a node that retains after the one that
+/// moves the marker to the archive still archives its ranks' manifests
+/// (it no longer sees the checkpoint as committed where it was).
+#[test]
+fn every_node_archives_its_ranks_whichever_moves_the_marker_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let store = GlobalStore::open(&dir.path().join("global"), "job", 0).unwrap();
+    let how = L4Write::Differential {
+        block: 4096,
+        full_every: 8,
+    };
+    let bytes = noise(3 * 4096, 5);
+    for id in 1..=2u64 {
+        for rank in [2u32, 3] {
+            let mut meta = record(id, bytes.len() as u64);
+            meta.rank = rank;
+            meta.file = names::data_file(rank);
+            store
+                .write_from(&meta, pieces_of(src.path(), &bytes), how)
+                .unwrap();
+        }
+        store.mark_committed(id, id, None).unwrap();
+    }
+    // The node of rank 3 moves the marker; the node of rank 2 comes after.
+    store.retain(&[3], 1, 4, true, true).unwrap();
+    store.retain(&[2], 1, 4, false, true).unwrap();
+    let archived = store.root().join(ARCHIVE).join(names::ckpt_dir(1));
+    for rank in [2, 3] {
+        assert!(
+            archived.join(manifest_file(rank)).exists(),
+            "rank {rank}'s manifest was not archived"
+        );
+    }
+    assert!(archived.join(COMMITTED).exists());
+    assert_eq!(store.ids(), vec![2]);
 }
