@@ -443,8 +443,8 @@ fn set_failure(path: &Path, failure: u32) {
 /// by rows over 8 ranks is checkpointed twice at `FTI_L4_H5_SINGLE` and
 /// the job killed; with `[restart] failure = 3` it recovers on 6 ranks and
 /// on 4, each taking other rows than any writer had, bit for bit. Only the
-/// newest single file is kept; without one, `FTI_Init` says where it
-/// looked.
+/// newest single file is kept; a flipped byte in it fails the restart
+/// naming the file; without one, `FTI_Init` says where it looked.
 #[test]
 fn a_checkpoint_of_8_ranks_recovers_on_6_and_on_4_from_its_single_file() {
     let _serial = serial();
@@ -492,6 +492,29 @@ fn a_checkpoint_of_8_ranks_recovers_on_6_and_on_4_from_its_single_file() {
             again.out
         );
     }
+    // A damaged byte of the grid: the restart says so and which file, and
+    // the single file stays for when the byte is right again.
+    let grid = global.join(&singles[0]).join("dataset-0.bin");
+    let flip = |path: &Path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        bytes[5_000] ^= 0x04;
+        std::fs::write(path, bytes).unwrap();
+    };
+    flip(&grid);
+    set_failure(&config, 3);
+    let damaged = run(4, "recover");
+    assert!(!damaged.status.success(), "{}", damaged.out);
+    assert!(
+        damaged.out.contains("FAIL: rank 1: FTI_Recover")
+            && damaged.out.contains("dataset-0.bin")
+            && damaged.out.contains("checksum"),
+        "{}",
+        damaged.out
+    );
+    flip(&grid);
+    set_failure(&config, 3);
+    let again = run(4, "recover");
+    assert!(again.status.success(), "{}", again.out);
     std::fs::rename(global.join(&singles[0]), global.join("moved")).unwrap();
     set_failure(&config, 3);
     let none = run(4, "recover");
@@ -501,4 +524,102 @@ fn a_checkpoint_of_8_ranks_recovers_on_6_and_on_4_from_its_single_file() {
         "{}",
         none.out
     );
+}
+
+/// `FTI_GetConfig` after `FTI_Init`, three protected variables, a group and
+/// `FTI_Checkpoint(7, 2)` on 4 ranks as 2 virtual nodes: every member
+/// libfti declares holds what the configuration file says and where the
+/// rank sits; before `FTI_Init` the answer is all zero.
+#[test]
+fn get_config_answers_with_the_file_the_topology_and_the_run_so_far() {
+    let _serial = serial();
+    let dir = scratch();
+    let config = fti::config(dir.path(), 0, 2, 1);
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replacen(
+            "Keep_last_ckpt = 0",
+            "Keep_last_ckpt = 1\nKeep_l4_ckpt = 1",
+            1,
+        )
+        .replacen("Inline_L3 = 1", "Inline_L3 = 0", 1)
+        .replacen("Ckpt_L2 = 1", "Ckpt_L2 = 6", 1);
+    std::fs::write(&config, text).unwrap();
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    let program = BUILT.get_or_init(|| fti::compile("tests/c/fti_getconfig.c", "fti_getconfig"));
+    let job = mpiexec(dir.path(), 4, program, &[config.to_str().unwrap()], &[]);
+    assert!(job.status.success(), "{}", job.out);
+    let (local, global) = (dir.path().join("local"), dir.path().join("global"));
+    let mut ids = std::collections::BTreeSet::new();
+    for rank in 0..4usize {
+        let answer: std::collections::BTreeMap<&str, &str> = job
+            .out
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("{rank} ")))
+            .filter_map(|l| l.split_once(' '))
+            .collect();
+        let node = (rank / 2).to_string();
+        let place = (rank % 2).to_string();
+        let rank_text = rank.to_string();
+        let config_text = config.display().to_string();
+        let local_text = local.display().to_string();
+        let global_text = global.display().to_string();
+        let expected: Vec<(&str, &str)> = vec![
+            ("before.initSCES", "0"),
+            ("ioMode", "1001"),
+            ("verbosity", "2"),
+            ("saveLastCkpt", "1"),
+            ("keepL4Ckpt", "1"),
+            ("dcpPosix", "0"),
+            ("stagingEnabled", "0"),
+            ("blockSize", "1024"),
+            ("transferSize", "16"),
+            ("test", "1"),
+            ("cfgFile", &config_text),
+            ("localDir", &local_text),
+            ("glbalDir", &global_text),
+            ("nbProc", "4"),
+            ("nbNodes", "2"),
+            ("myRank", &rank_text),
+            ("splitRank", &rank_text),
+            ("nodeSize", "2"),
+            ("nbHeads", "0"),
+            ("nbApprocs", "2"),
+            ("groupSize", "4"),
+            ("nodeID", &node),
+            ("nodeRank", &place),
+            ("amIaHead", "0"),
+            ("L1.ckptIntv", "1"),
+            ("L2.ckptIntv", "6"),
+            ("L3.ckptIntv", "1"),
+            ("L4.ckptIntv", "1"),
+            ("L1.isInline", "1"),
+            ("L2.isInline", "1"),
+            ("L3.isInline", "0"),
+            ("L4.isInline", "1"),
+            ("L4.dir", &global_text),
+            ("reco", "0"),
+            ("ckptLvel", "2"),
+            ("ckptId", "7"),
+            ("ckptCnt", "1"),
+            ("nbVar", "3"),
+            ("nbGroup", "1"),
+            ("initSCES", "1"),
+        ];
+        for (key, want) in expected {
+            assert_eq!(
+                answer.get(key).copied(),
+                Some(want),
+                "rank {rank}, {key}:\n{}",
+                job.out
+            );
+        }
+        for l in 1..=3 {
+            let d = answer[format!("L{l}.dir").as_str()];
+            assert!(d.starts_with(&local_text), "rank {rank}: L{l}.dir {d}");
+        }
+        ids.insert(answer["id"].to_string());
+    }
+    assert_eq!(ids.len(), 1, "one execution id: {ids:?}");
+    assert!(!ids.iter().next().unwrap().is_empty());
 }

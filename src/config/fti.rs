@@ -154,6 +154,9 @@ pub struct FtiFile {
     pub inline: [bool; 3],
     /// Whether `FTI_Snapshot` writes checkpoints at all (some `ckpt_lN` > 0).
     pub snapshots: bool,
+    /// `ckpt_l1`..`ckpt_l4` as written: each level's interval in minutes
+    /// (0: never by `FTI_Snapshot`).
+    pub minutes: [u32; 4],
     /// `[restart] failure` is 1 or 2: the user expects a restart.
     pub restart: bool,
     /// `[restart] failure` as written: 0 (or 3) a new execution, 1 a
@@ -407,6 +410,7 @@ impl FtiFile {
             )?;
         }
         let snapshots = every.iter().any(|m| *m > 0);
+        let written = every.map(|m| m as u32);
         if let Some(first) = every.iter().copied().filter(|m| *m > 0).min() {
             cfg.snapshot.interval = minutes(if every[0] > 0 { every[0] } else { first });
         }
@@ -510,6 +514,7 @@ impl FtiFile {
             local_test,
             inline,
             snapshots,
+            minutes: written,
             staging: v.flag("basic", "enable_staging", false)?,
             single_file,
             restart: matches!(failure, 1 | 2),

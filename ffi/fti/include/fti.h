@@ -254,6 +254,75 @@ int FTI_InitICP(int id, int level, bool activate);
 int FTI_AddVarICP(int varID);
 int FTI_FinalizeICP(void);
 
+/* FTI_GetConfig's answer: the session's settings and state under FTI's
+ * member names. Only the members that mean something under frame are
+ * declared (FTI's MPI tags, hash tables and function pointers are not), so
+ * a program reading another one does not compile. Paths and names are
+ * NUL-terminated, cut at FTI_BUFS - 1 bytes. */
+typedef struct FTIT_configuration {
+    bool stagingEnabled;           /* enable_staging */
+    bool dcpPosix;                 /* enable_dcp: level 4 writes changed blocks */
+    bool keepL4Ckpt;               /* keep_l4_ckpt */
+    bool h5SingleFileEnable;       /* h5_single_file_enable */
+    bool h5SingleFileKeep;         /* h5_single_file_keep */
+    int dcpBlockSize;              /* bytes of a differential block */
+    int saveLastCkpt;              /* keep_last_ckpt */
+    int verbosity;                 /* verbosity */
+    int blockSize;                 /* block_size (KiB) */
+    int transferSize;              /* transfer_size (MiB) */
+    int test;                      /* local_test */
+    int ioMode;                    /* FTI_IO_POSIX, whatever ckpt_io says */
+    char cfgFile[FTI_BUFS];        /* the configuration file */
+    char h5SingleFileDir[FTI_BUFS];
+    char h5SingleFilePrefix[FTI_BUFS];
+    char stageDir[FTI_BUFS];       /* the node's stage directory, or "" */
+    char localDir[FTI_BUFS];       /* ckpt_dir */
+    char glbalDir[FTI_BUFS];       /* glbl_dir */
+} FTIT_configuration;
+
+typedef struct FTIT_topology {
+    int nbProc;    /* ranks of the communicator given to FTI_Init */
+    int nbNodes;   /* nodes */
+    int myRank;    /* this rank in the communicator given to FTI_Init */
+    int splitRank; /* this rank in FTI_COMM_WORLD */
+    int nodeSize;  /* node_size */
+    int nbHeads;   /* dedicated ranks per node (head) */
+    int nbApprocs; /* the program's ranks per node */
+    int groupSize; /* group_size */
+    int nodeID;    /* this rank's node */
+    int amIaHead;  /* 0: the program's ranks are the ones that call */
+    int nodeRank;  /* this rank's place among its node's ranks */
+} FTIT_topology;
+
+typedef struct FTIT_checkpoint {
+    char dir[FTI_BUFS]; /* where the level keeps this rank's checkpoints */
+    int isInline;       /* 1 when the program waits for the level */
+    int ckptIntv;       /* ckpt_lN, minutes */
+} FTIT_checkpoint;
+
+typedef struct FTIT_execution {
+    char id[FTI_BUFS];     /* the execution id ([restart] exec_id) */
+    int reco;              /* [restart] failure while a checkpoint waits to be recovered, else 0 */
+    int ckptLvel;          /* level (1 to 4) of this run's last FTI_Checkpoint, 0 if none */
+    unsigned int ckptId;   /* its id */
+    unsigned int ckptCnt;  /* checkpoints this run committed */
+    unsigned int nbVar;    /* protected variables */
+    int nbGroup;           /* groups made by FTI_InitGroup */
+    int initSCES;          /* 1: initialised */
+} FTIT_execution;
+
+typedef struct FTIT_allConfiguration {
+    FTIT_configuration configuration;
+    FTIT_execution execution;
+    FTIT_topology topology;
+    FTIT_checkpoint checkpoint[5]; /* levels 1 to 4 at their index */
+} FTIT_allConfiguration;
+
+/* The session's settings and state; both arguments are ignored (as in
+ * FTI: the session FTI_Init opened answers). Before FTI_Init every member
+ * is zero. */
+FTIT_allConfiguration FTI_GetConfig(const char *configFile, MPI_Comm globalComm);
+
 #ifdef __cplusplus
 }
 #endif

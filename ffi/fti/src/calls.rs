@@ -156,6 +156,7 @@ pub extern "C" fn FTI_Checkpoint(id: c_int, level: c_int) -> c_int {
         let level = checked_level(level)?;
         session::with(|s| {
             s.ckpt.checkpoint_at(level)?;
+            s.last_checkpoint = Some((id, c_int::from(level.number())));
             s.keys.checkpointed();
             settle(s, Some(level))?;
             if let (true, Some(place)) = (single, &s.fti.single_file) {

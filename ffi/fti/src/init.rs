@@ -290,6 +290,16 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             }
         }
         let exec_id = execution(&world, &fti)?;
+        let seat = session::Seat {
+            world_rank: world.rank(),
+            world_size: world.size(),
+            node: place.node as c_int,
+            node_rank: place
+                .node_ranks
+                .iter()
+                .position(|r| *r == world.rank())
+                .unwrap_or(0) as c_int,
+        };
         let cfg = frame_config(&fti, &exec_id);
         if fti.head && place.node_ranks[0] == world.rank() {
             start_logging(fti.verbosity, -1);
@@ -356,6 +366,8 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             staging,
             datasets: Default::default(),
             single_recovery: None,
+            seat,
+            last_checkpoint: None,
         });
         if fti_restarts_from_single_file {
             session::with(|s| {

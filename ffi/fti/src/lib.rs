@@ -28,7 +28,8 @@
 //! - `stage`: the stage directory and the requests not yet read;
 //! - `staging`: files moved to the global file system;
 //! - `restart`: FTI's restart keys, read and written back into the
-//!   configuration file.
+//!   configuration file;
+//! - `get_config`: `FTI_GetConfig`, the session's settings and state.
 //!
 //! Built only with the `mpi` feature: `cargo build -p frame-fti --features mpi`.
 #![cfg(feature = "mpi")]
@@ -37,6 +38,7 @@ mod args;
 mod calls;
 mod composite;
 mod datasets;
+mod get_config;
 mod hdf5_layout;
 mod icp;
 mod init;

@@ -13,6 +13,7 @@ use frame_core::Checkpointer;
 use frame_core::Level;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::os::raw::c_int;
 
 /// A protected variable, as the program described it.
 /// A checkpoint being written variable by variable (see [`crate::icp`]).
@@ -79,6 +80,19 @@ impl Keys {
     }
 }
 
+/// Where this rank sits, learnt by `FTI_Init`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Seat {
+    /// This rank in the communicator given to `FTI_Init`.
+    pub world_rank: c_int,
+    /// That communicator's size.
+    pub world_size: c_int,
+    /// This rank's node.
+    pub node: c_int,
+    /// This rank's place among its node's ranks.
+    pub node_rank: c_int,
+}
+
 /// An initialised FTI session.
 pub(crate) struct Session {
     pub comm: &'static MpiComm,
@@ -103,6 +117,10 @@ pub(crate) struct Session {
     pub datasets: crate::subsets::Datasets,
     /// On a restart from a single file (`[restart] failure = 3`), the file.
     pub single_recovery: Option<crate::single_file::Found>,
+    /// Where this rank sits among the ranks and nodes.
+    pub seat: Seat,
+    /// The id and level (1 to 4) of this run's last `FTI_Checkpoint`.
+    pub last_checkpoint: Option<(c_int, c_int)>,
 }
 
 thread_local! {

@@ -6,11 +6,14 @@
 //! `<h5_single_file_dir>/<prefix>-ID<checkpoint id, 8 digits>.frame/`,
 //! holding each global data set whole as `dataset-<id>.bin` (its elements
 //! in row-major order) and `datasets.json` (each data set's id, name,
-//! dimensions and element size), written last. The ranks write their
+//! dimensions and element size), written last, and each data set's block
+//! checksums as `dataset-<id>.crc` ([`blocks`]). The ranks write their
 //! subsets straight from the protected variables into a directory of a
-//! temporary name, sync them, and rank 0 names the directory once every
-//! rank is done; an older single file goes then, unless
-//! `h5_single_file_keep = 1`.
+//! temporary name, sync them, sum a share of the blocks each, and rank 0
+//! names the directory once every rank is done; an older single file goes
+//! then, unless `h5_single_file_keep = 1`.
+
+mod blocks;
 
 use crate::status::Failure;
 use crate::subsets::{check_subset, Datasets, Global, Subset};
@@ -34,6 +37,8 @@ const MAX_TABLE: u64 = 16 << 20;
 struct Table {
     /// The checkpoint id the program gave.
     checkpoint: i64,
+    /// The bytes each checksum covers.
+    block: u64,
     datasets: Vec<Entry>,
 }
 
@@ -44,6 +49,18 @@ struct Entry {
     name: String,
     dims: Vec<u64>,
     width: usize,
+}
+
+impl Entry {
+    /// The global data set it records.
+    fn global(&self) -> Global {
+        Global {
+            name: self.name.clone(),
+            dims: self.dims.clone(),
+            width: self.width,
+            recovered_dims: true,
+        }
+    }
 }
 
 /// A single file found to restart from.
@@ -86,32 +103,25 @@ impl Found {
         width: usize,
     ) -> Result<(), Failure> {
         let entry = self.entry(subset.did)?;
-        let global = Global {
-            name: entry.name.clone(),
-            dims: entry.dims.clone(),
-            width: entry.width,
-            recovered_dims: true,
-        };
+        let global = entry.global();
         check(id, &global, subset, memory.len(), width)
             .map_err(|f| Failure::no_recovery(f.message))?;
         let name = data_file(subset.did);
         let path = self.dir.join(&name);
-        let file = Dir::open(&self.dir)
-            .and_then(|d| d.open_read(&name))
-            .map_err(|e| Failure::no_recovery(e.to_string()))?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if Some(size) != global.bytes() {
-            return Err(Failure::no_recovery(format!(
-                "{} holds {size} bytes, its table says {:?}",
+        let bytes = global.bytes().ok_or_else(|| {
+            Failure::no_recovery(format!(
+                "{}: data set {} is too large",
                 path.display(),
-                global.bytes()
-            )));
-        }
+                entry.name
+            ))
+        })?;
+        let dir = Dir::open(&self.dir).map_err(|e| Failure::no_recovery(e.to_string()))?;
+        let mut file = blocks::Checked::open(&dir, &path, &name, bytes)
+            .map_err(|e| Failure::no_recovery(format!("variable {id}: {e}")))?;
         for (at, from, len) in Runs::new(&global.dims, subset, global.width as u64) {
             let into = &mut memory[from as usize..(from + len) as usize];
-            file.read_exact_at(into, at).map_err(|e| {
-                Failure::no_recovery(format!("variable {id}: {}: {e}", path.display()))
-            })?;
+            file.read_at(into, at)
+                .map_err(|e| Failure::no_recovery(format!("variable {id}: {e}")))?;
         }
         Ok(())
     }
@@ -231,6 +241,7 @@ pub(crate) fn write(
 ) -> Result<(), Failure> {
     let table = Table {
         checkpoint: i64::from(id),
+        block: blocks::BLOCK,
         datasets: datasets
             .global
             .iter()
@@ -271,6 +282,8 @@ pub(crate) fn write(
     agreed(comm, made)?;
     let wrote = write_subsets(&place.dir, &incoming, datasets, vars).err();
     agreed(comm, wrote)?;
+    let summed = sum_blocks(&place.dir, &incoming, &table, comm.rank(), comm.size()).err();
+    agreed(comm, summed)?;
     let named = if comm.rank() == 0 {
         commit(place, &incoming, &name, &table).err()
     } else {
@@ -293,22 +306,45 @@ fn agreed(comm: &dyn Comm, problem: Option<String>) -> Result<(), Failure> {
 }
 
 /// The directory of temporary name `incoming` in `base`, with an empty
-/// file of each data set's length.
+/// file of each data set's length and one of its sums' length.
 fn prepare(base: &Path, incoming: &str, table: &Table) -> Result<(), String> {
     let base = Dir::open_or_create(base).map_err(|e| e.to_string())?;
     clear(&base, incoming)?;
     let dir = base.sub(incoming, true).map_err(|e| e.to_string())?;
     for e in &table.datasets {
         let bytes = e
-            .dims
-            .iter()
-            .try_fold(e.width as u64, |n, d| n.checked_mul(*d))
+            .global()
+            .bytes()
             .ok_or_else(|| format!("global data set {} is too large", e.name))?;
-        let f = dir
-            .create_replacing(&data_file(e.id))
-            .map_err(|x| x.to_string())?;
-        f.set_len(bytes)
-            .map_err(|x| format!("{}: {x}", dir.join(&data_file(e.id)).display()))?;
+        let data = data_file(e.id);
+        for (name, len) in [
+            (blocks::sums_file(&data), blocks::sums_len(bytes)),
+            (data, bytes),
+        ] {
+            let f = dir.create_replacing(&name).map_err(|x| x.to_string())?;
+            f.set_len(len)
+                .map_err(|x| format!("{}: {x}", dir.join(&name).display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Sums this rank's share of every data set's blocks (once every rank's
+/// subsets are synced).
+fn sum_blocks(
+    base: &Path,
+    incoming: &str,
+    table: &Table,
+    rank: usize,
+    ranks: usize,
+) -> Result<(), String> {
+    let dir = Dir::open(&base.join(incoming)).map_err(|e| e.to_string())?;
+    for e in &table.datasets {
+        let bytes = e
+            .global()
+            .bytes()
+            .ok_or_else(|| format!("global data set {} is too large", e.name))?;
+        blocks::sum_share(&dir, &data_file(e.id), bytes, rank, ranks)?;
     }
     Ok(())
 }
@@ -436,7 +472,17 @@ fn read_table(dir: &Path) -> Result<Table, String> {
     let bytes = Dir::open(dir)
         .and_then(|d| d.read_capped(TABLE, MAX_TABLE))
         .map_err(|e| e.to_string())?;
-    serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", dir.join(TABLE).display()))
+    let table: Table = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{}: {e}", dir.join(TABLE).display()))?;
+    if table.block != blocks::BLOCK {
+        return Err(format!(
+            "{}: checksums of blocks of {} bytes; this libfti sums blocks of {}",
+            dir.join(TABLE).display(),
+            table.block,
+            blocks::BLOCK
+        ));
+    }
+    Ok(table)
 }
 
 #[cfg(test)]
