@@ -51,6 +51,30 @@ struct Args {
     /// however long it takes to happen).
     #[arg(long, value_name = "STEP")]
     hold_at: Vec<u64>,
+    /// Run as an MPI job started by `mpirun --with-ft ulfm` that repairs
+    /// itself in place after a process failure, with this many spare
+    /// processes (the last ones) to replace failed ranks.
+    #[cfg(feature = "ulfm")]
+    #[arg(long, value_name = "N")]
+    ulfm_spares: Option<usize>,
+    /// With --ulfm-spares: virtual nodes of this many consecutive
+    /// processes (default: the processes that share memory).
+    #[cfg(feature = "ulfm")]
+    #[arg(long, value_name = "N", requires = "ulfm_spares")]
+    ulfm_ranks_per_node: Option<usize>,
+    /// Right after this step, the ranks named by --die-rank and the ranks
+    /// of the nodes named by --die-node SIGKILL themselves (a real process
+    /// or node failure at a known point): the first value in the first
+    /// epoch, the second in the second, and so on; 0 dies on entering,
+    /// before the checkpoint is loaded (a failure during a recovery).
+    #[arg(long, value_name = "STEP")]
+    die_at: Vec<u64>,
+    /// A rank that dies at --die-at.
+    #[arg(long, value_name = "RANK", requires = "die_at")]
+    die_rank: Vec<usize>,
+    /// A node whose ranks die at --die-at, its level-1 storage removed.
+    #[arg(long, value_name = "NODE", requires = "die_at")]
+    die_node: Vec<u32>,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -104,6 +128,7 @@ fn rank_main(
         2,
         [args.size.nx as u64, args.size.ny as u64, comm.size() as u64],
     );
+    die_if_due(ctx, args, &ckpt, 0);
     if !ckpt.recovering() {
         // Starting over (also after a failure before the first checkpoint).
         grid.write().copy_from_slice(&block.initial());
@@ -155,6 +180,7 @@ fn rank_main(
             std::mem::swap(&mut *u, next);
         }
         step.set(step.get() + 1);
+        die_if_due(ctx, args, &ckpt, step.get());
         if recovered.is_none()
             && args.crash_at == Some(step.get())
             && comm.rank() + 1 == comm.size()
@@ -198,6 +224,31 @@ fn rank_main(
         }
     }
     Ok(())
+}
+
+/// SIGKILLs this rank if `--die-at` names `step` for this epoch and
+/// `--die-rank` or `--die-node` name this rank; a dying node's level-1
+/// storage goes with it.
+fn die_if_due(ctx: &Context<'_>, args: &Args, ckpt: &Checkpointer<'_>, step: u64) {
+    let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
+    let comm = ctx.comm();
+    let node = args.die_node.contains(&comm.node());
+    if args.die_at.get(epoch.wrapping_sub(1)) != Some(&step)
+        || !(node || args.die_rank.contains(&comm.rank()))
+    {
+        return;
+    }
+    eprintln!(
+        "heat2d: rank {} dying at step {step} of epoch {epoch}",
+        comm.rank()
+    );
+    if node {
+        let _ = std::fs::remove_dir_all(ckpt.local_dir());
+    }
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    loop {
+        std::thread::park();
+    }
 }
 
 /// Launches this program as a job under the embedded runtime. With no
@@ -262,6 +313,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    #[cfg(feature = "ulfm")]
+    if let Some(spares) = args.ulfm_spares {
+        return under_ulfm(&args, &cfg, spares);
+    }
     if frame_runtime::role() != Role::Launcher {
         let mut kept = None;
         return frame_runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
@@ -273,4 +328,30 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The job as MPI processes that repair themselves (`--ulfm-spares`).
+#[cfg(feature = "ulfm")]
+fn under_ulfm(args: &Args, cfg: &Config, spares: usize) -> ExitCode {
+    use frame::comm::mpi::Nodes;
+    let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
+        eprintln!("heat2d: MPI was already initialised");
+        return ExitCode::from(2);
+    };
+    let mut cfg = cfg.clone();
+    if let Some(n) = args.ulfm_ranks_per_node {
+        // Virtual nodes: each keeps its level-1 files in a folder of its own.
+        cfg.topology.ranks_per_node = n as u32;
+    }
+    let options = frame_runtime::ulfm::Options {
+        spares,
+        nodes: Nodes::from_config(&cfg),
+        node_dir: cfg.storage.local_dir.clone(),
+    };
+    let mut kept = None;
+    let code = frame_runtime::ulfm::run(&universe.world(), &options, |ctx| {
+        rank_main(ctx, args, &cfg, &mut kept)
+    });
+    drop(universe);
+    code
 }

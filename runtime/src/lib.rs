@@ -45,6 +45,8 @@ mod proto;
 mod rank;
 mod root;
 mod rundir;
+#[cfg(feature = "ulfm")]
+pub mod ulfm;
 
 pub use context::Context;
 pub use daemon::serve_if_daemon;

@@ -91,6 +91,12 @@ pub enum CommError {
         /// Bytes expected.
         expected: usize,
     },
+    /// The communicator can no longer be used: a process of it failed
+    /// during a collective, or a rank revoked it after seeing a failure
+    /// (MPI's User-Level Failure Mitigation). The job repairs it before it
+    /// goes on.
+    #[error("the communicator is broken by a failure: {0}")]
+    Broken(String),
     /// The operation is not defined for the arguments (e.g. bitwise AND on floats).
     #[error("unsupported operation: {0}")]
     Unsupported(String),

@@ -42,9 +42,40 @@ pub fn mpiexec_within(
     env: &[(&str, &str)],
 ) -> MpiJob {
     let mut cmd = Command::new("mpiexec");
-    cmd.arg("-n")
-        .arg(ranks.to_string())
-        .arg(program)
+    cmd.arg("-n").arg(ranks.to_string());
+    launch(cmd, deadline, marker, program, args, env)
+}
+
+/// Runs `mpirun --with-ft ulfm -n PROCS PROGRAM ARGS` (Open MPI 5 with
+/// User-Level Failure Mitigation, the `mpirun` first on the `PATH`), as
+/// [`mpiexec`] runs MPICH's.
+#[allow(dead_code)]
+pub fn mpirun_ulfm(
+    marker: &Path,
+    procs: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--with-ft", "ulfm", "--oversubscribe", "-n"])
+        .arg(procs.to_string());
+    if rustix::process::geteuid().is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    launch(cmd, JOB_DEADLINE, marker, program, args, env)
+}
+
+/// Runs the launcher `cmd` on `program` (see [`mpiexec`]).
+fn launch(
+    mut cmd: Command,
+    deadline: Duration,
+    marker: &Path,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
+    cmd.arg(program)
         .args(args)
         .env("FRAME_TEST_MARKER", marker)
         .envs(env.iter().copied())
@@ -52,7 +83,9 @@ pub fn mpiexec_within(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = cmd.spawn().expect("start mpiexec (is MPI installed?)");
+    let mut child = cmd
+        .spawn()
+        .expect("start the MPI launcher (is MPI installed?)");
     let group = child.id() as i32;
     let output = Output::collect(&mut child);
     let waited = child.wait_timeout(deadline).expect("wait for mpiexec");
@@ -64,7 +97,7 @@ pub fn mpiexec_within(
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             }
             let _ = child.wait();
-            panic!("mpiexec did not finish within {deadline:?}");
+            panic!("the MPI job did not finish within {deadline:?}");
         }
     };
     assert_no_survivors(marker, Duration::from_secs(30));

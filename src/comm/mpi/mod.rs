@@ -16,14 +16,20 @@
 //!
 //! Under plain MPI a dead process ends the whole job, so a failure is
 //! recovered by running the job again: the checkpointer then finds its
-//! failure topology from what each node still holds.
+//! failure topology from what each node still holds. With an MPI that has
+//! User-Level Failure Mitigation (the `ulfm` feature and its module
+//! `ulfm`), MPI returns the failure to the survivors instead: every code
+//! MPI returns is checked and comes back as a [`CommError`] (see
+//! `errors.rs`), and the job repairs itself in place.
 //!
 //! frame's managers run as threads but never call MPI: every MPI call is
 //! made by the thread that uses the communicator, under its lock. With MPI
 //! initialised below `Threading::Serialized` (a C program's `MPI_Init`),
 //! that must be the thread that initialised MPI.
 
-use super::{check_rank, collective, Bytes, Comm, CommError, CommResult, NodeId, Rank, ReduceOp};
+use super::{
+    check_rank, collective, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank, ReduceOp,
+};
 use mpi::collective::SystemOperation;
 use mpi::ffi;
 use mpi::raw::AsRaw;
@@ -31,7 +37,12 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use std::sync::Mutex;
 
+mod errors;
 mod polite;
+#[cfg(feature = "ulfm")]
+pub mod ulfm;
+
+use errors::check;
 
 pub(crate) use polite::receive;
 
@@ -93,6 +104,8 @@ pub struct MpiComm {
     rank: Rank,
     size: usize,
     node: NodeId,
+    /// What failed before this communicator was made (after a repair).
+    failures: Failures,
     inner: Mutex<Inner>,
 }
 
@@ -115,16 +128,31 @@ impl MpiComm {
     /// Wraps `comm` with this rank on `node`, a node id the caller worked
     /// out (for example on a larger communicator). Collective over `comm`.
     pub fn with_node(comm: &impl Communicator, node: NodeId) -> CommResult<Self> {
+        let (user, internal) = (comm.duplicate(), comm.duplicate());
+        // Errors come back as codes, checked by every call (and as
+        // failures to repair from under ULFM), never as an abort.
+        errors::return_errors(user.as_raw());
+        errors::return_errors(internal.as_raw());
         Ok(Self {
             rank: comm.rank() as Rank,
             size: comm.size() as usize,
             node,
+            failures: Failures::default(),
             inner: Mutex::new(Inner {
-                user: comm.duplicate(),
-                internal: comm.duplicate(),
+                user,
+                internal,
                 in_flight: Vec::new(),
             }),
         })
+    }
+
+    /// The same communicator, telling the program and the checkpointer
+    /// what failed before it was made ([`Comm::failures`]): a repair hands
+    /// this to the re-entered program, so that failure-aware recovery
+    /// picks the level from the failure topology.
+    pub fn with_failures(mut self, failures: Failures) -> Self {
+        self.failures = failures;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -193,8 +221,9 @@ impl Inner {
             let mut done = 0;
             // SAFETY: `request` came from MPI_Isend and is still active; a
             // completed request is set to MPI_REQUEST_NULL and dropped here.
-            unsafe { ffi::MPI_Test(&mut s.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-            done == 0
+            // A send that failed (its peer died) is over too.
+            let rc = unsafe { ffi::MPI_Test(&mut s.request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+            rc == ffi::MPI_SUCCESS as i32 && done == 0
         });
     }
 }
@@ -232,6 +261,10 @@ impl Comm for MpiComm {
         self.node
     }
 
+    fn failures(&self) -> Failures {
+        self.failures.clone()
+    }
+
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {
         check_rank(self, dest)?;
         let count = i32::try_from(data.len()).map_err(|_| {
@@ -248,7 +281,7 @@ impl Comm for MpiComm {
         // SAFETY: the buffer is moved into `in_flight` below and stays there
         // (heap memory does not move) until MPI_Test or MPI_Wait reports the
         // send complete.
-        unsafe {
+        let rc = unsafe {
             ffi::MPI_Isend(
                 buffer.as_ptr().cast(),
                 count,
@@ -257,10 +290,10 @@ impl Comm for MpiComm {
                 tag,
                 comm.as_raw(),
                 request.as_mut_ptr(),
-            );
-        }
-        // SAFETY: MPI_Isend wrote the request (errors abort the job under
-        // MPI's default error handler).
+            )
+        };
+        check(rc, "a send", Some(dest))?;
+        // SAFETY: MPI_Isend succeeded, so it wrote the request.
         let request = unsafe { request.assume_init() };
         inner.in_flight.push(InFlight {
             request,
@@ -274,7 +307,9 @@ impl Comm for MpiComm {
         let mut inner = self.lock();
         inner.retire();
         let (comm, tag) = inner.route(tag)?;
-        Ok(Bytes::from(polite::receive(comm.as_raw(), src as i32, tag)))
+        polite::receive(comm.as_raw(), src as i32, tag)
+            .map(Bytes::from)
+            .map_err(|rc| errors::failure(rc, "a receive", Some(src)))
     }
 
     fn barrier(&self) -> CommResult<()> {
@@ -282,8 +317,8 @@ impl Comm for MpiComm {
         inner.retire();
         let comm = inner.internal.as_raw();
         // SAFETY: no buffers.
-        unsafe { polite::complete(|r| _ = ffi::MPI_Ibarrier(comm, r)) };
-        Ok(())
+        let rc = unsafe { polite::complete(|r| ffi::MPI_Ibarrier(comm, r)) };
+        check(rc, "a barrier", None)
     }
 
     fn all_reduce_u64(&self, values: &mut [u64], op: ReduceOp) -> CommResult<()> {
@@ -294,7 +329,7 @@ impl Comm for MpiComm {
         let send = values.to_vec();
         let op = mpi_op(op).as_raw();
         // SAFETY: both buffers hold `count` u64 and outlive the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Iallreduce(
                     send.as_ptr().cast(),
@@ -304,9 +339,10 @@ impl Comm for MpiComm {
                     op,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "an all-reduce", None)?;
         Ok(())
     }
 
@@ -323,18 +359,19 @@ impl Comm for MpiComm {
         let root = root as i32;
         let mut len = data.len() as u64;
         // SAFETY: one u64 that outlives the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
-                ffi::MPI_Ibcast((&raw mut len).cast(), 1, ffi::RSMPI_UINT64_T, root, comm, r);
+                ffi::MPI_Ibcast((&raw mut len).cast(), 1, ffi::RSMPI_UINT64_T, root, comm, r)
             })
         };
+        check(rc, "a broadcast", None)?;
         let count = usize::try_from(len)
             .ok()
             .and_then(|l| count_of(l, "a broadcast").ok())
             .ok_or_else(|| CommError::Unsupported(format!("a broadcast of {len} bytes")))?;
         data.resize(count as usize, 0);
         // SAFETY: `data` holds `count` bytes and outlives the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Ibcast(
                     data.as_mut_ptr().cast(),
@@ -343,9 +380,10 @@ impl Comm for MpiComm {
                     root,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "a broadcast", None)?;
         Ok(())
     }
 
@@ -356,7 +394,7 @@ impl Comm for MpiComm {
         let mine = count_of(data.len(), "an all-gather")?;
         let mut counts = vec![0i32; self.size];
         // SAFETY: one int sent, one per rank received; both outlive the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Iallgather(
                     (&raw const mine).cast(),
@@ -367,13 +405,14 @@ impl Comm for MpiComm {
                     ffi::RSMPI_INT32_T,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "an all-gather", None)?;
         let (mut all, displs) = receive_buffer(&counts, "an all-gather")?;
         // SAFETY: `all` holds the sum of `counts` bytes at `displs`; every
         // buffer outlives the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Iallgatherv(
                     data.as_ptr().cast(),
@@ -385,9 +424,10 @@ impl Comm for MpiComm {
                     ffi::RSMPI_UINT8_T,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "an all-gather", None)?;
         Ok(split(all, &counts, &displs))
     }
 
@@ -401,7 +441,7 @@ impl Comm for MpiComm {
         let mut counts = vec![0i32; if self.rank == root { self.size } else { 0 }];
         // SAFETY: one int sent; the root receives one per rank; both
         // outlive the wait.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Igather(
                     (&raw const mine).cast(),
@@ -413,13 +453,14 @@ impl Comm for MpiComm {
                     at,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "a gather", None)?;
         let (mut all, displs) = receive_buffer(&counts, "a gather")?;
         // SAFETY: as in `all_gather`, on the root; elsewhere the receive
         // arguments are not read.
-        unsafe {
+        let rc = unsafe {
             polite::complete(|r| {
                 ffi::MPI_Igatherv(
                     data.as_ptr().cast(),
@@ -432,9 +473,10 @@ impl Comm for MpiComm {
                     at,
                     comm,
                     r,
-                );
+                )
             })
         };
+        check(rc, "a gather", None)?;
         Ok((self.rank == root).then(|| split(all, &counts, &displs)))
     }
 }

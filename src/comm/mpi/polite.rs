@@ -11,7 +11,7 @@
 
 use mpi::ffi;
 use std::mem::MaybeUninit;
-use std::os::raw::c_void;
+use std::os::raw::{c_int, c_void};
 use std::time::Duration;
 
 /// Tests of a request before the waiter starts sleeping between them.
@@ -30,33 +30,45 @@ fn pause(polls: &mut u32) {
     }
 }
 
-/// Starts an operation with `start` (which fills in its request) and waits
-/// for it to complete.
+/// Starts an operation with `start` (which fills in its request and
+/// returns MPI's code) and waits for it to complete; MPI's code of the
+/// start or of the completion (`MPI_SUCCESS`, or an error when the
+/// communicator returns errors).
 ///
 /// # Safety
 /// `start` must start a non-blocking MPI operation writing the request, and
 /// every buffer it hands MPI must outlive this call.
-pub(super) unsafe fn complete(start: impl FnOnce(*mut ffi::MPI_Request)) {
+pub(super) unsafe fn complete(start: impl FnOnce(*mut ffi::MPI_Request) -> c_int) -> c_int {
     let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
-    start(request.as_mut_ptr());
-    // SAFETY: `start` wrote the request (errors abort the job under MPI's
-    // default error handler).
+    let rc = start(request.as_mut_ptr());
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return rc;
+    }
+    // SAFETY: `start` succeeded, so it wrote the request.
     let mut request = unsafe { request.assume_init() };
     let mut polls = 0;
     loop {
         let mut done = 0;
-        // SAFETY: an active request; MPI_Test frees it once complete.
-        unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
-        if done != 0 {
-            return;
+        // SAFETY: an active request; MPI_Test frees it once complete (or
+        // failed).
+        let rc = unsafe { ffi::MPI_Test(&mut request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
+            return rc;
         }
         pause(&mut polls);
     }
 }
 
 /// Receives the next message from `src` with `tag` on `comm`, whatever its
-/// length.
-pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
+/// length; MPI's error code if the probe or the receive fails.
+pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Result<Vec<u8>, c_int> {
+    let ok = |rc: c_int| {
+        if rc == ffi::MPI_SUCCESS as c_int {
+            Ok(())
+        } else {
+            Err(rc)
+        }
+    };
     let mut polls = 0;
     loop {
         let mut found = 0;
@@ -64,7 +76,7 @@ pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
         let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
         // SAFETY: MPI writes the flag, and the message and status when the
         // flag is set.
-        unsafe {
+        ok(unsafe {
             ffi::MPI_Improbe(
                 src,
                 tag,
@@ -73,7 +85,7 @@ pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
                 message.as_mut_ptr(),
                 status.as_mut_ptr(),
             )
-        };
+        })?;
         if found == 0 {
             pause(&mut polls);
             continue;
@@ -82,11 +94,11 @@ pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
         let (mut message, status) = unsafe { (message.assume_init(), status.assume_init()) };
         let mut count = 0;
         // SAFETY: `status` describes the matched message.
-        unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) };
+        ok(unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count) })?;
         let mut data = vec![0u8; usize::try_from(count).unwrap_or(0)];
         // SAFETY: `data` holds the message's `count` bytes; the matched
         // message is received exactly once.
-        unsafe {
+        ok(unsafe {
             ffi::MPI_Mrecv(
                 data.as_mut_ptr().cast::<c_void>(),
                 count,
@@ -94,7 +106,7 @@ pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Vec<u8> {
                 &mut message,
                 ffi::RSMPI_STATUS_IGNORE,
             )
-        };
-        return data;
+        })?;
+        return Ok(data);
     }
 }

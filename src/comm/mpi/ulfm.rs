@@ -1,0 +1,115 @@
+//! MPI's User-Level Failure Mitigation: the calls with which the survivors
+//! of a failed process repair a communicator (the `ulfm` feature; Open MPI
+//! 5 started with `mpirun --with-ft ulfm`).
+//!
+//! rsmpi's bindings have no `MPIX_*` calls (they live in `mpi-ext.h`);
+//! frame declares the ones it uses here. Every call returns frame's
+//! [`CommError`] on failure, never aborts. How a job repairs itself with
+//! them (revoke, agree, shrink, spares) is the runtime's
+//! (`frame_runtime::ulfm`).
+
+use super::errors::{check, failure};
+use super::MpiComm;
+use crate::comm::CommError;
+use mpi::ffi;
+use mpi::raw::{AsRaw, FromRaw};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
+
+extern "C" {
+    fn MPIX_Comm_revoke(comm: ffi::MPI_Comm) -> c_int;
+    fn MPIX_Comm_shrink(comm: ffi::MPI_Comm, newcomm: *mut ffi::MPI_Comm) -> c_int;
+    fn MPIX_Comm_iagree(
+        comm: ffi::MPI_Comm,
+        flag: *mut c_int,
+        request: *mut ffi::MPI_Request,
+    ) -> c_int;
+    fn MPIX_Comm_ack_failed(comm: ffi::MPI_Comm, num_to_ack: c_int, num_acked: *mut c_int)
+        -> c_int;
+}
+
+/// `comm` duplicated, returning errors rather than aborting: the
+/// communicator a job repairs (the program's world, before any failure).
+pub fn duplicate(comm: &impl Communicator) -> SimpleCommunicator {
+    let dup = comm.duplicate();
+    super::errors::return_errors(dup.as_raw());
+    dup
+}
+
+/// Interrupts every operation pending on `comm` at every rank: they, and
+/// every later one but [`agree`] and [`shrink`], fail with
+/// [`CommError::Broken`]. Revoking twice is harmless.
+pub fn revoke(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) {
+    // SAFETY: a live communicator. A revoked one stays valid to free.
+    unsafe { MPIX_Comm_revoke(comm.as_raw()) };
+}
+
+/// A new communicator of the processes of `comm` that are alive, in their
+/// order in `comm`, returning errors rather than aborting. Collective over
+/// the survivors, and itself tolerant of failures.
+pub fn shrink(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) -> Result<SimpleCommunicator, CommError> {
+    let mut new = MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: MPI writes the new communicator when the call succeeds.
+    let rc = unsafe { MPIX_Comm_shrink(comm.as_raw(), new.as_mut_ptr()) };
+    check(rc, "shrinking the communicator", None)?;
+    // SAFETY: written by a successful shrink; a new communicator this
+    // process owns and frees when it is dropped.
+    let new = unsafe { SimpleCommunicator::from_raw(new.assume_init()) };
+    super::errors::return_errors(new.as_raw());
+    Ok(new)
+}
+
+/// What an agreement found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Agreement {
+    /// The bitwise AND of the flags of the processes that took part.
+    pub flag: u32,
+    /// Whether a process of the communicator failed (the survivors all
+    /// learn it, as the agreement's outcome is the same on every one).
+    pub failed: bool,
+}
+
+/// Agrees with the live processes of `comm` on the bitwise AND of `flag`,
+/// and on whether any process failed. Works on a revoked communicator;
+/// acknowledges the failures it reports, so the next agreement reports
+/// only new ones. Waits without holding a core (a spare waits here for
+/// the whole run).
+pub fn agree(comm: &impl AsRaw<Raw = ffi::MPI_Comm>, flag: u32) -> Result<Agreement, CommError> {
+    let mut value = flag as c_int;
+    let raw = comm.as_raw();
+    // SAFETY: MPI reads and writes one int, which outlives the wait.
+    let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r)) };
+    if rc == ffi::MPI_SUCCESS as c_int {
+        return Ok(Agreement {
+            flag: value as u32,
+            failed: false,
+        });
+    }
+    match failure(rc, "an agreement", None) {
+        // A failure among the participants: the flag still holds the
+        // survivors' agreement; acknowledging lets the next one pass.
+        CommError::Broken(_) => {
+            let mut acked = 0;
+            // SAFETY: a live (perhaps revoked) communicator; MPI writes
+            // one int.
+            unsafe { MPIX_Comm_ack_failed(raw, c_int::MAX, &mut acked) };
+            Ok(Agreement {
+                flag: value as u32,
+                failed: true,
+            })
+        }
+        other => Err(other),
+    }
+}
+
+impl MpiComm {
+    /// Revokes frame's communicators of this `MpiComm` (see [`revoke`]):
+    /// every rank blocked in one of its calls, or calling one later, gets
+    /// [`CommError::Broken`] and can go and repair.
+    pub fn revoke(&self) {
+        let inner = self.lock();
+        revoke(&inner.user);
+        revoke(&inner.internal);
+    }
+}

@@ -1,0 +1,165 @@
+//! frame's global restart inside real MPI jobs through User-Level Failure
+//! Mitigation (`--features ulfm`, with Open MPI 5's `mpirun --with-ft ulfm`
+//! first on the `PATH`: `.ci/run` installs it from PyPI). heat2d runs as 8
+//! working ranks on 4 virtual nodes of 2, plus spare processes on a node
+//! of their own; ranks and whole nodes SIGKILL themselves at a known step
+//! (a node's level-1 storage goes with it), the survivors repair the job
+//! in place, and the final checksum must be the fault-free one, which must
+//! be what frame's own runtime computes.
+#![cfg(feature = "ulfm")]
+
+mod common;
+
+use common::mpirun::{mpirun_ulfm, MpiJob};
+use common::{example_with, final_checksum, frame_run_with, scratch, serial};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const GRID: [&str; 6] = ["--nx", "96", "--ny", "80", "--steps", "400"];
+
+/// heat2d built with the `ulfm` feature (it runs under frame's own runtime
+/// as well).
+fn heat2d() -> PathBuf {
+    example_with("heat2d", &["ulfm"])
+}
+
+/// heat2d under `mpirun --with-ft ulfm` on `procs` processes, `spares` of
+/// them spare, a checkpoint every 20 steps at the levels of
+/// `config/levels.toml`, storage in `dir`, and `extra` arguments.
+fn ulfm_heat(dir: &Path, procs: usize, spares: usize, extra: &[&str]) -> MpiJob {
+    let job = format!("ulfm-{}", dir.file_name().unwrap().to_string_lossy());
+    let spares = spares.to_string();
+    let mut args: Vec<&str> = GRID.to_vec();
+    args.extend([
+        "--every",
+        "20",
+        "--config",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml"),
+        "--job",
+        &job,
+        "--ulfm-spares",
+        &spares,
+        "--ulfm-ranks-per-node",
+        "2",
+    ]);
+    args.extend(extra);
+    let (local, global) = (dir.join("l1"), dir.join("global"));
+    let env = [
+        ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
+        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str().unwrap()),
+    ];
+    mpirun_ulfm(dir, procs, &heat2d(), &args, &env)
+}
+
+/// The fault-free checksum: heat2d on frame's own runtime (4 nodes of 2
+/// ranks), which the fault-free job under ULFM must match.
+fn reference() -> &'static str {
+    static SUM: OnceLock<String> = OnceLock::new();
+    SUM.get_or_init(|| {
+        let dir = scratch();
+        // Outside mpirun, the program finds Open MPI's library by the path
+        // mpirun would give it.
+        let lib = mpi_library_dir();
+        let own = frame_run_with(
+            dir.path(),
+            &["--nodes", "4", "--ranks-per-node", "2"],
+            &heat2d(),
+            &GRID,
+            &[("LD_LIBRARY_PATH", Some(lib.to_str().unwrap()))],
+        );
+        assert!(own.status.success(), "{}", own.out);
+        let dir = scratch();
+        let job = ulfm_heat(dir.path(), 10, 2, &[]);
+        assert!(job.status.success(), "{}", job.out);
+        let sum = final_checksum(&job.out);
+        assert_eq!(sum, final_checksum(&own.out), "{}", job.out);
+        sum
+    })
+}
+
+/// The `lib` directory beside the `bin` directory of the `mpirun` on the
+/// `PATH`.
+fn mpi_library_dir() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mpirun = std::env::split_paths(&path)
+        .map(|d| d.join("mpirun"))
+        .find(|p| p.is_file())
+        .expect("mpirun on the PATH (Open MPI 5 with ULFM: see .ci/run)");
+    let real = std::fs::canonicalize(&mpirun).unwrap_or(mpirun);
+    real.parent()
+        .and_then(Path::parent)
+        .map(|prefix| prefix.join("lib"))
+        .expect("mpirun's installation")
+}
+
+/// The job succeeded, entered the epoch that `entered` describes (rank 0's
+/// line), and computed the fault-free result.
+fn recovered(job: &MpiJob, entered: &str) {
+    assert!(job.status.success(), "{}", job.out);
+    assert!(job.out.contains(entered), "no `{entered}` in:\n{}", job.out);
+    assert_eq!(final_checksum(&job.out), reference(), "{}", job.out);
+}
+
+#[test]
+fn a_killed_rank_is_replaced_by_a_spare_and_recovered_online_bit_exact() {
+    let _serial = serial();
+    let expected = reference();
+    let dir = scratch();
+    let job = ulfm_heat(dir.path(), 10, 2, &["--die-at", "50", "--die-rank", "5"]);
+    recovered(
+        &job,
+        "entered REINITED (epoch 2, failed ranks [5], failed nodes [])",
+    );
+    assert_eq!(final_checksum(&job.out), expected);
+}
+
+/// Both ranks of node 1 die and its level-1 storage is gone: a failed
+/// node, recovered from the partner copies (level 2) by two spares.
+#[test]
+fn a_killed_node_is_recovered_online_from_its_partner_copies() {
+    let _serial = serial();
+    let dir = scratch();
+    let job = ulfm_heat(dir.path(), 10, 2, &["--die-at", "50", "--die-node", "1"]);
+    recovered(
+        &job,
+        "entered REINITED (epoch 2, failed ranks [2, 3], failed nodes [1])",
+    );
+    assert!(job.out.contains("from L2"), "{}", job.out);
+}
+
+/// Rank 5 dies twice (its replacement too): at step 50, then at step 120
+/// of the second epoch, and in another job on entering the second epoch,
+/// before the checkpoint is loaded (a failure during the recovery).
+#[test]
+fn two_failures_in_sequence_and_one_during_the_recovery() {
+    let _serial = serial();
+    for second in ["120", "0"] {
+        let dir = scratch();
+        let job = ulfm_heat(
+            dir.path(),
+            10,
+            2,
+            &["--die-at", "50", "--die-at", second, "--die-rank", "5"],
+        );
+        recovered(
+            &job,
+            "entered REINITED (epoch 3, failed ranks [5], failed nodes [])",
+        );
+    }
+}
+
+/// Two ranks die with one spare left: every survivor says which ranks
+/// failed and that the job cannot go on, and the job ends.
+#[test]
+fn more_failures_than_spares_end_the_job_naming_the_ranks_on_every_survivor() {
+    let _serial = serial();
+    let dir = scratch();
+    let job = ulfm_heat(dir.path(), 9, 1, &["--die-at", "50", "--die-node", "1"]);
+    assert!(!job.status.success(), "{}", job.out);
+    let said = job
+        .out
+        .lines()
+        .filter(|l| l.contains("rank(s) 2, 3 failed and 1 spare process(es) are left"))
+        .count();
+    assert_eq!(said, 7, "each of the 7 survivors says so:\n{}", job.out);
+}
