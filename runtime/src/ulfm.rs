@@ -152,11 +152,25 @@ where
     let mut state = State::New;
     let mut failures = Failures::default();
     let mut died = false;
+    // When this process went through each step of the last repair.
+    let mut repaired: Option<[u128; 4]> = None;
     let code = loop {
         let mut ok = true;
         let mut failed_here = None;
         match split(&comm, job.rank()) {
             Ok(Some(work)) => {
+                if let (Some([left, agreed, shrunk, known]), Some(0)) =
+                    (repaired.take(), job.rank())
+                {
+                    // Where a repair's time goes, for the benchmarks.
+                    let ms = |from: u128, to: u128| to.saturating_sub(from) as f64 / 1e6;
+                    eprintln!(
+                        "frame (ULFM): into epoch {epoch}: left the program at unix ns {left}, then agreement {:.2} ms, shrink {:.2} ms, split {:.2} ms",
+                        ms(left, agreed),
+                        ms(agreed, shrunk) + ms(shrunk, known),
+                        ms(known, unix_ns())
+                    );
+                }
                 let mpi = match MpiComm::with_node(&work, node) {
                     Ok(c) => c.with_failures(failures.clone()),
                     Err(e) => {
@@ -184,6 +198,7 @@ where
             Ok(None) => {}
             Err(_) => ok = false,
         }
+        let left = unix_ns();
         let agreed = match ulfm::agree(&comm, u32::from(ok)) {
             Ok(a) => a,
             Err(e) => {
@@ -210,6 +225,7 @@ where
             break 1;
         }
         // A process died: the survivors repair.
+        let agreed_at = unix_ns();
         ulfm::revoke(&comm);
         let (next, alive) = match survivors(&comm, me) {
             Ok(x) => x,
@@ -218,6 +234,8 @@ where
                 break 1;
             }
         };
+        let known = unix_ns();
+        repaired = Some([left, agreed_at, known, known]);
         let before = job.rank();
         let repair = match job.repair(&alive) {
             Ok(r) => r,
@@ -255,6 +273,13 @@ where
     let _ = std::io::stderr().flush();
     // SAFETY: ends the process at once; nothing of it runs afterwards.
     unsafe { libc_exit(i32::from(code)) }
+}
+
+/// The wall clock, in nanoseconds since 1970.
+fn unix_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// `_exit`: ends the process without running MPI's or Rust's exit code.
