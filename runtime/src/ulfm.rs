@@ -60,6 +60,7 @@ struct Job {
 }
 
 /// What a repair decided.
+#[derive(Debug)]
 struct Repair {
     failed_ranks: Vec<usize>,
     failed_nodes: Vec<u32>,
@@ -196,7 +197,10 @@ where
                 }
             }
             Ok(None) => {}
-            Err(_) => ok = false,
+            Err(e) => {
+                ok = false;
+                failed_here = Some(e.to_string());
+            }
         }
         let left = unix_ns();
         let agreed = match ulfm::agree(&comm, u32::from(ok)) {
@@ -218,9 +222,12 @@ where
             break 0;
         }
         if !agreed.failed {
-            // A working rank failed by itself: the job cannot go on.
+            // A rank failed by itself: the job cannot go on.
             if let Some(e) = failed_here {
-                eprintln!("frame: rank {}: {e}", job.rank().unwrap_or(me));
+                match job.rank() {
+                    Some(r) => eprintln!("frame: rank {r}: {e}"),
+                    None => eprintln!("frame: spare process {me}: {e}"),
+                }
             }
             break 1;
         }
@@ -349,3 +356,6 @@ fn survivors(
         current = ulfm::shrink(&current)?;
     }
 }
+
+#[cfg(test)]
+mod tests;

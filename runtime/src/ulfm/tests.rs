@@ -1,0 +1,73 @@
+use super::*;
+
+/// 8 working ranks on nodes of 2 (processes 0-7 on nodes 0-3) and the
+/// spares 8 and 9 on node 4, seen from process `me`.
+fn job(me: usize) -> Job {
+    Job {
+        me,
+        node_of: (0..10).map(|p| (p / 2) as u32).collect(),
+        holders: (0..8).collect(),
+        spares: vec![8, 9],
+        dead: BTreeSet::new(),
+    }
+}
+
+fn alive_but(dead: &[usize], of: usize) -> BTreeSet<usize> {
+    (0..of).filter(|p| !dead.contains(p)).collect()
+}
+
+#[test]
+fn a_dead_rank_takes_the_lowest_spare_and_keeps_its_place() {
+    let mut j = job(8);
+    assert_eq!(j.rank(), None);
+    let r = j.repair(&alive_but(&[5], 10)).unwrap();
+    assert_eq!(r.failed_ranks, vec![5]);
+    assert!(r.failed_nodes.is_empty(), "node 2 still has process 4");
+    assert_eq!(j.rank(), Some(5));
+    assert_eq!(j.holders, vec![0, 1, 2, 3, 4, 8, 6, 7]);
+    assert_eq!(j.spares, vec![9]);
+}
+
+#[test]
+fn a_node_whose_every_process_died_is_a_failed_node() {
+    let mut j = job(0);
+    let r = j.repair(&alive_but(&[2, 3], 10)).unwrap();
+    assert_eq!(r.failed_ranks, vec![2, 3]);
+    assert_eq!(r.failed_nodes, vec![1]);
+    assert_eq!(&j.holders[2..4], &[8, 9]);
+    assert_eq!(j.rank(), Some(0));
+}
+
+#[test]
+fn a_second_failure_counts_only_what_is_newly_gone() {
+    let mut j = job(0);
+    j.repair(&alive_but(&[5], 10)).unwrap();
+    // The replacement (process 8) dies too: rank 5 again, node 4 not yet
+    // failed (process 9 lives).
+    let r = j.repair(&alive_but(&[5, 8], 10)).unwrap();
+    assert_eq!(r.failed_ranks, vec![5]);
+    assert!(r.failed_nodes.is_empty());
+    assert_eq!(j.holders[5], 9);
+    assert!(j.spares.is_empty());
+}
+
+#[test]
+fn a_dead_spare_is_no_failed_rank_and_is_never_used() {
+    let mut j = job(0);
+    let r = j.repair(&alive_but(&[8], 10)).unwrap();
+    assert!(r.failed_ranks.is_empty());
+    assert_eq!(j.spares, vec![9]);
+    let r = j.repair(&alive_but(&[8, 6], 10)).unwrap();
+    assert_eq!(r.failed_ranks, vec![6]);
+    assert_eq!(j.holders[6], 9);
+}
+
+#[test]
+fn more_failures_than_spares_name_the_ranks_and_the_spares_left() {
+    let mut j = job(0);
+    let e = j.repair(&alive_but(&[1, 2, 3], 10)).unwrap_err();
+    assert!(
+        e.contains("rank(s) 1, 2, 3 failed") && e.contains("2 spare process(es)"),
+        "{e}"
+    );
+}
