@@ -19,7 +19,10 @@
 //!
 //! Open MPI 5.0.x can hang in `MPI_Finalize` once a process of the job has
 //! died; after a recovery, [`run`] therefore ends the process itself (its
-//! output flushed) rather than return to a `MPI_Finalize`.
+//! output flushed) rather than return to a `MPI_Finalize`. A job that
+//! cannot go on after a failure (no spare left) ends with `MPI_Abort` once
+//! every survivor has said why: processes that merely exit with an error
+//! there could leave `mpirun` waiting.
 
 use crate::{Context, State};
 use frame::comm::mpi::{placement, ulfm, MpiComm, Nodes};
@@ -248,17 +251,25 @@ where
             Ok(r) => r,
             Err(e) => {
                 eprintln!("frame: process {me}: {e}");
-                break 1;
+                // No survivor leaves before every one is past the
+                // collectives of the repair (a process gone from them
+                // would leave the slower ones waiting).
+                let _ = ulfm::agree(&next, 0);
+                // Ending with an error after a failure, the processes'
+                // exits can leave Open MPI's mpirun waiting; an abort ends
+                // the job with the code.
+                next.abort(1);
             }
         };
-        comm = next;
         if repair.failed_ranks.is_empty() {
             // Only spares died, and a working rank failed by itself.
             if let Some(e) = failed_here {
                 eprintln!("frame: rank {}: {e}", job.rank().unwrap_or(me));
             }
-            break 1;
+            let _ = ulfm::agree(&next, 0);
+            next.abort(1);
         }
+        comm = next;
         epoch += 1;
         state = match (before, job.rank()) {
             (Some(_), Some(_)) => State::Reinited,
