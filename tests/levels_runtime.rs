@@ -245,8 +245,9 @@ fn the_readme_demo_recovers_a_failure_from_each_level_to_the_fault_free_checksum
     assert!(out.contains("equal: yes"), "{out}");
 }
 
-/// Kills node 1's manager process at each of its file-system calls during
-/// the job, every one of them, with node 1 killed later in the run. Each
+/// Kills node 1's manager process at each of its distinct file-system
+/// calls during the job (every call of every checkpoint with
+/// FRAME_TEST_FULL_SWEEP=1), with node 1 killed later in the run. Each
 /// time the daemon restarts the manager and the job goes on; the node
 /// failure is recovered from the levels, and the result is the fault-free
 /// one: whatever the kill interrupted, every level kept a usable commit.
@@ -287,21 +288,29 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
     assert!(ok, "{out}");
     let who = frame::internals::safefs::crash::manager(1).to_string();
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let points = text
-        .lines()
-        .filter(|l| l.split(' ').next() == Some(who.as_str()))
-        .count();
+    let traced = manager_points(&text, &who);
+    let distinct = distinct_calls(&traced);
     assert!(
-        points > 50,
-        "too few manager points traced ({points}):\n{text}"
+        distinct.len() > 50,
+        "too few distinct manager calls traced ({}):\n{text}",
+        distinct.len()
     );
+    // Every call of every checkpoint's promotion with
+    // FRAME_TEST_FULL_SWEEP=1 (about 700 runs); by default each distinct
+    // call once, at its first place in the run (about 140).
+    let sweep: Vec<u64> = if std::env::var_os("FRAME_TEST_FULL_SWEEP").is_some() {
+        traced.iter().map(|(n, _)| *n).collect()
+    } else {
+        distinct
+    };
+    let points = sweep.len();
     let mut args = shape.to_vec();
     // The ranks wait before step 95 if node 1 is still alive then (the
     // commit of checkpoint 6 or later is learned by then: the managers'
     // queue keeps promotions at most two checkpoints behind).
     args.extend(["--hold-at", "95"]);
     let mut kills = 0;
-    for n in 1..=points {
+    for n in sweep {
         let env = levels(&[
             ("FRAME_TEST_MANAGER_CRASH_AT", format!("{who}:{n}")),
             ("RUST_LOG", "frame=info".into()),
@@ -338,10 +347,55 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
             "manager killed at point {n}:\n{out}"
         );
     }
-    eprintln!("manager kill sweep: {kills} of {points} points were reached before node 1 died");
+    eprintln!(
+        "manager kill sweep: {kills} of {points} points were reached before node 1 died ({} points traced)",
+        traced.len()
+    );
     assert!(
         kills * 3 >= points,
         "only {kills} of {points} runs killed the manager"
     );
     assert!(common::files_under(&dir.path().join("local")).is_empty());
+}
+
+/// The crash points of `who` in a crash trace: each point's number and
+/// its call (the operation and the path it changes).
+fn manager_points(trace: &str, who: &str) -> Vec<(u64, String)> {
+    trace
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.splitn(3, ' ');
+            if fields.next()? != who {
+                return None;
+            }
+            let n = fields.next()?.parse().ok()?;
+            Some((n, fields.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// The first point of each distinct call among `points`: the same
+/// operation on the same path but for its checkpoint id (frame writes ids
+/// as 20 digits) is one call, at whichever checkpoint it comes first (a
+/// prune, say, comes first at the first checkpoint that has an older one).
+fn distinct_calls(points: &[(u64, String)]) -> Vec<u64> {
+    let mut seen = std::collections::HashSet::new();
+    points
+        .iter()
+        .filter(|(_, call)| {
+            let mut shape = String::with_capacity(call.len());
+            let mut digits = String::new();
+            for c in call.chars().chain(std::iter::once(' ')) {
+                if c.is_ascii_digit() {
+                    digits.push(c);
+                    continue;
+                }
+                shape.push_str(if digits.len() >= 10 { "#" } else { &digits });
+                digits.clear();
+                shape.push(c);
+            }
+            seen.insert(shape)
+        })
+        .map(|(n, _)| *n)
+        .collect()
 }

@@ -82,7 +82,10 @@ mod imp {
         };
         if let Some(trace) = &plan.trace {
             let mut f = trace.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(f, "{who} {n} {op} {}", dir.join(name).display());
+            // One write per line: the processes of a job share the file
+            // (appends of a whole line do not interleave).
+            let line = format!("{who} {n} {op} {}\n", dir.join(name).display());
+            let _ = f.write_all(line.as_bytes());
         }
         if plan.kill_at == Some((who, n)) {
             let _ = rustix::process::kill_process(
