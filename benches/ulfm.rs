@@ -11,6 +11,12 @@
 //! from its kill to rank 0 having restored the checkpoint (both
 //! timestamps printed by heat2d, one clock). Every run must end with the
 //! fault-free checksum. Medians.
+//!
+//! First, without failures, what each error scope and the uniform mode
+//! cost an operation on a communicator (examples/error_scopes.rs
+//! `--cost`, 4 processes, `--rounds N` operations per trial, default
+//! 2000), against the operation scope (ULFM's own); `--modes-only` stops
+//! there.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -28,6 +34,10 @@ fn main() {
             .unwrap_or(default)
     };
     let (mib, runs) = (arg("--mib", 16), arg("--runs", 5).max(1));
+    modes_cost(arg("--rounds", 2000).max(1));
+    if std::env::args().any(|a| a == "--modes-only") {
+        return;
+    }
     let heat = build(
         &["--features", "ulfm", "--example", "heat2d"],
         "examples/heat2d",
@@ -134,6 +144,48 @@ fn main() {
         phase(3),
         phase(4)
     );
+}
+
+/// Runs examples/error_scopes.rs `--cost` and prints each mode's time per
+/// operation against the operation scope's.
+fn modes_cost(rounds: usize) {
+    let program = build(
+        &["--features", "ulfm", "--example", "error_scopes"],
+        "examples/error_scopes",
+    );
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--with-ft", "ulfm", "--oversubscribe", "-n", "4"]);
+    if rustix::process::geteuid().is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    let out = cmd
+        .arg(&program)
+        .args(["--cost", &rounds.to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpirun");
+    let costs: Vec<(String, String, f64)> = text(&out)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.strip_prefix("cost: ")?.split(' ');
+            Some((f.next()?.into(), f.next()?.into(), f.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(!costs.is_empty(), "no costs measured:\n{}", text(&out));
+    println!(
+        "fault-free cost of the error modes, 4 processes, {rounds} operations per trial, median of 5 (slowest rank), against the operation scope"
+    );
+    println!(
+        "{:<18} {:<14} {:>10} {:>8}",
+        "operation", "mode", "us/op", "ratio"
+    );
+    for (op, mode, us) in &costs {
+        let base = costs
+            .iter()
+            .find(|(o, m, _)| o == op && m == "operation")
+            .map_or(f64::NAN, |c| c.2);
+        println!("{op:<18} {mode:<14} {us:>10.2} {:>7.2}x", us / base);
+    }
 }
 
 /// A ULFM run's recovery in phases (ms): from the kill to rank 0 leaving

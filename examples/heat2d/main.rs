@@ -62,6 +62,21 @@ struct Args {
     #[cfg(feature = "ulfm")]
     #[arg(long, value_name = "N", requires = "ulfm_spares")]
     ulfm_ranks_per_node: Option<usize>,
+    /// With --ulfm-spares: the error scope of the program's communicator
+    /// (operation, communicator or universe).
+    #[cfg(feature = "ulfm")]
+    #[arg(
+        long,
+        value_name = "SCOPE",
+        default_value = "operation",
+        requires = "ulfm_spares"
+    )]
+    ulfm_error_scope: frame::comm::mpi::ErrorScope,
+    /// With --ulfm-spares: uniform error reporting on the program's
+    /// communicator's collectives.
+    #[cfg(feature = "ulfm")]
+    #[arg(long, requires = "ulfm_spares")]
+    ulfm_uniform_errors: bool,
     /// Right after this step, the ranks named by --die-rank and the ranks
     /// of the nodes named by --die-node SIGKILL themselves (a real process
     /// or node failure at a known point): the first value in the first
@@ -359,6 +374,8 @@ fn under_ulfm(args: &Args, cfg: &Config, spares: usize) -> ExitCode {
         spares,
         nodes: Nodes::from_config(&cfg),
         node_dir: cfg.storage.local_dir.clone(),
+        error_scope: args.ulfm_error_scope,
+        uniform_errors: args.ulfm_uniform_errors,
     };
     let mut kept = None;
     let code = frame_runtime::ulfm::run(&universe.world(), &options, |ctx| {

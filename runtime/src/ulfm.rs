@@ -25,7 +25,7 @@
 //! there could leave `mpirun` waiting.
 
 use crate::{Context, State};
-use frame::comm::mpi::{placement, ulfm, MpiComm, Nodes};
+use frame::comm::mpi::{placement, ulfm, ErrorScope, MpiComm, Nodes};
 use frame::comm::{CommError, Failures};
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
@@ -46,6 +46,14 @@ pub struct Options {
     pub nodes: Nodes,
     /// The node-local storage directory ([`Context::node_dir`]).
     pub node_dir: PathBuf,
+    /// The error scope of the communicator the program gets (see
+    /// [`ErrorScope`]): with a wider scope than the operation, every
+    /// working rank's call fails as soon as it knows of a failure, not
+    /// only the calls that involve the failed process.
+    pub error_scope: ErrorScope,
+    /// Uniform error reporting on the program's communicator: each
+    /// collective fails at every rank or at none.
+    pub uniform_errors: bool,
 }
 
 /// Where every process of the job stands.
@@ -176,7 +184,10 @@ where
                     );
                 }
                 let mpi = match MpiComm::with_node(&work, node) {
-                    Ok(c) => c.with_failures(failures.clone()),
+                    Ok(c) => c
+                        .with_failures(failures.clone())
+                        .with_error_scope(options.error_scope)
+                        .with_uniform_errors(options.uniform_errors),
                     Err(e) => {
                         eprintln!("frame: rank {me}: {e}");
                         return ExitCode::from(2);

@@ -137,7 +137,7 @@ pub fn split(job: &impl Communicator, nodes: Nodes, cfg: &Config) -> Result<Role
     // From here on, every way out lets the manager go.
     let tie = Tie { job, manager };
     let node = place.node;
-    let bytes = receive(tie.job.as_raw(), manager, TAG_ENDPOINT).unwrap_or_default();
+    let bytes = receive(tie.job.as_raw(), manager, TAG_ENDPOINT, || {}).unwrap_or_default();
     if bytes.is_empty() || bytes.len() > MAX_ENDPOINT {
         return Err(format!(
             "the manager of node {node} (rank {manager}) did not start (see its message)"
@@ -208,7 +208,7 @@ fn serve(job: &SimpleCommunicator, node: u32, members: &[i32], cfg: &Config, sec
     // Waiting without spinning: the manager's threads need the core.
     // A member that failed is done too.
     for m in members {
-        let _ = receive(job.as_raw(), *m, TAG_DONE);
+        let _ = receive(job.as_raw(), *m, TAG_DONE, || {});
     }
     drop(started);
 }

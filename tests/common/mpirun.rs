@@ -57,13 +57,25 @@ pub fn mpirun_ulfm(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> MpiJob {
+    mpirun_ulfm_within(JOB_DEADLINE, marker, procs, program, args, env)
+}
+
+/// [`mpirun_ulfm`] with another deadline.
+pub fn mpirun_ulfm_within(
+    deadline: Duration,
+    marker: &Path,
+    procs: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
     let mut cmd = Command::new("mpirun");
     cmd.args(["--with-ft", "ulfm", "--oversubscribe", "-n"])
         .arg(procs.to_string());
     if rustix::process::geteuid().is_root() {
         cmd.arg("--allow-run-as-root");
     }
-    launch(cmd, JOB_DEADLINE, marker, program, args, env)
+    launch(cmd, deadline, marker, program, args, env)
 }
 
 /// Runs the launcher `cmd` on `program` (see [`mpiexec`]).

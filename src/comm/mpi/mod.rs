@@ -34,42 +34,26 @@ use mpi::collective::SystemOperation;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::*;
 use std::sync::Mutex;
 
 mod errors;
+mod nodes;
 mod polite;
+#[cfg(feature = "ulfm")]
+mod scope;
 #[cfg(feature = "ulfm")]
 pub mod ulfm;
 
+#[cfg(feature = "ulfm")]
+pub use scope::ErrorScope;
+
 use errors::check;
 
+pub use nodes::{placement, Nodes, Placement};
 pub(crate) use polite::receive;
 
 /// Tags at or above 2^32 are frame's own (see [`Comm::send_tagged`]).
 const INTERNAL: u64 = 1 << 32;
-
-/// How the ranks of an MPI communicator are grouped into nodes (failure
-/// domains with their own level-1 storage).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Nodes {
-    /// A node is the set of ranks that share memory, numbered 0, 1, ... in
-    /// the order of their lowest rank.
-    Shared,
-    /// Virtual nodes of `n` consecutive ranks (rank / n), for testing node
-    /// failures with every rank on one host.
-    Consecutive(usize),
-}
-
-impl Nodes {
-    /// The grouping asked for by `[topology] ranks_per_node` (0: shared memory).
-    pub fn from_config(cfg: &crate::config::Config) -> Self {
-        match cfg.topology.ranks_per_node {
-            0 => Nodes::Shared,
-            n => Nodes::Consecutive(n as usize),
-        }
-    }
-}
 
 /// A send MPI has not finished with: its buffer stays here until then.
 struct InFlight {
@@ -83,6 +67,12 @@ struct Inner {
     user: SimpleCommunicator,
     internal: SimpleCommunicator,
     in_flight: Vec<InFlight>,
+    /// The error scope of both duplicates.
+    #[cfg(feature = "ulfm")]
+    watch: scope::Watch,
+    /// Whether collectives end in an agreement on their outcome.
+    #[cfg(feature = "ulfm")]
+    uniform: bool,
 }
 
 /// frame's [`Comm`] over an MPI communicator.
@@ -139,6 +129,10 @@ impl MpiComm {
             node,
             failures: Failures::default(),
             inner: Mutex::new(Inner {
+                #[cfg(feature = "ulfm")]
+                watch: scope::Watch::new(ErrorScope::Operation, [user.as_raw(), internal.as_raw()]),
+                #[cfg(feature = "ulfm")]
+                uniform: false,
                 user,
                 internal,
                 in_flight: Vec::new(),
@@ -160,48 +154,6 @@ impl MpiComm {
     }
 }
 
-/// Where a rank stands among the nodes of an MPI communicator.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
-    /// This rank's node.
-    pub node: NodeId,
-    /// The ranks of that node, ascending.
-    pub node_ranks: Vec<i32>,
-}
-
-/// Finds this rank's node and its ranks, grouped as `nodes` says; shared
-/// nodes are numbered 0, 1, ... in the order of their lowest rank.
-/// Collective over `comm`.
-pub fn placement(comm: &impl Communicator, nodes: Nodes) -> CommResult<Placement> {
-    let (rank, size) = (comm.rank(), comm.size());
-    match nodes {
-        Nodes::Consecutive(0) => Err(CommError::Unsupported(
-            "ranks_per_node must be at least 1".into(),
-        )),
-        Nodes::Consecutive(n) => {
-            let n = i32::try_from(n).unwrap_or(i32::MAX);
-            let first = rank / n * n;
-            Ok(Placement {
-                node: (rank / n) as NodeId,
-                node_ranks: (first..(first + n).min(size)).collect(),
-            })
-        }
-        Nodes::Shared => {
-            let local = comm.split_shared(rank);
-            let mut node_ranks = vec![0i32; local.size() as usize];
-            local.all_gather_into(&rank, &mut node_ranks[..]);
-            node_ranks.sort_unstable();
-            let lowest = node_ranks.first().copied().unwrap_or(rank);
-            let mut leaders = vec![0i32; size as usize];
-            comm.all_gather_into(&lowest, &mut leaders[..]);
-            leaders.sort_unstable();
-            leaders.dedup();
-            let node = leaders.iter().position(|l| *l == lowest).unwrap_or(0) as NodeId;
-            Ok(Placement { node, node_ranks })
-        }
-    }
-}
-
 impl Inner {
     /// The communicator and MPI tag for a frame tag.
     fn route(&self, tag: u64) -> CommResult<(&SimpleCommunicator, i32)> {
@@ -213,6 +165,60 @@ impl Inner {
         let tag = i32::try_from(tag)
             .map_err(|_| CommError::Unsupported(format!("tag {tag} is above MPI's tag range")))?;
         Ok((comm, tag))
+    }
+
+    /// What an operation calls while it waits: its error scope's watch.
+    fn watcher(&self) -> impl FnMut() {
+        #[cfg(feature = "ulfm")]
+        {
+            let watch = self.watch;
+            move || {
+                watch.tripped();
+            }
+        }
+        #[cfg(not(feature = "ulfm"))]
+        {
+            || {}
+        }
+    }
+
+    /// Before an operation `what`: fails if a process in the error scope
+    /// failed (and revokes the communicators, for every member).
+    fn ready(&self, what: &str) -> CommResult<()> {
+        #[cfg(feature = "ulfm")]
+        if self.watch.tripped() {
+            return Err(CommError::Broken(format!(
+                "{what}: a process in the communicator's error scope ({}) failed",
+                self.watch.scope()
+            )));
+        }
+        let _ = what;
+        Ok(())
+    }
+
+    /// After an operation: a failure it met is every member's in an error
+    /// scope wider than the operation.
+    fn outcome<T>(&self, result: CommResult<T>) -> CommResult<T> {
+        #[cfg(feature = "ulfm")]
+        if matches!(
+            result,
+            Err(CommError::PeerFailed { .. } | CommError::Broken(_))
+        ) {
+            self.watch.escalate();
+        }
+        result
+    }
+
+    /// After a collective `what`: its outcome, the same at every rank in
+    /// uniform mode.
+    fn settle<T>(&self, what: &str, result: CommResult<T>) -> CommResult<T> {
+        let result = self.outcome(result);
+        #[cfg(feature = "ulfm")]
+        if self.uniform {
+            return scope::uniform(self.internal.as_raw(), what, result);
+        }
+        let _ = what;
+        result
     }
 
     /// Forgets the sends MPI has finished with.
@@ -275,6 +281,7 @@ impl Comm for MpiComm {
         })?;
         let mut inner = self.lock();
         inner.retire();
+        inner.ready("a send")?;
         let buffer: Box<[u8]> = data.into();
         let (comm, tag) = inner.route(tag)?;
         let mut request = std::mem::MaybeUninit::<ffi::MPI_Request>::uninit();
@@ -292,7 +299,7 @@ impl Comm for MpiComm {
                 request.as_mut_ptr(),
             )
         };
-        check(rc, "a send", Some(dest))?;
+        inner.outcome(check(rc, "a send", Some(dest)))?;
         // SAFETY: MPI_Isend succeeded, so it wrote the request.
         let request = unsafe { request.assume_init() };
         inner.in_flight.push(InFlight {
@@ -306,178 +313,226 @@ impl Comm for MpiComm {
         check_rank(self, src)?;
         let mut inner = self.lock();
         inner.retire();
+        inner.ready("a receive")?;
         let (comm, tag) = inner.route(tag)?;
-        polite::receive(comm.as_raw(), src as i32, tag)
+        let received = polite::receive(comm.as_raw(), src as i32, tag, inner.watcher())
             .map(Bytes::from)
-            .map_err(|rc| errors::failure(rc, "a receive", Some(src)))
+            .map_err(|rc| errors::failure(rc, "a receive", Some(src)));
+        inner.outcome(received)
     }
 
     fn barrier(&self) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
+        inner.ready("a barrier")?;
         let comm = inner.internal.as_raw();
         // SAFETY: no buffers.
-        let rc = unsafe { polite::complete(|r| ffi::MPI_Ibarrier(comm, r)) };
-        check(rc, "a barrier", None)
+        let rc = unsafe { polite::complete(|r| ffi::MPI_Ibarrier(comm, r), inner.watcher()) };
+        inner.settle("a barrier", check(rc, "a barrier", None))
     }
 
     fn all_reduce_u64(&self, values: &mut [u64], op: ReduceOp) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
-        let comm = inner.internal.as_raw();
-        let count = count_of(values.len(), "an all-reduce")?;
-        let send = values.to_vec();
-        let op = mpi_op(op).as_raw();
-        // SAFETY: both buffers hold `count` u64 and outlive the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Iallreduce(
-                    send.as_ptr().cast(),
-                    values.as_mut_ptr().cast(),
-                    count,
-                    ffi::RSMPI_UINT64_T,
-                    op,
-                    comm,
-                    r,
+        inner.ready("an all-reduce")?;
+        let result = (|| {
+            let comm = inner.internal.as_raw();
+            let count = count_of(values.len(), "an all-reduce")?;
+            let send = values.to_vec();
+            let op = mpi_op(op).as_raw();
+            // SAFETY: both buffers hold `count` u64 and outlive the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Iallreduce(
+                            send.as_ptr().cast(),
+                            values.as_mut_ptr().cast(),
+                            count,
+                            ffi::RSMPI_UINT64_T,
+                            op,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "an all-reduce", None)?;
-        Ok(())
+            };
+            check(rc, "an all-reduce", None)?;
+            Ok(())
+        })();
+        inner.settle("an all-reduce", result)
     }
 
     fn all_reduce_f64(&self, values: &mut [f64], op: ReduceOp) -> CommResult<()> {
         // frame's own tree keeps the order of a sum fixed.
-        collective::all_reduce_f64(self, values, op)
+        let result = collective::all_reduce_f64(self, values, op);
+        self.lock().settle("an all-reduce", result)
     }
 
     fn broadcast(&self, data: &mut Vec<u8>, root: Rank) -> CommResult<()> {
         check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        let comm = inner.internal.as_raw();
-        let root = root as i32;
-        let mut len = data.len() as u64;
-        // SAFETY: one u64 that outlives the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Ibcast((&raw mut len).cast(), 1, ffi::RSMPI_UINT64_T, root, comm, r)
-            })
-        };
-        check(rc, "a broadcast", None)?;
-        let count = usize::try_from(len)
-            .ok()
-            .and_then(|l| count_of(l, "a broadcast").ok())
-            .ok_or_else(|| CommError::Unsupported(format!("a broadcast of {len} bytes")))?;
-        data.resize(count as usize, 0);
-        // SAFETY: `data` holds `count` bytes and outlives the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Ibcast(
-                    data.as_mut_ptr().cast(),
-                    count,
-                    ffi::RSMPI_UINT8_T,
-                    root,
-                    comm,
-                    r,
+        inner.ready("a broadcast")?;
+        let result = (|| {
+            let comm = inner.internal.as_raw();
+            let root = root as i32;
+            let mut len = data.len() as u64;
+            // SAFETY: one u64 that outlives the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Ibcast(
+                            (&raw mut len).cast(),
+                            1,
+                            ffi::RSMPI_UINT64_T,
+                            root,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "a broadcast", None)?;
-        Ok(())
+            };
+            check(rc, "a broadcast", None)?;
+            let count = usize::try_from(len)
+                .ok()
+                .and_then(|l| count_of(l, "a broadcast").ok())
+                .ok_or_else(|| CommError::Unsupported(format!("a broadcast of {len} bytes")))?;
+            data.resize(count as usize, 0);
+            // SAFETY: `data` holds `count` bytes and outlives the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Ibcast(
+                            data.as_mut_ptr().cast(),
+                            count,
+                            ffi::RSMPI_UINT8_T,
+                            root,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
+                )
+            };
+            check(rc, "a broadcast", None)?;
+            Ok(())
+        })();
+        inner.settle("a broadcast", result)
     }
 
     fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Bytes>> {
         let mut inner = self.lock();
         inner.retire();
-        let comm = inner.internal.as_raw();
-        let mine = count_of(data.len(), "an all-gather")?;
-        let mut counts = vec![0i32; self.size];
-        // SAFETY: one int sent, one per rank received; both outlive the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Iallgather(
-                    (&raw const mine).cast(),
-                    1,
-                    ffi::RSMPI_INT32_T,
-                    counts.as_mut_ptr().cast(),
-                    1,
-                    ffi::RSMPI_INT32_T,
-                    comm,
-                    r,
+        inner.ready("an all-gather")?;
+        let result = (|| {
+            let comm = inner.internal.as_raw();
+            let mine = count_of(data.len(), "an all-gather")?;
+            let mut counts = vec![0i32; self.size];
+            // SAFETY: one int sent, one per rank received; both outlive the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Iallgather(
+                            (&raw const mine).cast(),
+                            1,
+                            ffi::RSMPI_INT32_T,
+                            counts.as_mut_ptr().cast(),
+                            1,
+                            ffi::RSMPI_INT32_T,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "an all-gather", None)?;
-        let (mut all, displs) = receive_buffer(&counts, "an all-gather")?;
-        // SAFETY: `all` holds the sum of `counts` bytes at `displs`; every
-        // buffer outlives the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Iallgatherv(
-                    data.as_ptr().cast(),
-                    mine,
-                    ffi::RSMPI_UINT8_T,
-                    all.as_mut_ptr().cast(),
-                    counts.as_ptr(),
-                    displs.as_ptr(),
-                    ffi::RSMPI_UINT8_T,
-                    comm,
-                    r,
+            };
+            check(rc, "an all-gather", None)?;
+            let (mut all, displs) = receive_buffer(&counts, "an all-gather")?;
+            // SAFETY: `all` holds the sum of `counts` bytes at `displs`; every
+            // buffer outlives the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Iallgatherv(
+                            data.as_ptr().cast(),
+                            mine,
+                            ffi::RSMPI_UINT8_T,
+                            all.as_mut_ptr().cast(),
+                            counts.as_ptr(),
+                            displs.as_ptr(),
+                            ffi::RSMPI_UINT8_T,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "an all-gather", None)?;
-        Ok(split(all, &counts, &displs))
+            };
+            check(rc, "an all-gather", None)?;
+            Ok(split(all, &counts, &displs))
+        })();
+        inner.settle("an all-gather", result)
     }
 
     fn gather(&self, data: &[u8], root: Rank) -> CommResult<Option<Vec<Bytes>>> {
         check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        let comm = inner.internal.as_raw();
-        let at = root as i32;
-        let mine = count_of(data.len(), "a gather")?;
-        let mut counts = vec![0i32; if self.rank == root { self.size } else { 0 }];
-        // SAFETY: one int sent; the root receives one per rank; both
-        // outlive the wait.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Igather(
-                    (&raw const mine).cast(),
-                    1,
-                    ffi::RSMPI_INT32_T,
-                    counts.as_mut_ptr().cast(),
-                    1,
-                    ffi::RSMPI_INT32_T,
-                    at,
-                    comm,
-                    r,
+        inner.ready("a gather")?;
+        let result = (|| {
+            let comm = inner.internal.as_raw();
+            let at = root as i32;
+            let mine = count_of(data.len(), "a gather")?;
+            let mut counts = vec![0i32; if self.rank == root { self.size } else { 0 }];
+            // SAFETY: one int sent; the root receives one per rank; both
+            // outlive the wait.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Igather(
+                            (&raw const mine).cast(),
+                            1,
+                            ffi::RSMPI_INT32_T,
+                            counts.as_mut_ptr().cast(),
+                            1,
+                            ffi::RSMPI_INT32_T,
+                            at,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "a gather", None)?;
-        let (mut all, displs) = receive_buffer(&counts, "a gather")?;
-        // SAFETY: as in `all_gather`, on the root; elsewhere the receive
-        // arguments are not read.
-        let rc = unsafe {
-            polite::complete(|r| {
-                ffi::MPI_Igatherv(
-                    data.as_ptr().cast(),
-                    mine,
-                    ffi::RSMPI_UINT8_T,
-                    all.as_mut_ptr().cast(),
-                    counts.as_ptr(),
-                    displs.as_ptr(),
-                    ffi::RSMPI_UINT8_T,
-                    at,
-                    comm,
-                    r,
+            };
+            check(rc, "a gather", None)?;
+            let (mut all, displs) = receive_buffer(&counts, "a gather")?;
+            // SAFETY: as in `all_gather`, on the root; elsewhere the receive
+            // arguments are not read.
+            let rc = unsafe {
+                polite::complete(
+                    |r| {
+                        ffi::MPI_Igatherv(
+                            data.as_ptr().cast(),
+                            mine,
+                            ffi::RSMPI_UINT8_T,
+                            all.as_mut_ptr().cast(),
+                            counts.as_ptr(),
+                            displs.as_ptr(),
+                            ffi::RSMPI_UINT8_T,
+                            at,
+                            comm,
+                            r,
+                        )
+                    },
+                    inner.watcher(),
                 )
-            })
-        };
-        check(rc, "a gather", None)?;
-        Ok((self.rank == root).then(|| split(all, &counts, &displs)))
+            };
+            check(rc, "a gather", None)?;
+            Ok((self.rank == root).then(|| split(all, &counts, &displs)))
+        })();
+        inner.settle("a gather", result)
     }
 }
 

@@ -30,15 +30,23 @@ fn pause(polls: &mut u32) {
     }
 }
 
+/// Tests of a request between two calls of a waiter's `watch`.
+const WATCH_EVERY: u32 = 16;
+
 /// Starts an operation with `start` (which fills in its request and
 /// returns MPI's code) and waits for it to complete; MPI's code of the
 /// start or of the completion (`MPI_SUCCESS`, or an error when the
-/// communicator returns errors).
+/// communicator returns errors). `watch` is called every few tests while
+/// the operation is pending (an error scope revokes the communicator there
+/// when a failure in its scope is known, which ends the operation).
 ///
 /// # Safety
 /// `start` must start a non-blocking MPI operation writing the request, and
 /// every buffer it hands MPI must outlive this call.
-pub(super) unsafe fn complete(start: impl FnOnce(*mut ffi::MPI_Request) -> c_int) -> c_int {
+pub(super) unsafe fn complete(
+    start: impl FnOnce(*mut ffi::MPI_Request) -> c_int,
+    mut watch: impl FnMut(),
+) -> c_int {
     let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
     let rc = start(request.as_mut_ptr());
     if rc != ffi::MPI_SUCCESS as c_int {
@@ -56,12 +64,21 @@ pub(super) unsafe fn complete(start: impl FnOnce(*mut ffi::MPI_Request) -> c_int
             return rc;
         }
         pause(&mut polls);
+        if polls % WATCH_EVERY == 0 {
+            watch();
+        }
     }
 }
 
 /// Receives the next message from `src` with `tag` on `comm`, whatever its
-/// length; MPI's error code if the probe or the receive fails.
-pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Result<Vec<u8>, c_int> {
+/// length; MPI's error code if the probe or the receive fails. `watch` as
+/// for [`complete`].
+pub(crate) fn receive(
+    comm: ffi::MPI_Comm,
+    src: i32,
+    tag: i32,
+    mut watch: impl FnMut(),
+) -> Result<Vec<u8>, c_int> {
     let ok = |rc: c_int| {
         if rc == ffi::MPI_SUCCESS as c_int {
             Ok(())
@@ -88,6 +105,9 @@ pub(crate) fn receive(comm: ffi::MPI_Comm, src: i32, tag: i32) -> Result<Vec<u8>
         })?;
         if found == 0 {
             pause(&mut polls);
+            if polls % WATCH_EVERY == 0 {
+                watch();
+            }
             continue;
         }
         // SAFETY: set by a successful probe.

@@ -41,8 +41,13 @@ pub fn duplicate(comm: &impl Communicator) -> SimpleCommunicator {
 /// every later one but [`agree`] and [`shrink`], fail with
 /// [`CommError::Broken`]. Revoking twice is harmless.
 pub fn revoke(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) {
+    revoke_raw(comm.as_raw());
+}
+
+/// [`revoke`] on a raw handle.
+pub(super) fn revoke_raw(comm: ffi::MPI_Comm) {
     // SAFETY: a live communicator. A revoked one stays valid to free.
-    unsafe { MPIX_Comm_revoke(comm.as_raw()) };
+    unsafe { MPIX_Comm_revoke(comm) };
 }
 
 /// A new communicator of the processes of `comm` that are alive, in their
@@ -76,10 +81,14 @@ pub struct Agreement {
 /// only new ones. Waits without holding a core (a spare waits here for
 /// the whole run).
 pub fn agree(comm: &impl AsRaw<Raw = ffi::MPI_Comm>, flag: u32) -> Result<Agreement, CommError> {
+    agree_raw(comm.as_raw(), flag)
+}
+
+/// [`agree`] on a raw handle.
+pub(super) fn agree_raw(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, CommError> {
     let mut value = flag as c_int;
-    let raw = comm.as_raw();
     // SAFETY: MPI reads and writes one int, which outlives the wait.
-    let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r)) };
+    let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r), || {}) };
     if rc == ffi::MPI_SUCCESS as c_int {
         return Ok(Agreement {
             flag: value as u32,
