@@ -20,9 +20,11 @@
 //! Open MPI 5.0.x can hang in `MPI_Finalize` once a process of the job has
 //! died; after a recovery, [`run`] therefore ends the process itself (its
 //! output flushed) rather than return to a `MPI_Finalize`. A job that
-//! cannot go on after a failure (no spare left) ends with `MPI_Abort` once
-//! every survivor has said why: processes that merely exit with an error
-//! there could leave `mpirun` waiting.
+//! cannot go on after a failure (no spare left) ends, once every survivor
+//! has said why, with one process exiting with code 1 after the others
+//! are gone: Open MPI 5.0.11's `prterun` ignores `MPI_Abort` under
+//! `--with-ft ulfm` and can deadlock when a process exits with an error
+//! while others still run.
 
 use crate::{Context, State};
 use frame::comm::mpi::{placement, ulfm, ErrorScope, MpiComm, Nodes};
@@ -266,10 +268,7 @@ where
                 // collectives of the repair (a process gone from them
                 // would leave the slower ones waiting).
                 let _ = ulfm::agree(&next, 0);
-                // Ending with an error after a failure, the processes'
-                // exits can leave Open MPI's mpirun waiting; an abort ends
-                // the job with the code.
-                next.abort(1);
+                give_up(&next);
             }
         };
         if repair.failed_ranks.is_empty() {
@@ -278,7 +277,7 @@ where
                 eprintln!("frame: rank {}: {e}", job.rank().unwrap_or(me));
             }
             let _ = ulfm::agree(&next, 0);
-            next.abort(1);
+            give_up(&next);
         }
         comm = next;
         epoch += 1;
@@ -297,11 +296,54 @@ where
     if !died {
         return ExitCode::from(code);
     }
+    if code != 0 {
+        // Several processes ending with an error at once could leave
+        // mpirun deadlocked (see `give_up`).
+        give_up(&comm);
+    }
     // MPI_Finalize may hang once a process died: end here.
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
     // SAFETY: ends the process at once; nothing of it runs afterwards.
     unsafe { libc_exit(i32::from(code)) }
+}
+
+/// Ends a job that cannot go on after a failure (every survivor calls it,
+/// once each has said why), with `mpirun`'s exit code 1. Open MPI
+/// 5.0.11's `prterun` can deadlock (its state machine's lock, the dead
+/// processes never reaped) when a process exits with an error while
+/// others of the job still run, and ignores `MPI_Abort` under
+/// `--with-ft ulfm`: so every survivor but the first exits with 0, and
+/// the first, once MPI reports all of them gone (30 seconds at most),
+/// exits with 1, the job's code.
+fn give_up(survivors: &SimpleCommunicator) -> ! {
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    if survivors.rank() != 0 {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+    let others = survivors.size().max(1) as usize - 1;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while ulfm::failed_count(survivors).is_some_and(|n| n < others)
+        && std::time::Instant::now() < deadline
+    {
+        // MPI learns of deaths while it progresses: a probe drives it.
+        let mut flag = 0;
+        // SAFETY: a live communicator; MPI writes the flag and the status.
+        unsafe {
+            ffi::MPI_Iprobe(
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                survivors.as_raw(),
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: ends the process at once.
+    unsafe { libc_exit(1) }
 }
 
 /// The wall clock, in nanoseconds since 1970.

@@ -144,7 +144,7 @@ impl Watch {
 
 /// How many processes of `comm` MPI reports failed, as far as this
 /// process knows; `None` if MPI cannot say.
-fn failed_in(comm: ffi::MPI_Comm) -> Option<usize> {
+pub(super) fn failed_in(comm: ffi::MPI_Comm) -> Option<usize> {
     let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
     // SAFETY: a live communicator; MPI writes a new group on success.
     let rc = unsafe { MPIX_Comm_get_failed(comm, group.as_mut_ptr()) };

@@ -122,3 +122,9 @@ impl MpiComm {
         revoke(&inner.internal);
     }
 }
+
+/// How many processes of `comm` MPI reports failed (or gone), as far as
+/// this process knows; `None` if MPI cannot say.
+pub fn failed_count(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) -> Option<usize> {
+    super::scope::failed_in(comm.as_raw())
+}
