@@ -34,11 +34,6 @@ use super::MpiComm;
 use crate::comm::CommError;
 use mpi::ffi;
 use mpi::raw::AsRaw;
-use std::os::raw::c_int;
-
-extern "C" {
-    fn MPIX_Comm_get_failed(comm: ffi::MPI_Comm, failed: *mut ffi::MPI_Group) -> c_int;
-}
 
 /// Which failures make an operation on a communicator fail (see the
 /// module documentation).
@@ -114,7 +109,7 @@ impl Watch {
             // SAFETY: a constant rsmpi reads from the MPI library.
             ErrorScope::Universe => unsafe { ffi::RSMPI_COMM_WORLD },
         };
-        failed_in(comm)
+        super::ulfm::failed_in(comm)
     }
 
     /// Whether a process of the scope failed since it was set; revokes the
@@ -140,29 +135,6 @@ impl Watch {
             super::ulfm::revoke_raw(comm);
         }
     }
-}
-
-/// How many processes of `comm` MPI reports failed, as far as this
-/// process knows; `None` if MPI cannot say.
-pub(super) fn failed_in(comm: ffi::MPI_Comm) -> Option<usize> {
-    let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
-    // SAFETY: a live communicator; MPI writes a new group on success.
-    let rc = unsafe { MPIX_Comm_get_failed(comm, group.as_mut_ptr()) };
-    if rc != ffi::MPI_SUCCESS as c_int {
-        return None;
-    }
-    // SAFETY: written by the successful call; freed below.
-    let mut group = unsafe { group.assume_init() };
-    let mut size: c_int = 0;
-    // SAFETY: a group this process owns (or the empty group, which is
-    // MPI's); MPI writes one int, then frees an owned group.
-    unsafe {
-        ffi::MPI_Group_size(group, &mut size);
-        if group != ffi::RSMPI_GROUP_EMPTY {
-            ffi::MPI_Group_free(&mut group);
-        }
-    }
-    usize::try_from(size).ok()
 }
 
 /// The outcome of a collective `what` in uniform mode: an agreement over

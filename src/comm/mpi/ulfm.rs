@@ -27,6 +27,7 @@ extern "C" {
     ) -> c_int;
     fn MPIX_Comm_ack_failed(comm: ffi::MPI_Comm, num_to_ack: c_int, num_acked: *mut c_int)
         -> c_int;
+    fn MPIX_Comm_get_failed(comm: ffi::MPI_Comm, failed: *mut ffi::MPI_Group) -> c_int;
 }
 
 /// `comm` duplicated, returning errors rather than aborting: the
@@ -126,5 +127,28 @@ impl MpiComm {
 /// How many processes of `comm` MPI reports failed (or gone), as far as
 /// this process knows; `None` if MPI cannot say.
 pub fn failed_count(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) -> Option<usize> {
-    super::scope::failed_in(comm.as_raw())
+    failed_in(comm.as_raw())
+}
+
+/// How many processes of `comm` MPI reports failed, as far as this
+/// process knows; `None` if MPI cannot say.
+pub(super) fn failed_in(comm: ffi::MPI_Comm) -> Option<usize> {
+    let mut group = std::mem::MaybeUninit::<ffi::MPI_Group>::uninit();
+    // SAFETY: a live communicator; MPI writes a new group on success.
+    let rc = unsafe { MPIX_Comm_get_failed(comm, group.as_mut_ptr()) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return None;
+    }
+    // SAFETY: written by the successful call; freed below.
+    let mut group = unsafe { group.assume_init() };
+    let mut size: c_int = 0;
+    // SAFETY: a group this process owns (or the empty group, which is
+    // MPI's); MPI writes one int, then frees an owned group.
+    unsafe {
+        ffi::MPI_Group_size(group, &mut size);
+        if group != ffi::RSMPI_GROUP_EMPTY {
+            ffi::MPI_Group_free(&mut group);
+        }
+    }
+    usize::try_from(size).ok()
 }
