@@ -2,12 +2,15 @@
 //! ranks (4 virtual nodes of 2) with MiB of grid per rank: online inside
 //! MPI through ULFM (two spare processes), by relaunching the MPI job
 //! (the baseline: the dead job's teardown, a new `mpirun`, the restore),
-//! and online under frame's own runtime (a spare node).
+//! online under frame's own runtime (a spare node), and online through
+//! ULFM with a spare process on every node (4 nodes of 3 processes: the
+//! replacement is on the dead rank's node and reads its level-1 files).
 //!
 //! `PATH=<Open MPI 5>/bin:$PATH MPICC=<Open MPI 5>/bin/mpicc cargo bench
 //! --features ulfm --bench ulfm [-- --mib N --runs R]` (defaults 16 MiB, 5
 //! runs of each, alternating). Rank 7 SIGKILLs itself after step 10 (two
-//! checkpoints, at steps 4 and 8, promoted to partner copies); the time is
+//! checkpoints, at steps 4 and 8, once the managers finished promoting
+//! them to partner copies); the time is
 //! from its kill to rank 0 having restored the checkpoint (both
 //! timestamps printed by heat2d, one clock). Every run must end with the
 //! fault-free checksum. Medians.
@@ -57,7 +60,14 @@ fn main() {
         "--config".into(),
         concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml").into(),
     ];
-    let die = ["--die-at", "10", "--die-rank", "7"].map(String::from);
+    let die = [
+        "--die-at",
+        "10",
+        "--die-rank",
+        "7",
+        "--die-after-promotions",
+    ]
+    .map(String::from);
     let shm = tempfile::Builder::new()
         .prefix("frame-bench-ulfm-")
         .tempdir_in("/dev/shm")
@@ -76,9 +86,10 @@ fn main() {
         );
         checksum(&out).expect("the fault-free run's checksum")
     };
-    let mut times: [Vec<f64>; 3] = Default::default();
+    let mut times: [Vec<f64>; 4] = Default::default();
     let mut phases: Vec<[f64; 5]> = Vec::new();
-    let mut levels: [String; 3] = Default::default();
+    let mut per_node_phases: Vec<[f64; 5]> = Vec::new();
+    let mut levels: [String; 4] = Default::default();
     for run in 0..runs {
         // Online through ULFM.
         let dir = shm.path().join(format!("ulfm-{run}"));
@@ -110,6 +121,22 @@ fn main() {
         let out = own_runtime(&frame, &heat, &lib, &dir, &[&grid[..], &die[..]].concat());
         times[2].push(recovery_ms(&out, &out, &reference));
         levels[2] = level(&out);
+        // Online through ULFM, a spare on every node (4 nodes of 3).
+        let dir = shm.path().join(format!("ulfm-per-node-{run}"));
+        let layout = [
+            "--ulfm-spares",
+            "1",
+            "--ulfm-spare-layout",
+            "per-node",
+            "--ulfm-ranks-per-node",
+            "3",
+        ]
+        .map(String::from);
+        let args = [&grid[..], &layout[..], &die[..]].concat();
+        let out = mpirun(&heat, &dir, true, RANKS + 4, &args);
+        times[3].push(recovery_ms(&out, &out, &reference));
+        levels[3] = level(&out);
+        per_node_phases.push(split_of(&out));
     }
     let m: Vec<f64> = times.into_iter().map(median).collect();
     println!(
@@ -120,8 +147,9 @@ fn main() {
         "online, ULFM, spare process",
         "relaunch (baseline)",
         "online, frame's runtime, spare node",
+        "online, ULFM, spare on the rank's node",
     ];
-    for i in 0..3 {
+    for i in 0..4 {
         println!(
             "{:<40} {:>11.1}ms {:>8} {:>7.2}x",
             names[i],
@@ -131,19 +159,26 @@ fn main() {
         );
     }
     println!(
-        "relaunch / ULFM: {:.1}x; ULFM / frame's runtime: {:.2}x",
+        "relaunch / ULFM: {:.1}x (spare on the rank's node: {:.1}x); ULFM / frame's runtime: {:.2}x ({:.2}x)",
         m[1] / m[0],
-        m[0] / m[2]
+        m[1] / m[3],
+        m[0] / m[2],
+        m[3] / m[2]
     );
-    let phase = |i: usize| median(phases.iter().map(|p| p[i]).collect());
-    println!(
-        "ULFM, split (ms): detection and unwinding {:.1}, agreement {:.1}, revoke+shrink+survivors {:.1}, split {:.1}, checkpointer and restore {:.1}",
-        phase(0),
-        phase(1),
-        phase(2),
-        phase(3),
-        phase(4)
-    );
+    for (name, phases) in [
+        ("ULFM", &phases),
+        ("ULFM, spare on the rank's node", &per_node_phases),
+    ] {
+        let phase = |i: usize| median(phases.iter().map(|p| p[i]).collect());
+        println!(
+            "{name}, split (ms): detection and unwinding {:.1}, agreement {:.1}, revoke+shrink+survivors {:.1}, split {:.1}, checkpointer and restore {:.1}",
+            phase(0),
+            phase(1),
+            phase(2),
+            phase(3),
+            phase(4)
+        );
+    }
 }
 
 /// Runs examples/error_scopes.rs `--cost` and prints each mode's time per

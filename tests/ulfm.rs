@@ -28,22 +28,27 @@ fn heat2d() -> PathBuf {
 /// them spare, a checkpoint every 20 steps at the levels of
 /// `config/levels.toml`, storage in `dir`, and `extra` arguments.
 fn ulfm_heat(dir: &Path, procs: usize, spares: usize, extra: &[&str]) -> MpiJob {
-    let job = format!("ulfm-{}", dir.file_name().unwrap().to_string_lossy());
     let spares = spares.to_string();
-    let mut args: Vec<&str> = GRID.to_vec();
-    args.extend([
+    let mut args = vec!["--ulfm-spares", &spares, "--ulfm-ranks-per-node", "2"];
+    args.extend(extra);
+    ulfm_heat_on(dir, procs, &args)
+}
+
+/// heat2d under `mpirun --with-ft ulfm` on `procs` processes as
+/// [`ulfm_heat`] does, the spares and nodes as `args` say.
+fn ulfm_heat_on(dir: &Path, procs: usize, args: &[&str]) -> MpiJob {
+    let job = format!("ulfm-{}", dir.file_name().unwrap().to_string_lossy());
+    let mut all: Vec<&str> = GRID.to_vec();
+    all.extend([
         "--every",
         "20",
         "--config",
         concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml"),
         "--job",
         &job,
-        "--ulfm-spares",
-        &spares,
-        "--ulfm-ranks-per-node",
-        "2",
     ]);
-    args.extend(extra);
+    all.extend(args);
+    let args = all;
     let (local, global) = (dir.join("l1"), dir.join("global"));
     let env = [
         ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
@@ -112,6 +117,36 @@ fn a_killed_rank_is_replaced_by_a_spare_and_recovered_online_bit_exact() {
         "entered REINITED (epoch 2, failed ranks [5], failed nodes [])",
     );
     assert_eq!(final_checksum(&job.out), expected);
+}
+
+/// With a spare on every node (4 nodes of 3 processes, the last of each
+/// a spare), rank 5's replacement is node 2's spare, which finds rank 5's
+/// level-1 files there: recovered from L1, not the partner copies.
+#[test]
+fn a_killed_rank_is_replaced_on_its_own_node_and_recovered_from_level_1() {
+    let _serial = serial();
+    let dir = scratch();
+    let job = ulfm_heat_on(
+        dir.path(),
+        12,
+        &[
+            "--ulfm-spares",
+            "1",
+            "--ulfm-spare-layout",
+            "per-node",
+            "--ulfm-ranks-per-node",
+            "3",
+            "--die-at",
+            "50",
+            "--die-rank",
+            "5",
+        ],
+    );
+    recovered(
+        &job,
+        "entered REINITED (epoch 2, failed ranks [5], failed nodes [])",
+    );
+    assert!(job.out.contains("from L1"), "{}", job.out);
 }
 
 /// Both ranks of node 1 die and its level-1 storage is gone: a failed

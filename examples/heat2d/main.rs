@@ -53,7 +53,7 @@ struct Args {
     hold_at: Vec<u64>,
     /// Run as an MPI job started by `mpirun --with-ft ulfm` that repairs
     /// itself in place after a process failure, with this many spare
-    /// processes (the last ones) to replace failed ranks.
+    /// processes to replace failed ranks (see --ulfm-spare-layout).
     #[cfg(feature = "ulfm")]
     #[arg(long, value_name = "N")]
     ulfm_spares: Option<usize>,
@@ -62,6 +62,18 @@ struct Args {
     #[cfg(feature = "ulfm")]
     #[arg(long, value_name = "N", requires = "ulfm_spares")]
     ulfm_ranks_per_node: Option<usize>,
+    /// With --ulfm-spares: where the spares are, the last processes of
+    /// the job (`last`) or the last N processes of every node
+    /// (`per-node`: a dead rank is replaced on its node while it lives).
+    #[cfg(feature = "ulfm")]
+    #[arg(
+        long,
+        value_name = "LAYOUT",
+        default_value = "last",
+        value_parser = ["last", "per-node"],
+        requires = "ulfm_spares"
+    )]
+    ulfm_spare_layout: String,
     /// With --ulfm-spares: the error scope of the program's communicator
     /// (operation, communicator or universe).
     #[cfg(feature = "ulfm")]
@@ -90,6 +102,11 @@ struct Args {
     /// A node whose ranks die at --die-at, its level-1 storage removed.
     #[arg(long, value_name = "NODE", requires = "die_at")]
     die_node: Vec<u32>,
+    /// At --die-at, every rank first waits until the managers finished
+    /// promoting the checkpoints so far: the failure comes once their
+    /// partner copies exist, however slow the machine (benchmarks).
+    #[arg(long, requires = "die_at")]
+    die_after_promotions: bool,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -143,7 +160,7 @@ fn rank_main(
         2,
         [args.size.nx as u64, args.size.ny as u64, comm.size() as u64],
     );
-    die_if_due(ctx, args, &ckpt, 0);
+    die_if_due(ctx, args, &mut ckpt, 0);
     if !ckpt.recovering() {
         // Starting over (also after a failure before the first checkpoint).
         grid.write().copy_from_slice(&block.initial());
@@ -199,7 +216,7 @@ fn rank_main(
             std::mem::swap(&mut *u, next);
         }
         step.set(step.get() + 1);
-        die_if_due(ctx, args, &ckpt, step.get());
+        die_if_due(ctx, args, &mut ckpt, step.get());
         if recovered.is_none()
             && args.crash_at == Some(step.get())
             && comm.rank() + 1 == comm.size()
@@ -255,13 +272,19 @@ fn unix_ns() -> u128 {
 /// SIGKILLs this rank if `--die-at` names `step` for this epoch and
 /// `--die-rank` or `--die-node` name this rank; a dying node's level-1
 /// storage goes with it.
-fn die_if_due(ctx: &Context<'_>, args: &Args, ckpt: &Checkpointer<'_>, step: u64) {
+fn die_if_due(ctx: &Context<'_>, args: &Args, ckpt: &mut Checkpointer<'_>, step: u64) {
     let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
     let comm = ctx.comm();
     let node = args.die_node.contains(&comm.node());
-    if args.die_at.get(epoch.wrapping_sub(1)) != Some(&step)
-        || !(node || args.die_rank.contains(&comm.rank()))
-    {
+    if args.die_at.get(epoch.wrapping_sub(1)) != Some(&step) {
+        return;
+    }
+    if args.die_after_promotions {
+        if let Err(e) = ckpt.wait_for_promotions() {
+            eprintln!("heat2d: rank {}: waiting for promotions: {e}", comm.rank());
+        }
+    }
+    if !(node || args.die_rank.contains(&comm.rank())) {
         return;
     }
     eprintln!(
@@ -370,6 +393,10 @@ fn under_ulfm(args: &Args, cfg: &Config, spares: usize) -> ExitCode {
         // Virtual nodes: each keeps its level-1 files in a folder of its own.
         cfg.topology.ranks_per_node = n as u32;
     }
+    let spares = match args.ulfm_spare_layout.as_str() {
+        "per-node" => frame_runtime::ulfm::Spares::PerNode(spares),
+        _ => frame_runtime::ulfm::Spares::Last(spares),
+    };
     let options = frame_runtime::ulfm::Options {
         spares,
         nodes: Nodes::from_config(&cfg),

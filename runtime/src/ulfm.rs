@@ -5,16 +5,18 @@
 //! [`Context`] (states, epoch, failed ranks and nodes) as frame's own
 //! runtime gives.
 //!
-//! The job is the ranks `mpirun` started: the first `size - spares` work,
-//! the last `spares` wait. Every epoch ends in one agreement of all live
+//! The job is the ranks `mpirun` started: some wait as spares (the last
+//! ones of the job, or the last ones of every node: [`Spares`]), the
+//! others work, in their order. Every epoch ends in one agreement of all live
 //! processes on whether every working rank finished. A rank that sees a
 //! failure (an error from any call of the communicator, the program's or
 //! frame's own) revokes the communicator, so every other working rank's
 //! pending call fails too and it joins the agreement. When the agreement
 //! reports a failure, the survivors shrink the job's communicator, learn
 //! who is gone, give each dead working rank's place to the lowest spare
-//! left (a process, not a node: it starts from the checkpoint's other
-//! levels), and split a communicator of the original size and order for
+//! left on its node, or else the lowest spare left (a replacement on the
+//! rank's node finds its level-1 files there; elsewhere it starts from
+//! the checkpoint's other levels), and split a communicator of the original size and order for
 //! the next epoch. A node whose every process died is a failed node.
 //!
 //! Open MPI 5.0.x can hang in `MPI_Finalize` once a process of the job has
@@ -42,8 +44,8 @@ use std::process::ExitCode;
 /// How a job under ULFM is laid out.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Processes kept aside to replace failed ranks (the last ones).
-    pub spares: usize,
+    /// Processes kept aside to replace failed ranks.
+    pub spares: Spares,
     /// How the processes are grouped into nodes.
     pub nodes: Nodes,
     /// The node-local storage directory ([`Context::node_dir`]).
@@ -56,6 +58,32 @@ pub struct Options {
     /// Uniform error reporting on the program's communicator: each
     /// collective fails at every rank or at none.
     pub uniform_errors: bool,
+}
+
+/// Which processes of the job wait to replace failed ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spares {
+    /// The last `n` processes of the job (a node of spares, say).
+    Last(usize),
+    /// The last `k` processes of every node: a rank that dies while its
+    /// node lives is replaced on that node, where its level-1 files are.
+    PerNode(usize),
+}
+
+impl Spares {
+    /// The spare processes among processes on nodes `node_of`, ascending.
+    fn choose(self, node_of: &[u32]) -> Vec<usize> {
+        let size = node_of.len();
+        match self {
+            Spares::Last(n) => (size.saturating_sub(n)..size).collect(),
+            Spares::PerNode(k) => (0..size)
+                .filter(|p| {
+                    let after = (p + 1..size).filter(|q| node_of[*q] == node_of[*p]).count();
+                    after < k
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where every process of the job stands.
@@ -101,7 +129,13 @@ impl Job {
             ));
         }
         for r in &failed_ranks {
-            self.holders[*r] = self.spares.remove(0);
+            let node = self.node_of[self.holders[*r]];
+            let at = self
+                .spares
+                .iter()
+                .position(|p| self.node_of[*p] == node)
+                .unwrap_or(0);
+            self.holders[*r] = self.spares.remove(at);
         }
         let mut failed_nodes: Vec<u32> = gone
             .iter()
@@ -137,13 +171,6 @@ where
 {
     let size = world.size() as usize;
     let me = world.rank() as usize;
-    if options.spares >= size {
-        eprintln!(
-            "frame: {} spare(s) leave none of the {size} processes to work",
-            options.spares
-        );
-        return ExitCode::from(2);
-    }
     let node = match placement(world, options.nodes) {
         Ok(p) => p.node,
         Err(e) => {
@@ -153,12 +180,20 @@ where
     };
     let mut node_of = vec![0u32; size];
     world.all_gather_into(&node, &mut node_of[..]);
-    let workers = size - options.spares;
+    let spares = options.spares.choose(&node_of);
+    let holders: Vec<usize> = (0..size).filter(|p| !spares.contains(p)).collect();
+    if holders.is_empty() {
+        eprintln!(
+            "frame: spares {:?} leave none of the {size} processes to work",
+            options.spares
+        );
+        return ExitCode::from(2);
+    }
     let mut job = Job {
         me,
         node_of,
-        holders: (0..workers).collect(),
-        spares: (workers..size).collect(),
+        holders,
+        spares,
         dead: BTreeSet::new(),
     };
     let mut comm = ulfm::duplicate(world);

@@ -71,3 +71,56 @@ fn more_failures_than_spares_name_the_ranks_and_the_spares_left() {
         "{e}"
     );
 }
+
+/// 12 processes on 4 nodes of 3, the last of each node a spare: working
+/// ranks 0-7 two per node, as in `job`.
+fn per_node(me: usize) -> Job {
+    let node_of: Vec<u32> = (0..12).map(|p| (p / 3) as u32).collect();
+    let spares = Spares::PerNode(1).choose(&node_of);
+    Job {
+        me,
+        holders: (0..12).filter(|p| !spares.contains(p)).collect(),
+        node_of,
+        spares,
+        dead: BTreeSet::new(),
+    }
+}
+
+#[test]
+fn spares_are_the_last_processes_of_the_job_or_of_every_node() {
+    let node_of: Vec<u32> = (0..12).map(|p| (p / 3) as u32).collect();
+    assert_eq!(Spares::Last(2).choose(&node_of), vec![10, 11]);
+    assert_eq!(Spares::PerNode(1).choose(&node_of), vec![2, 5, 8, 11]);
+    assert_eq!(
+        Spares::PerNode(2).choose(&node_of),
+        vec![1, 2, 4, 5, 7, 8, 10, 11]
+    );
+    let j = per_node(0);
+    assert_eq!(j.holders, vec![0, 1, 3, 4, 6, 7, 9, 10]);
+}
+
+#[test]
+fn a_dead_rank_is_replaced_on_its_own_node_while_it_has_a_spare() {
+    let mut j = per_node(8);
+    // Rank 5 is process 7, on node 2, whose spare is process 8.
+    let r = j.repair(&alive_but(&[7], 12)).unwrap();
+    assert_eq!(r.failed_ranks, vec![5]);
+    assert!(r.failed_nodes.is_empty());
+    assert_eq!(j.rank(), Some(5));
+    assert_eq!(j.spares, vec![2, 5, 11]);
+    // Its replacement dies too: node 2 has no spare left, the lowest goes.
+    let r = j.repair(&alive_but(&[7, 8], 12)).unwrap();
+    assert_eq!(r.failed_ranks, vec![5]);
+    assert_eq!(j.holders[5], 2);
+}
+
+#[test]
+fn the_ranks_of_a_dead_node_go_to_the_lowest_spares_elsewhere() {
+    let mut j = per_node(0);
+    // Node 1 (processes 3, 4 and its spare 5) dies.
+    let r = j.repair(&alive_but(&[3, 4, 5], 12)).unwrap();
+    assert_eq!(r.failed_ranks, vec![2, 3]);
+    assert_eq!(r.failed_nodes, vec![1]);
+    assert_eq!(&j.holders[2..4], &[2, 8]);
+    assert_eq!(j.spares, vec![11]);
+}

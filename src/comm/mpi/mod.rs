@@ -236,10 +236,27 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        for s in &mut self.in_flight {
-            // SAFETY: as in `retire`; waiting keeps the buffer alive until
-            // MPI no longer reads it.
-            unsafe { ffi::MPI_Wait(&mut s.request, ffi::RSMPI_STATUS_IGNORE) };
+        #[cfg(feature = "ulfm")]
+        let comm = self.user.as_raw();
+        for mut s in std::mem::take(&mut self.in_flight) {
+            // Waits until MPI is done with the buffer. Under ULFM, a send
+            // whose receiver left after a failure may never complete (Open
+            // MPI 5.0.11 keeps a large one pending even on a revoked
+            // communicator): once MPI reports a failed process in the
+            // communicator, the request and its buffer are left to MPI
+            // (leaked) instead: the process ends without MPI_Finalize
+            // after a failure.
+            let abandon = || {
+                #[cfg(feature = "ulfm")]
+                return ulfm::failed_in(comm).is_some_and(|n| n > 0);
+                #[cfg(not(feature = "ulfm"))]
+                false
+            };
+            // SAFETY: an active request of MPI_Isend on `s._buffer`.
+            let done = unsafe { polite::settle(&mut s.request, abandon) };
+            if !done {
+                std::mem::forget(s._buffer);
+            }
         }
     }
 }

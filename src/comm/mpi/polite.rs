@@ -70,6 +70,33 @@ pub(super) unsafe fn complete(
     }
 }
 
+/// Waits for an active `request` to complete, or until `abandon` (asked
+/// every few tests) says it never will: then returns `false`, the request
+/// left active (Open MPI ends the process if a freed request fails later)
+/// and MPI perhaps still using its buffers, which the caller must then
+/// never free.
+///
+/// # Safety
+/// `request` must be an active MPI request.
+pub(super) unsafe fn settle(
+    request: &mut ffi::MPI_Request,
+    mut abandon: impl FnMut() -> bool,
+) -> bool {
+    let mut polls = 0;
+    loop {
+        let mut done = 0;
+        // SAFETY: an active request; MPI_Test frees it once complete.
+        let rc = unsafe { ffi::MPI_Test(request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
+        if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
+            return true;
+        }
+        pause(&mut polls);
+        if polls % WATCH_EVERY == 0 && abandon() {
+            return false;
+        }
+    }
+}
+
 /// Receives the next message from `src` with `tag` on `comm`, whatever its
 /// length; MPI's error code if the probe or the receive fails. `watch` as
 /// for [`complete`].
