@@ -18,8 +18,17 @@
 //! prints the first broadcast that failed for it (uniform: the same at
 //! every rank).
 //!
+//! `--leave`: uniform mode on one `MpiComm` over the job, every rank
+//! calling barriers; before barrier 10 rank 5 dies and rank 1, instead of
+//! the barrier, receives from rank 5, fails, revokes the communicator and
+//! leaves it (as frame's runtime does when a program returns an error),
+//! staying alive until the others are done. Each of ranks 0, 2, 3 and 4
+//! must fail at barrier 10: their agreement never gets rank 1's part.
+//!
 //! Each survivor prints one line `rank R: ...` and ends without
-//! `MPI_Finalize` (Open MPI 5.0.x can hang there after a failure).
+//! `MPI_Finalize` (Open MPI 5.0.x can hang there after a failure), once
+//! the other survivors of the `--uniform` and `--leave` experiments are
+//! done too.
 //!
 //! `--cost ROUNDS`, with no failure: what each mode costs an operation
 //! (an all-reduce of one integer, broadcasts of 8 bytes and 64 KiB, a
@@ -46,6 +55,10 @@ struct Args {
     /// Measure each mode's cost without failures, in ROUNDS operations.
     #[arg(long, value_name = "ROUNDS", conflicts_with_all = ["scope", "uniform"])]
     cost: Option<u32>,
+    /// A rank leaves the communicator after an error while the others
+    /// are in a collective of uniform mode.
+    #[arg(long, conflicts_with_all = ["scope", "uniform", "cost"])]
+    leave: bool,
 }
 
 /// The tag of the groups' messages.
@@ -68,10 +81,11 @@ fn main() {
         return;
     }
     let line = match (args.scope, args.uniform.as_deref()) {
+        _ if args.leave => leave(&world),
         (Some(scope), _) => scopes(&world, scope),
         (None, Some(mode)) => uniform(&world, mode == "on"),
         (None, None) => {
-            eprintln!("error_scopes: --scope, --uniform or --cost is needed");
+            eprintln!("error_scopes: --scope, --uniform, --leave or --cost is needed");
             std::process::exit(2);
         }
     };
@@ -150,16 +164,66 @@ fn uniform(world: &mpi::topology::SimpleCommunicator, on: bool) -> String {
     let comm = MpiComm::with_node(world, 0)
         .expect("a communicator")
         .with_uniform_errors(on);
-    for i in 0..BROADCASTS {
-        if i == DIES_BEFORE && world.rank() == 5 {
-            die();
+    let control = ulfm::duplicate(world);
+    let line = (|| {
+        for i in 0..BROADCASTS {
+            if i == DIES_BEFORE && world.rank() == 5 {
+                die();
+            }
+            let mut data = i.to_le_bytes().to_vec();
+            if let Err(e) = comm.broadcast(&mut data, 0) {
+                return format!("first error at broadcast {i}: {e}");
+            }
         }
-        let mut data = i.to_le_bytes().to_vec();
-        if let Err(e) = comm.broadcast(&mut data, 0) {
-            return format!("first error at broadcast {i}: {e}");
+        format!("no error in {BROADCASTS} broadcasts")
+    })();
+    rendezvous(&control, &[0, 1, 2, 3, 4]);
+    line
+}
+
+/// The experiment of a rank that leaves after an error; this rank's line.
+fn leave(world: &mpi::topology::SimpleCommunicator) -> String {
+    let comm = MpiComm::with_node(world, 0)
+        .expect("a communicator")
+        .with_uniform_errors(true);
+    let control = ulfm::duplicate(world);
+    let rank = world.rank();
+    let line = (|| {
+        for i in 0..BROADCASTS {
+            if i == DIES_BEFORE {
+                match rank {
+                    5 => die(),
+                    1 => {
+                        let seen = comm.recv(5, TAG);
+                        comm.revoke();
+                        return format!("left at barrier {i}: {}", outcome(seen.map(|_| 0)));
+                    }
+                    _ => {}
+                }
+            }
+            if let Err(e) = comm.barrier() {
+                return format!("first error at barrier {i}: {e}");
+            }
         }
+        format!("no error in {BROADCASTS} barriers")
+    })();
+    rendezvous(&control, &[0, 1, 2, 3, 4]);
+    line
+}
+
+/// Waits until every rank of `survivors` got here over `control`: a rank
+/// that ended sooner would be one more failure for the others (on a busy
+/// machine the root of the broadcasts finishes long before the ranks
+/// receiving them).
+fn rendezvous(control: &mpi::topology::SimpleCommunicator, survivors: &[i32]) {
+    let rank = control.rank();
+    let others = survivors.iter().filter(|r| **r != rank);
+    for r in others.clone() {
+        control.process_at_rank(*r).send(&1u8);
     }
-    format!("no error in {BROADCASTS} broadcasts")
+    for r in others {
+        let _ = control.process_at_rank(*r).receive::<u8>();
+    }
 }
 
 /// The fault-free cost experiment (see the module documentation).

@@ -35,7 +35,10 @@ fn ulfm_heat(dir: &Path, procs: usize, spares: usize, extra: &[&str]) -> MpiJob 
 }
 
 /// heat2d under `mpirun --with-ft ulfm` on `procs` processes as
-/// [`ulfm_heat`] does, the spares and nodes as `args` say.
+/// [`ulfm_heat`] does, the spares and nodes as `args` say. A kill waits
+/// until every node's manager has done the promotions asked of it (every
+/// rank waits at the step of the kill), so the levels a recovery finds do
+/// not depend on how fast the machine is.
 fn ulfm_heat_on(dir: &Path, procs: usize, args: &[&str]) -> MpiJob {
     let job = format!("ulfm-{}", dir.file_name().unwrap().to_string_lossy());
     let mut all: Vec<&str> = GRID.to_vec();
@@ -48,6 +51,9 @@ fn ulfm_heat_on(dir: &Path, procs: usize, args: &[&str]) -> MpiJob {
         &job,
     ]);
     all.extend(args);
+    if args.contains(&"--die-at") {
+        all.push("--die-after-promotions");
+    }
     let args = all;
     let (local, global) = (dir.join("l1"), dir.join("global"));
     let env = [
@@ -260,4 +266,30 @@ fn uniform_errors_fail_a_collective_at_every_survivor_or_none() {
     let lines = error_scopes(&["--uniform", "off"]);
     assert_eq!(lines.len(), 5, "{lines:#?}");
     eprintln!("without uniform errors: {lines:#?}");
+}
+
+/// Rank 5 dies before barrier 10 and rank 1, instead of that barrier,
+/// fails on a receive from rank 5, revokes the communicator and leaves it:
+/// in uniform mode every other survivor's barrier 10 fails, though its
+/// agreement never gets rank 1's part (it waited forever, and with it a
+/// job whose program left a collective after an error).
+#[test]
+fn a_rank_leaving_after_an_error_fails_the_others_uniform_collective() {
+    let _serial = serial();
+    let lines = error_scopes(&["--leave"]);
+    assert_eq!(
+        lines.keys().copied().collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4],
+        "{lines:#?}"
+    );
+    assert!(
+        lines[&1].starts_with("left at barrier 10: error: "),
+        "{lines:#?}"
+    );
+    for rank in [0, 2, 3, 4] {
+        assert!(
+            lines[&rank].starts_with("first error at barrier 10: "),
+            "rank {rank}: {lines:#?}"
+        );
+    }
 }

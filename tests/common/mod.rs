@@ -224,6 +224,26 @@ impl Output {
             self.err.join().unwrap_or_default(),
         )
     }
+
+    /// [`Output::join`], or what is known to be missing if the streams do
+    /// not end within `limit` (a process outside the killed group holds
+    /// them).
+    #[allow(dead_code)]
+    pub fn join_within(self, limit: std::time::Duration) -> (String, String) {
+        let deadline = std::time::Instant::now() + limit;
+        while !(self.out.is_finished() && self.err.is_finished())
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if !(self.out.is_finished() && self.err.is_finished()) {
+            return (
+                String::new(),
+                format!("(the output did not end within {limit:?})"),
+            );
+        }
+        self.join()
+    }
 }
 
 /// The `frame` command-line tool (package `frame-cli`), built (or found

@@ -109,7 +109,8 @@ fn launch(
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             }
             let _ = child.wait();
-            panic!("the MPI job did not finish within {deadline:?}");
+            let (out, err) = output.join_within(Duration::from_secs(10));
+            panic!("the MPI job did not finish within {deadline:?}:\n{out}{err}");
         }
     };
     assert_no_survivors(marker, Duration::from_secs(30));

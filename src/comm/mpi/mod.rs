@@ -34,6 +34,7 @@ use mpi::collective::SystemOperation;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
+use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 
 mod errors;
@@ -64,8 +65,10 @@ struct InFlight {
 /// The MPI side: two private duplicates of the program's communicator and
 /// the sends in flight.
 struct Inner {
-    user: SimpleCommunicator,
-    internal: SimpleCommunicator,
+    /// Freed on drop, unless an agreement on them may still be pending
+    /// (see `Drop`).
+    user: ManuallyDrop<SimpleCommunicator>,
+    internal: ManuallyDrop<SimpleCommunicator>,
     in_flight: Vec<InFlight>,
     /// The error scope of both duplicates.
     #[cfg(feature = "ulfm")]
@@ -133,8 +136,8 @@ impl MpiComm {
                 watch: scope::Watch::new(ErrorScope::Operation, [user.as_raw(), internal.as_raw()]),
                 #[cfg(feature = "ulfm")]
                 uniform: false,
-                user,
-                internal,
+                user: ManuallyDrop::new(user),
+                internal: ManuallyDrop::new(internal),
                 in_flight: Vec::new(),
             }),
         })
@@ -254,9 +257,22 @@ impl Drop for Inner {
             };
             // SAFETY: an active request of MPI_Isend on `s._buffer`.
             let done = unsafe { polite::settle(&mut s.request, abandon) };
-            if !done {
+            if done.is_none() {
                 std::mem::forget(s._buffer);
             }
+        }
+        // A revoked communicator may have an agreement of uniform mode
+        // still pending (given up: see `scope::uniform`); Open MPI 5.0.11
+        // crashes when a message of it arrives for a freed communicator.
+        // Such a communicator is left to MPI: one pair per failure.
+        #[cfg(feature = "ulfm")]
+        if ulfm::is_revoked(self.internal.as_raw()) || ulfm::is_revoked(self.user.as_raw()) {
+            return;
+        }
+        // SAFETY: dropped once, here, and never used again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.user);
+            ManuallyDrop::drop(&mut self.internal);
         }
     }
 }
@@ -341,18 +357,22 @@ impl Comm for MpiComm {
     fn barrier(&self) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
-        inner.ready("a barrier")?;
-        let comm = inner.internal.as_raw();
-        // SAFETY: no buffers.
-        let rc = unsafe { polite::complete(|r| ffi::MPI_Ibarrier(comm, r), inner.watcher()) };
-        inner.settle("a barrier", check(rc, "a barrier", None))
+        // A rank that fails before the call still takes part in the
+        // agreement of uniform mode (as in every collective below).
+        let result = inner.ready("a barrier").and_then(|()| {
+            let comm = inner.internal.as_raw();
+            // SAFETY: no buffers.
+            let rc = unsafe { polite::complete(|r| ffi::MPI_Ibarrier(comm, r), inner.watcher()) };
+            check(rc, "a barrier", None)
+        });
+        inner.settle("a barrier", result)
     }
 
     fn all_reduce_u64(&self, values: &mut [u64], op: ReduceOp) -> CommResult<()> {
         let mut inner = self.lock();
         inner.retire();
-        inner.ready("an all-reduce")?;
         let result = (|| {
+            inner.ready("an all-reduce")?;
             let comm = inner.internal.as_raw();
             let count = count_of(values.len(), "an all-reduce")?;
             let send = values.to_vec();
@@ -387,11 +407,11 @@ impl Comm for MpiComm {
     }
 
     fn broadcast(&self, data: &mut Vec<u8>, root: Rank) -> CommResult<()> {
-        check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        inner.ready("a broadcast")?;
         let result = (|| {
+            check_rank(self, root)?;
+            inner.ready("a broadcast")?;
             let comm = inner.internal.as_raw();
             let root = root as i32;
             let mut len = data.len() as u64;
@@ -442,8 +462,8 @@ impl Comm for MpiComm {
     fn all_gather(&self, data: &[u8]) -> CommResult<Vec<Bytes>> {
         let mut inner = self.lock();
         inner.retire();
-        inner.ready("an all-gather")?;
         let result = (|| {
+            inner.ready("an all-gather")?;
             let comm = inner.internal.as_raw();
             let mine = count_of(data.len(), "an all-gather")?;
             let mut counts = vec![0i32; self.size];
@@ -494,11 +514,11 @@ impl Comm for MpiComm {
     }
 
     fn gather(&self, data: &[u8], root: Rank) -> CommResult<Option<Vec<Bytes>>> {
-        check_rank(self, root)?;
         let mut inner = self.lock();
         inner.retire();
-        inner.ready("a gather")?;
         let result = (|| {
+            check_rank(self, root)?;
+            inner.ready("a gather")?;
             let comm = inner.internal.as_raw();
             let at = root as i32;
             let mine = count_of(data.len(), "a gather")?;

@@ -71,28 +71,28 @@ pub(super) unsafe fn complete(
 }
 
 /// Waits for an active `request` to complete, or until `abandon` (asked
-/// every few tests) says it never will: then returns `false`, the request
-/// left active (Open MPI ends the process if a freed request fails later)
-/// and MPI perhaps still using its buffers, which the caller must then
-/// never free.
+/// every few tests) says it never will: MPI's code of the completion, or
+/// `None` with the request left active (Open MPI ends the process if a
+/// freed request fails later) and MPI perhaps still using its buffers,
+/// which the caller must then never free.
 ///
 /// # Safety
 /// `request` must be an active MPI request.
 pub(super) unsafe fn settle(
     request: &mut ffi::MPI_Request,
     mut abandon: impl FnMut() -> bool,
-) -> bool {
+) -> Option<c_int> {
     let mut polls = 0;
     loop {
         let mut done = 0;
         // SAFETY: an active request; MPI_Test frees it once complete.
         let rc = unsafe { ffi::MPI_Test(request, &mut done, ffi::RSMPI_STATUS_IGNORE) };
         if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
-            return true;
+            return Some(rc);
         }
         pause(&mut polls);
         if polls % WATCH_EVERY == 0 && abandon() {
-            return false;
+            return None;
         }
     }
 }

@@ -24,7 +24,11 @@
 //! ends every collective (barrier, reductions, broadcast, gathers) with an
 //! agreement on whether it succeeded at every rank and no process of the
 //! communicator failed: every survivor returns the same outcome for the
-//! same call, at the price of one agreement per collective.
+//! same call, at the price of one agreement per collective. A rank whose
+//! scope failed the call before it started joins the agreement too. A
+//! revoked communicator (a member left the program after an error, which
+//! revokes it) ends the agreement waited for with an error: that member
+//! never joins it.
 //!
 //! The counts compared are of processes MPI reports failed when the scope
 //! was set, so a failure before then (repaired already) is not reported
@@ -140,12 +144,14 @@ impl Watch {
 /// The outcome of a collective `what` in uniform mode: an agreement over
 /// `comm` on whether it succeeded at every rank with no process failed;
 /// this rank's own error if it had one, else an error naming the mode.
+/// Once the communicator is revoked the agreement is given up (a member
+/// that left after an error would never join it): the collective fails.
 pub(super) fn uniform<T>(
     comm: ffi::MPI_Comm,
     what: &str,
     result: Result<T, CommError>,
 ) -> Result<T, CommError> {
-    match super::ulfm::agree_raw(comm, u32::from(result.is_ok())) {
+    match super::ulfm::agree_unless_revoked(comm, u32::from(result.is_ok())) {
         Ok(agreed) if agreed.flag == 1 && !agreed.failed => result,
         Ok(_) => Err(result.err().unwrap_or_else(|| {
             CommError::Broken(format!(

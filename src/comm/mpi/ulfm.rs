@@ -28,6 +28,7 @@ extern "C" {
     fn MPIX_Comm_ack_failed(comm: ffi::MPI_Comm, num_to_ack: c_int, num_acked: *mut c_int)
         -> c_int;
     fn MPIX_Comm_get_failed(comm: ffi::MPI_Comm, failed: *mut ffi::MPI_Group) -> c_int;
+    fn MPIX_Comm_is_revoked(comm: ffi::MPI_Comm, flag: *mut c_int) -> c_int;
 }
 
 /// `comm` duplicated, returning errors rather than aborting: the
@@ -90,6 +91,50 @@ pub(super) fn agree_raw(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, Comm
     let mut value = flag as c_int;
     // SAFETY: MPI reads and writes one int, which outlives the wait.
     let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r), || {}) };
+    agreed(raw, rc, value)
+}
+
+/// [`agree_raw`], given up once `raw` is revoked before the agreement
+/// ends: a member that left after an error (it revoked the communicator)
+/// never joins it, and the others would wait for it forever. Then
+/// [`CommError::Broken`], the agreement left to MPI (its request and the
+/// int it writes are never freed).
+pub(super) fn agree_unless_revoked(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, CommError> {
+    let value: &'static mut c_int = Box::leak(Box::new(flag as c_int));
+    let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+    // SAFETY: MPI reads and writes one int, leaked so that it outlives an
+    // abandoned agreement; MPI writes the request on success.
+    let rc = unsafe { MPIX_Comm_iagree(raw, &mut *value, request.as_mut_ptr()) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        // SAFETY: MPI is not using the int: the agreement did not start.
+        drop(unsafe { Box::from_raw(value) });
+        return Err(failure(rc, "an agreement", None));
+    }
+    // SAFETY: written by the successful start.
+    let mut request = unsafe { request.assume_init() };
+    // SAFETY: an active request.
+    let Some(rc) = (unsafe { super::polite::settle(&mut request, || is_revoked(raw)) }) else {
+        return Err(CommError::Broken(
+            "an agreement: the communicator was revoked (a member left after an error)".into(),
+        ));
+    };
+    let flag = *value;
+    // SAFETY: the agreement is over: MPI no longer uses the int.
+    drop(unsafe { Box::from_raw(value) });
+    agreed(raw, rc, flag)
+}
+
+/// Whether `raw` is revoked (`false` if MPI cannot say).
+pub(super) fn is_revoked(raw: ffi::MPI_Comm) -> bool {
+    let mut flag = 0;
+    // SAFETY: a live communicator; MPI writes one int.
+    let rc = unsafe { MPIX_Comm_is_revoked(raw, &mut flag) };
+    rc == ffi::MPI_SUCCESS as c_int && flag != 0
+}
+
+/// The outcome of an agreement on `raw` that ended with MPI's code `rc`
+/// and the value `value`.
+fn agreed(raw: ffi::MPI_Comm, rc: c_int, value: c_int) -> Result<Agreement, CommError> {
     if rc == ffi::MPI_SUCCESS as c_int {
         return Ok(Agreement {
             flag: value as u32,
@@ -119,8 +164,8 @@ impl MpiComm {
     /// [`CommError::Broken`] and can go and repair.
     pub fn revoke(&self) {
         let inner = self.lock();
-        revoke(&inner.user);
-        revoke(&inner.internal);
+        revoke_raw(inner.user.as_raw());
+        revoke_raw(inner.internal.as_raw());
     }
 }
 
