@@ -40,26 +40,35 @@ fn ulfm_heat(dir: &Path, procs: usize, spares: usize, extra: &[&str]) -> MpiJob 
 /// rank waits at the step of the kill), so the levels a recovery finds do
 /// not depend on how fast the machine is.
 fn ulfm_heat_on(dir: &Path, procs: usize, args: &[&str]) -> MpiJob {
+    ulfm_heat_configured(dir, procs, LEVELS, args, &[])
+}
+
+/// The configuration with all four levels.
+const LEVELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml");
+
+/// [`ulfm_heat_on`] with the configuration file `config` and the
+/// configuration variables `vars`.
+fn ulfm_heat_configured(
+    dir: &Path,
+    procs: usize,
+    config: &str,
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> MpiJob {
     let job = format!("ulfm-{}", dir.file_name().unwrap().to_string_lossy());
     let mut all: Vec<&str> = GRID.to_vec();
-    all.extend([
-        "--every",
-        "20",
-        "--config",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml"),
-        "--job",
-        &job,
-    ]);
+    all.extend(["--every", "20", "--config", config, "--job", &job]);
     all.extend(args);
     if args.contains(&"--die-at") {
         all.push("--die-after-promotions");
     }
     let args = all;
     let (local, global) = (dir.join("l1"), dir.join("global"));
-    let env = [
+    let mut env = vec![
         ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
         ("FRAME_STORAGE_GLOBAL_DIR", global.to_str().unwrap()),
     ];
+    env.extend(vars);
     mpirun_ulfm(dir, procs, &heat2d(), &args, &env)
 }
 
@@ -127,26 +136,55 @@ fn a_killed_rank_is_replaced_by_a_spare_and_recovered_online_bit_exact() {
 
 /// With a spare on every node (4 nodes of 3 processes, the last of each
 /// a spare), rank 5's replacement is node 2's spare, which finds rank 5's
-/// level-1 files there: recovered from L1, not the partner copies.
+/// level-1 files there: recovered from L1, not the partner copies. The
+/// layout comes from the configuration (`[ulfm]`, `[topology]`, here
+/// through their variables), not from heat2d's options.
 #[test]
 fn a_killed_rank_is_replaced_on_its_own_node_and_recovered_from_level_1() {
     let _serial = serial();
     let dir = scratch();
-    let job = ulfm_heat_on(
+    let job = ulfm_heat_configured(
         dir.path(),
         12,
+        LEVELS,
+        &["--ulfm", "--die-at", "50", "--die-rank", "5"],
+        &[
+            ("FRAME_ULFM_SPARES", "1"),
+            ("FRAME_ULFM_SPARE_LAYOUT", "per-node"),
+            ("FRAME_TOPOLOGY_RANKS_PER_NODE", "3"),
+        ],
+    );
+    recovered(
+        &job,
+        "entered REINITED (epoch 2, failed ranks [5], failed nodes [])",
+    );
+    assert!(job.out.contains("from L1"), "{}", job.out);
+}
+
+/// With level 1 only, rank 5 dies and its replacement, a spare on
+/// another node, holds nothing: node 2, which lives on, sends it rank 5's
+/// level-1 files, and the job recovers from level 1 (before, a failure
+/// the job could not survive).
+#[test]
+fn a_killed_rank_replaced_on_another_node_gets_its_level_1_files_from_its_node() {
+    let _serial = serial();
+    let dir = scratch();
+    let l1_only = concat!(env!("CARGO_MANIFEST_DIR"), "/config/default.toml");
+    let job = ulfm_heat_configured(
+        dir.path(),
+        10,
+        l1_only,
         &[
             "--ulfm-spares",
-            "1",
-            "--ulfm-spare-layout",
-            "per-node",
+            "2",
             "--ulfm-ranks-per-node",
-            "3",
+            "2",
             "--die-at",
             "50",
             "--die-rank",
             "5",
         ],
+        &[],
     );
     recovered(
         &job,

@@ -29,6 +29,10 @@ use grid::{checksum, Block, Size};
 
 /// 2D heat diffusion with frame checkpoints.
 #[derive(Parser, Clone, Debug)]
+#[cfg_attr(
+    feature = "ulfm",
+    command(group(clap::ArgGroup::new("ulfm_mode").args(["ulfm", "ulfm_spares"]).multiple(true)))
+)]
 struct Args {
     #[command(flatten)]
     size: Size,
@@ -52,42 +56,37 @@ struct Args {
     #[arg(long, value_name = "STEP")]
     hold_at: Vec<u64>,
     /// Run as an MPI job started by `mpirun --with-ft ulfm` that repairs
-    /// itself in place after a process failure, with this many spare
-    /// processes to replace failed ranks (see --ulfm-spare-layout).
+    /// itself in place after a process failure, laid out as the
+    /// configuration's `[ulfm]` section says (the --ulfm-* options
+    /// override its keys).
+    #[cfg(feature = "ulfm")]
+    #[arg(long)]
+    ulfm: bool,
+    /// Under ULFM (implies --ulfm): this many spare processes to replace
+    /// failed ranks (key ulfm.spares).
     #[cfg(feature = "ulfm")]
     #[arg(long, value_name = "N")]
-    ulfm_spares: Option<usize>,
-    /// With --ulfm-spares: virtual nodes of this many consecutive
-    /// processes (default: the processes that share memory).
+    ulfm_spares: Option<u32>,
+    /// Under ULFM: virtual nodes of this many consecutive processes (key
+    /// topology.ranks_per_node; default: the processes that share memory).
     #[cfg(feature = "ulfm")]
-    #[arg(long, value_name = "N", requires = "ulfm_spares")]
-    ulfm_ranks_per_node: Option<usize>,
-    /// With --ulfm-spares: where the spares are, the last processes of
-    /// the job (`last`) or the last N processes of every node
-    /// (`per-node`: a dead rank is replaced on its node while it lives).
+    #[arg(long, value_name = "N", requires = "ulfm_mode")]
+    ulfm_ranks_per_node: Option<u32>,
+    /// Under ULFM: where the spares are, the last processes of the job
+    /// (`last`) or the last N processes of every node (`per-node`: a dead
+    /// rank is replaced on its node while it lives); key ulfm.spare_layout.
     #[cfg(feature = "ulfm")]
-    #[arg(
-        long,
-        value_name = "LAYOUT",
-        default_value = "last",
-        value_parser = ["last", "per-node"],
-        requires = "ulfm_spares"
-    )]
-    ulfm_spare_layout: String,
-    /// With --ulfm-spares: the error scope of the program's communicator
-    /// (operation, communicator or universe).
+    #[arg(long, value_name = "LAYOUT", requires = "ulfm_mode")]
+    ulfm_spare_layout: Option<frame::config::SpareLayout>,
+    /// Under ULFM: the error scope of the program's communicator
+    /// (operation, communicator or universe); key ulfm.error_scope.
     #[cfg(feature = "ulfm")]
-    #[arg(
-        long,
-        value_name = "SCOPE",
-        default_value = "operation",
-        requires = "ulfm_spares"
-    )]
-    ulfm_error_scope: frame::comm::mpi::ErrorScope,
-    /// With --ulfm-spares: uniform error reporting on the program's
-    /// communicator's collectives.
+    #[arg(long, value_name = "SCOPE", requires = "ulfm_mode")]
+    ulfm_error_scope: Option<frame::config::ErrorScope>,
+    /// Under ULFM: uniform error reporting on the program's
+    /// communicator's collectives (key ulfm.uniform_errors).
     #[cfg(feature = "ulfm")]
-    #[arg(long, requires = "ulfm_spares")]
+    #[arg(long, requires = "ulfm_mode")]
     ulfm_uniform_errors: bool,
     /// Right after this step, the ranks named by --die-rank and the ranks
     /// of the nodes named by --die-node SIGKILL themselves (a real process
@@ -364,8 +363,8 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     #[cfg(feature = "ulfm")]
-    if let Some(spares) = args.ulfm_spares {
-        return under_ulfm(&args, &cfg, spares);
+    if args.ulfm || args.ulfm_spares.is_some() {
+        return under_ulfm(&args, &cfg);
     }
     if frame_runtime::role() != Role::Launcher {
         let mut kept = None;
@@ -380,10 +379,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The job as MPI processes that repair themselves (`--ulfm-spares`).
+/// The job as MPI processes that repair themselves (`--ulfm`).
 #[cfg(feature = "ulfm")]
-fn under_ulfm(args: &Args, cfg: &Config, spares: usize) -> ExitCode {
-    use frame::comm::mpi::Nodes;
+fn under_ulfm(args: &Args, cfg: &Config) -> ExitCode {
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
         eprintln!("heat2d: MPI was already initialised");
         return ExitCode::from(2);
@@ -391,19 +389,26 @@ fn under_ulfm(args: &Args, cfg: &Config, spares: usize) -> ExitCode {
     let mut cfg = cfg.clone();
     if let Some(n) = args.ulfm_ranks_per_node {
         // Virtual nodes: each keeps its level-1 files in a folder of its own.
-        cfg.topology.ranks_per_node = n as u32;
+        cfg.topology.ranks_per_node = n;
+        cfg.mark_set_by_program("topology.ranks_per_node");
     }
-    let spares = match args.ulfm_spare_layout.as_str() {
-        "per-node" => frame_runtime::ulfm::Spares::PerNode(spares),
-        _ => frame_runtime::ulfm::Spares::Last(spares),
-    };
-    let options = frame_runtime::ulfm::Options {
-        spares,
-        nodes: Nodes::from_config(&cfg),
-        node_dir: cfg.storage.local_dir.clone(),
-        error_scope: args.ulfm_error_scope,
-        uniform_errors: args.ulfm_uniform_errors,
-    };
+    if let Some(n) = args.ulfm_spares {
+        cfg.ulfm.spares = n;
+        cfg.mark_set_by_program("ulfm.spares");
+    }
+    if let Some(layout) = args.ulfm_spare_layout {
+        cfg.ulfm.spare_layout = layout;
+        cfg.mark_set_by_program("ulfm.spare_layout");
+    }
+    if let Some(scope) = args.ulfm_error_scope {
+        cfg.ulfm.error_scope = scope;
+        cfg.mark_set_by_program("ulfm.error_scope");
+    }
+    if args.ulfm_uniform_errors {
+        cfg.ulfm.uniform_errors = true;
+        cfg.mark_set_by_program("ulfm.uniform_errors");
+    }
+    let options = frame_runtime::ulfm::Options::from_config(&cfg);
     let mut kept = None;
     let code = frame_runtime::ulfm::run(&universe.world(), &options, |ctx| {
         rank_main(ctx, args, &cfg, &mut kept)

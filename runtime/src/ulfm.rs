@@ -31,6 +31,7 @@
 use crate::{Context, State};
 use frame::comm::mpi::{placement, ulfm, ErrorScope, MpiComm, Nodes};
 use frame::comm::{CommError, Failures};
+use frame::config::{Config, SpareLayout};
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -58,6 +59,26 @@ pub struct Options {
     /// Uniform error reporting on the program's communicator: each
     /// collective fails at every rank or at none.
     pub uniform_errors: bool,
+}
+
+impl Options {
+    /// The options `cfg` names: `[ulfm]` (the spares, their layout, the
+    /// error scope and uniform errors), how processes form nodes
+    /// (`topology.ranks_per_node`) and the node-local directory
+    /// (`storage.local_dir`).
+    pub fn from_config(cfg: &Config) -> Self {
+        let n = cfg.ulfm.spares as usize;
+        Self {
+            spares: match cfg.ulfm.spare_layout {
+                SpareLayout::Last => Spares::Last(n),
+                SpareLayout::PerNode => Spares::PerNode(n),
+            },
+            nodes: Nodes::from_config(cfg),
+            node_dir: cfg.storage.local_dir.clone(),
+            error_scope: cfg.ulfm.error_scope,
+            uniform_errors: cfg.ulfm.uniform_errors,
+        }
+    }
 }
 
 /// Which processes of the job wait to replace failed ranks.
@@ -184,7 +205,7 @@ where
     let holders: Vec<usize> = (0..size).filter(|p| !spares.contains(p)).collect();
     if holders.is_empty() {
         eprintln!(
-            "frame: spares {:?} leave none of the {size} processes to work",
+            "frame: spares {:?} (key ulfm.spares, or the program's options) leave none of the {size} processes to work",
             options.spares
         );
         return ExitCode::from(2);

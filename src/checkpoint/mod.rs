@@ -41,6 +41,7 @@ mod keep;
 mod metrics;
 mod promotion;
 mod rebuild;
+mod relocate;
 mod restore;
 mod rollback;
 mod schedule;
@@ -253,6 +254,7 @@ impl<'c> Checkpointer<'c> {
             restored_here: false,
             rollback: None,
         };
+        me.relocate_moved()?;
         let mut inventory = me.inventory();
         if let Some(choice) = me.schedule.choice().cloned() {
             me.adopt(

@@ -21,10 +21,12 @@ pub mod fti;
 mod load;
 mod storage;
 mod types;
+mod ulfm;
 
 pub use load::{ConfigError, Source};
 pub use storage::{NodeData, StorageNeed};
 pub use types::{Compression, Interval};
+pub use ulfm::{ErrorScope, SpareLayout, UlfmConfig};
 
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
@@ -72,6 +74,8 @@ pub struct Config {
     pub topology: TopologyConfig,
     /// `[auto]`: what automatic intervals are chosen from.
     pub auto: AutoConfig,
+    /// `[ulfm]`
+    pub ulfm: UlfmConfig,
     /// Where each key's value came from (keys absent here have their default).
     #[serde(skip)]
     sources: BTreeMap<String, Source>,

@@ -124,3 +124,20 @@ fn the_ranks_of_a_dead_node_go_to_the_lowest_spares_elsewhere() {
     assert_eq!(&j.holders[2..4], &[2, 8]);
     assert_eq!(j.spares, vec![11]);
 }
+
+#[test]
+fn the_configuration_names_the_spares_their_layout_and_the_error_modes() {
+    let text = "[ulfm]\nspares = 3\nspare_layout = \"per-node\"\nerror_scope = \"universe\"\nuniform_errors = true\n[topology]\nranks_per_node = 4\n";
+    let cfg = Config::from_toml_str(text, "inline").unwrap();
+    let options = Options::from_config(&cfg);
+    assert_eq!(options.spares, Spares::PerNode(3));
+    assert_eq!(options.error_scope, ErrorScope::Universe);
+    assert!(options.uniform_errors);
+    assert!(matches!(options.nodes, Nodes::Consecutive(4)));
+    let defaults = Options::from_config(&Config::default());
+    assert_eq!(defaults.spares, Spares::Last(0));
+    assert_eq!(defaults.error_scope, ErrorScope::Operation);
+    assert!(!defaults.uniform_errors);
+    let bad = Config::from_toml_str("[ulfm]\nspare_layout = \"first\"\n", "inline").unwrap_err();
+    assert!(bad.to_string().contains("ulfm.spare_layout"), "{bad}");
+}

@@ -39,43 +39,7 @@ use crate::comm::CommError;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 
-/// Which failures make an operation on a communicator fail (see the
-/// module documentation).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ErrorScope {
-    /// Only a failure of a process the operation involves (ULFM's default).
-    #[default]
-    Operation,
-    /// A failure of any process of the communicator.
-    Communicator,
-    /// A failure of any process of the job.
-    Universe,
-}
-
-impl std::str::FromStr for ErrorScope {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "operation" => Ok(ErrorScope::Operation),
-            "communicator" => Ok(ErrorScope::Communicator),
-            "universe" => Ok(ErrorScope::Universe),
-            other => Err(format!(
-                "unknown error scope {other:?} (operation, communicator or universe)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for ErrorScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ErrorScope::Operation => "operation",
-            ErrorScope::Communicator => "communicator",
-            ErrorScope::Universe => "universe",
-        })
-    }
-}
+pub use crate::config::ErrorScope;
 
 /// An error scope at work on a pair of communicators (an `MpiComm`'s
 /// duplicates, the same processes): what it watches and what it revokes.

@@ -6,6 +6,7 @@ use super::{L1Store, Pointer};
 use crate::format::{CheckpointFile, Metadata, Place, MAX_RECORD};
 use crate::level::fsio::StorageError;
 use crate::level::names::{self, POINTER};
+use crate::level::stream::Pieces;
 use crate::level::Level;
 use crate::safefs::{Dir, Kind};
 
@@ -128,6 +129,40 @@ impl L1Store {
             file.use_mapping(map);
         }
         Ok((file, meta))
+    }
+
+    /// The sound checkpoints this node's directory keeps of another rank
+    /// (one a failure moved off this node): (id, stamp), newest first.
+    /// Only records and headers are read; nothing is removed.
+    pub(crate) fn kept_of(&self, rank: u32) -> Vec<(u64, u64)> {
+        let o = &self.owner;
+        let Ok(entries) = self.root.entries() else {
+            return Vec::new();
+        };
+        let mut kept: Vec<(u64, u64)> = entries
+            .into_iter()
+            .filter(|(_, kind)| *kind == Kind::Dir)
+            .filter_map(|(name, _)| {
+                let id = names::parse_ckpt_dir(&name)?;
+                let ckpt = self.root.sub(&name, false).ok()?;
+                ckpt.kind(&names::record_file(rank))?;
+                let (_, meta) =
+                    open_rank_file(&ckpt, &o.job_id, id, rank, Level::L1, o.world_size).ok()?;
+                Some((id, meta.stamp))
+            })
+            .collect();
+        kept.sort_unstable_by(|a, b| b.cmp(a));
+        kept
+    }
+
+    /// Opens another rank's file of checkpoint `id` in this node's
+    /// directory to send it to that rank, checked against its place.
+    pub(crate) fn open_kept(&self, id: u64, rank: u32) -> Result<(Metadata, Pieces), StorageError> {
+        let o = &self.owner;
+        let ckpt = self.root.sub(&names::ckpt_dir(id), false)?;
+        let (_, meta) = open_rank_file(&ckpt, &o.job_id, id, rank, Level::L1, o.world_size)?;
+        let pieces = Pieces::open(&ckpt, &names::data_file(rank), meta.file_len)?;
+        Ok((meta, pieces))
     }
 
     fn open_in(&self, id: u64, ckpt: &Dir) -> Result<(CheckpointFile, Metadata), StorageError> {
