@@ -331,3 +331,46 @@ fn a_rank_leaving_after_an_error_fails_the_others_uniform_collective() {
         );
     }
 }
+
+/// An FTI program on libfti (built against Open MPI) under ULFM: the last
+/// of 8 ranks dies at step 130 and the survivors' next MPI call reports
+/// the failure; the job ends with an error and no process left (it waited
+/// forever: Open MPI's fatal handler aborted the survivors but `mpirun
+/// --with-ft ulfm` did not end the job), and the same command run again
+/// restarts from the checkpoints with the fault-free checksum.
+#[test]
+fn an_fti_program_whose_rank_dies_ends_under_ulfm_and_restarts_bit_exact() {
+    let _serial = serial();
+    let program = common::fti::compile("examples/c/fti_heat.c", "fti_heat_ulfm");
+    // The configuration is written once per job: libfti records the
+    // restart in it.
+    let run = |dir: &Path, crash_at: Option<&str>| {
+        let config = dir.join("config.fti");
+        if !config.exists() {
+            common::fti::config(dir, 0, 2, 1);
+        }
+        let mut args = vec![config.to_str().unwrap().to_string()];
+        args.extend(["96", "80", "200"].map(String::from));
+        args.extend(crash_at.map(String::from));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        mpirun_ulfm(dir, 8, &program, &args, &common::fti::LEVELS)
+    };
+    let fresh = scratch();
+    let clean = run(fresh.path(), None);
+    assert!(clean.status.success(), "{}", clean.out);
+    let expected = final_checksum(&clean.out);
+    let dir = scratch();
+    let crashed = run(dir.path(), Some("130"));
+    assert!(!crashed.status.success(), "{}", crashed.out);
+    assert!(
+        crashed
+            .out
+            .contains("MPI reported an error on the program's communicator"),
+        "{}",
+        crashed.out
+    );
+    let again = run(dir.path(), Some("130"));
+    assert!(again.status.success(), "{}", again.out);
+    assert!(again.out.contains("restarted at step"), "{}", again.out);
+    assert_eq!(final_checksum(&again.out), expected, "{}", again.out);
+}

@@ -41,6 +41,7 @@ use std::fmt::Display;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// How a job under ULFM is laid out.
 #[derive(Clone, Debug)]
@@ -380,24 +381,9 @@ fn give_up(survivors: &SimpleCommunicator) -> ! {
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
     let others = survivors.size().max(1) as usize - 1;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while ulfm::failed_count(survivors).is_some_and(|n| n < others)
-        && std::time::Instant::now() < deadline
-    {
-        // MPI learns of deaths while it progresses: a probe drives it.
-        let mut flag = 0;
-        // SAFETY: a live communicator; MPI writes the flag and the status.
-        unsafe {
-            ffi::MPI_Iprobe(
-                ffi::RSMPI_ANY_SOURCE,
-                ffi::RSMPI_ANY_TAG,
-                survivors.as_raw(),
-                &mut flag,
-                ffi::RSMPI_STATUS_IGNORE,
-            )
-        };
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    frame::comm::mpi::progress_while(survivors.as_raw(), Duration::from_secs(30), || {
+        ulfm::failed_count(survivors).is_some_and(|n| n < others)
+    });
     // SAFETY: ends the process at once.
     unsafe { libc_exit(1) }
 }

@@ -275,6 +275,9 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
             }
             session::take()?.abandon();
         }
+        // A failed process must end the job under any MPI (see
+        // `failure`); the duplicates below inherit the handler.
+        crate::failure::install(global_comm, true);
         let world = duplicate(global_comm)?;
         crate::status::set_rank(world.rank() as usize);
         let fti = read_config(config_file);
@@ -321,6 +324,7 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         let link = program.as_ref().map(|p| p.link().clone());
         start_logging(fti.verbosity, app.rank());
         let visible = duplicate(app.as_raw())?;
+        crate::failure::install(visible.as_raw(), false);
         // SAFETY: written once here, before the program can read it; the
         // communicator stays alive for the rest of the process.
         unsafe { FTI_COMM_WORLD = visible.as_raw() };

@@ -38,6 +38,7 @@ mod args;
 mod calls;
 mod composite;
 mod datasets;
+mod failure;
 mod get_config;
 mod hdf5_layout;
 mod icp;

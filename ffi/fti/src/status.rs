@@ -97,6 +97,11 @@ pub(crate) fn set_rank(rank: usize) {
     RANK.with(|r| r.set(Some(rank)));
 }
 
+/// This process's rank, if `FTI_Init` set it (for messages).
+pub(crate) fn rank() -> Option<usize> {
+    RANK.with(Cell::get)
+}
+
 /// Whether the configuration's verbosity silences frame's messages.
 pub(crate) fn silent() -> bool {
     SILENT.with(Cell::get)

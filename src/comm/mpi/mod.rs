@@ -51,6 +51,7 @@ pub use scope::ErrorScope;
 use errors::check;
 
 pub use nodes::{placement, Nodes, Placement};
+pub use polite::progress_while;
 pub(crate) use polite::receive;
 
 /// Tags at or above 2^32 are frame's own (see [`Comm::send_tagged`]).

@@ -157,3 +157,25 @@ pub(crate) fn receive(
         return Ok(data);
     }
 }
+
+/// Waits while `pending()` holds, `limit` at most, driving MPI's progress
+/// on `comm` meanwhile (a probe every few milliseconds: MPI learns of
+/// other processes' deaths while it progresses). For a process that waits
+/// for the others of its job to end.
+pub fn progress_while(comm: ffi::MPI_Comm, limit: Duration, mut pending: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while pending() && std::time::Instant::now() < deadline {
+        let mut flag = 0;
+        // SAFETY: a live communicator; MPI writes the flag.
+        unsafe {
+            ffi::MPI_Iprobe(
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                comm,
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
