@@ -98,7 +98,8 @@ unsafe extern "C" fn on_error(comm: *mut MPI_Comm, code: *mut c_int) {
 
 /// Ends this process so that the launcher ends the job with an error.
 /// Every process ends like the failed one (SIGKILL), except, where MPI
-/// can tell which processes failed (ULFM), the lowest live rank of `comm`:
+/// can tell which processes failed (ULFM) and one did, the lowest live
+/// rank of `comm`:
 /// once MPI reports every other one gone (30 s at most) it exits with
 /// code 1, which `mpirun --with-ft ulfm` needs to end with an error (it
 /// takes processes killed by a signal for failures the job survived, and
@@ -112,8 +113,11 @@ fn end(comm: Option<MPI_Comm>) -> ! {
             ffi::MPI_Comm_rank(comm, &mut me);
             ffi::MPI_Comm_size(comm, &mut size);
         }
+        // Only after a process failure: an error of this process alone
+        // ends it at once, and the others follow as from a failure.
         let lowest_alive = failed
             .as_ref()
+            .filter(|f| !f.is_empty())
             .and_then(|f| (0..size).find(|r| !f.contains(r)));
         if lowest_alive == Some(me) {
             frame_core::comm::mpi::progress_while(comm, std::time::Duration::from_secs(30), || {

@@ -34,11 +34,13 @@ use mpi::collective::SystemOperation;
 use mpi::ffi;
 use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
+use parts::{count_of, receive_buffer, split};
 use std::mem::ManuallyDrop;
 use std::sync::Mutex;
 
 mod errors;
 mod nodes;
+mod parts;
 mod polite;
 #[cfg(feature = "ulfm")]
 mod scope;
@@ -572,35 +574,4 @@ impl Comm for MpiComm {
         })();
         inner.settle("a gather", result)
     }
-}
-
-/// `len` as an MPI count.
-fn count_of(len: usize, what: &str) -> CommResult<i32> {
-    i32::try_from(len)
-        .map_err(|_| CommError::Unsupported(format!("{what} of {len} bytes is above MPI's count")))
-}
-
-/// A buffer for every rank's part, and where each part starts.
-fn receive_buffer(counts: &[i32], what: &str) -> CommResult<(Vec<u8>, Vec<i32>)> {
-    let total: i64 = counts.iter().map(|c| i64::from(*c)).sum();
-    let total = count_of(total as usize, what)?;
-    let displs = counts
-        .iter()
-        .scan(0, |at, c| {
-            let d = *at;
-            *at += c;
-            Some(d)
-        })
-        .collect();
-    Ok((vec![0u8; total as usize], displs))
-}
-
-/// Every rank's part of `all`, without copying.
-fn split(all: Vec<u8>, counts: &[i32], displs: &[i32]) -> Vec<Bytes> {
-    let all = Bytes::from(all);
-    counts
-        .iter()
-        .zip(displs)
-        .map(|(c, d)| all.slice(*d as usize..(*d + *c) as usize))
-        .collect()
 }
