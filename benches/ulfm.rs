@@ -242,7 +242,8 @@ fn split_of(out: &Output) -> [f64; 5] {
     let left = number("unix ns ");
     let kill = stamp(out, "dying at").expect("the kill's time") as f64;
     let restored = stamp(out, "rank 0 restored").expect("the restore's time") as f64;
-    let (agreement, shrink, split) = (number("agreement "), number("shrink "), number("split "));
+    let (agreement, split) = (number("agreement "), number("split "));
+    let shrink = number("shrink ") + number("start ");
     let detection = (left - kill) / 1e6;
     let restore = (restored - left) / 1e6 - agreement - shrink - split;
     [detection, agreement, shrink, split, restore]

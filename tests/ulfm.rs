@@ -207,6 +207,41 @@ fn a_killed_node_is_recovered_online_from_its_partner_copies() {
     assert!(job.out.contains("from L2"), "{}", job.out);
 }
 
+/// With no spares and `ulfm.spawn`, each failure gets new processes
+/// (`MPI_Comm_spawn`): rank 5's on its own node 2, which still holds its
+/// level-1 files; then, in a second job, node 1's two ranks' on a new node,
+/// from their partner copies.
+#[test]
+fn failed_ranks_get_new_processes_and_recover_online_bit_exact() {
+    let _serial = serial();
+    let cases = [
+        (
+            "--die-rank",
+            "5",
+            "failed ranks [5], failed nodes []",
+            "from L1",
+        ),
+        (
+            "--die-node",
+            "1",
+            "failed ranks [2, 3], failed nodes [1]",
+            "from L2",
+        ),
+    ];
+    for (what, which, failed, level) in cases {
+        let dir = scratch();
+        let job = ulfm_heat(
+            dir.path(),
+            8,
+            0,
+            &["--ulfm-spawn", "--die-at", "50", what, which],
+        );
+        recovered(&job, &format!("entered REINITED (epoch 2, {failed})"));
+        assert!(job.out.contains(level), "{}", job.out);
+        assert!(job.out.contains("start "), "{}", job.out);
+    }
+}
+
 /// Rank 5 dies twice (its replacement too): at step 50, then at step 120
 /// of the second epoch, and in another job on entering the second epoch,
 /// before the checkpoint is loaded (a failure during the recovery), that

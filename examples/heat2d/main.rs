@@ -88,6 +88,11 @@ struct Args {
     #[cfg(feature = "ulfm")]
     #[arg(long, requires = "ulfm_mode")]
     ulfm_uniform_errors: bool,
+    /// Under ULFM: a failed rank that finds no spare left gets a new
+    /// process (key ulfm.spawn).
+    #[cfg(feature = "ulfm")]
+    #[arg(long, requires = "ulfm_mode")]
+    ulfm_spawn: bool,
     /// Right after this step, the ranks named by --die-rank and the ranks
     /// of the nodes named by --die-node SIGKILL themselves (a real process
     /// or node failure at a known point): the first value in the first
@@ -403,6 +408,10 @@ fn under_ulfm(args: &Args, cfg: &Config) -> ExitCode {
     if let Some(scope) = args.ulfm_error_scope {
         cfg.ulfm.error_scope = scope;
         cfg.mark_set_by_program("ulfm.error_scope");
+    }
+    if args.ulfm_spawn {
+        cfg.ulfm.spawn = true;
+        cfg.mark_set_by_program("ulfm.spawn");
     }
     if args.ulfm_uniform_errors {
         cfg.ulfm.uniform_errors = true;

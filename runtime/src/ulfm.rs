@@ -16,8 +16,11 @@
 //! who is gone, give each dead working rank's place to the lowest spare
 //! left on its node, or else the lowest spare left (a replacement on the
 //! rank's node finds its level-1 files there; elsewhere it starts from
-//! the checkpoint's other levels), and split a communicator of the original size and order for
-//! the next epoch. A node whose every process died is a failed node.
+//! the checkpoint's other levels) or, with none left and [`Options::spawn`],
+//! to a new process of the program they start (`MPI_Comm_spawn`), and
+//! split a communicator of the original size and order for the next
+//! epoch (`job` decides who holds what, `start` starts processes). A
+//! node whose every process died is a failed node.
 //!
 //! Open MPI 5.0.x can hang in `MPI_Finalize` once a process of the job has
 //! died; after a recovery, [`run`] therefore ends the process itself (its
@@ -28,10 +31,15 @@
 //! `--with-ft ulfm` and can deadlock when a process exits with an error
 //! while others still run.
 
+mod job;
+mod start;
+
 use crate::{Context, State};
 use frame::comm::mpi::{placement, ulfm, ErrorScope, MpiComm, Nodes};
 use frame::comm::{CommError, Failures};
 use frame::config::{Config, SpareLayout};
+use job::Job;
+pub use job::Spares;
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -60,6 +68,9 @@ pub struct Options {
     /// Uniform error reporting on the program's communicator: each
     /// collective fails at every rank or at none.
     pub uniform_errors: bool,
+    /// Whether a failed rank that finds no spare left gets a new process
+    /// of this program (`MPI_Comm_spawn`) instead of ending the job.
+    pub spawn: bool,
 }
 
 impl Options {
@@ -78,105 +89,8 @@ impl Options {
             node_dir: cfg.storage.local_dir.clone(),
             error_scope: cfg.ulfm.error_scope,
             uniform_errors: cfg.ulfm.uniform_errors,
+            spawn: cfg.ulfm.spawn,
         }
-    }
-}
-
-/// Which processes of the job wait to replace failed ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Spares {
-    /// The last `n` processes of the job (a node of spares, say).
-    Last(usize),
-    /// The last `k` processes of every node: a rank that dies while its
-    /// node lives is replaced on that node, where its level-1 files are.
-    PerNode(usize),
-}
-
-impl Spares {
-    /// The spare processes among processes on nodes `node_of`, ascending.
-    fn choose(self, node_of: &[u32]) -> Vec<usize> {
-        let size = node_of.len();
-        match self {
-            Spares::Last(n) => (size.saturating_sub(n)..size).collect(),
-            Spares::PerNode(k) => (0..size)
-                .filter(|p| {
-                    let after = (p + 1..size).filter(|q| node_of[*q] == node_of[*p]).count();
-                    after < k
-                })
-                .collect(),
-        }
-    }
-}
-
-/// Where every process of the job stands.
-struct Job {
-    /// This process's rank in the job's first communicator.
-    me: usize,
-    /// The node of every process, by that rank.
-    node_of: Vec<u32>,
-    /// The process holding each working rank, by working rank.
-    holders: Vec<usize>,
-    /// Spares not yet used, lowest first.
-    spares: Vec<usize>,
-    /// Processes known dead.
-    dead: BTreeSet<usize>,
-}
-
-/// What a repair decided.
-#[derive(Debug)]
-struct Repair {
-    failed_ranks: Vec<usize>,
-    failed_nodes: Vec<u32>,
-}
-
-impl Job {
-    /// Records the processes that are gone now that `alive` are, and gives
-    /// their working ranks to spares. Every survivor computes the same.
-    fn repair(&mut self, alive: &BTreeSet<usize>) -> Result<Repair, String> {
-        let all = 0..self.node_of.len();
-        let gone: BTreeSet<usize> = all
-            .filter(|p| !alive.contains(p) && !self.dead.contains(p))
-            .collect();
-        self.dead.extend(&gone);
-        self.spares.retain(|p| !self.dead.contains(p));
-        let failed_ranks: Vec<usize> = (0..self.holders.len())
-            .filter(|r| gone.contains(&self.holders[*r]))
-            .collect();
-        if failed_ranks.len() > self.spares.len() {
-            let ranks: Vec<String> = failed_ranks.iter().map(|r| r.to_string()).collect();
-            return Err(format!(
-                "rank(s) {} failed and {} spare process(es) are left to replace them: the job cannot go on (start it with more spares)",
-                ranks.join(", "),
-                self.spares.len()
-            ));
-        }
-        for r in &failed_ranks {
-            let node = self.node_of[self.holders[*r]];
-            let at = self
-                .spares
-                .iter()
-                .position(|p| self.node_of[*p] == node)
-                .unwrap_or(0);
-            self.holders[*r] = self.spares.remove(at);
-        }
-        let mut failed_nodes: Vec<u32> = gone
-            .iter()
-            .map(|p| self.node_of[*p])
-            .filter(|n| {
-                (0..self.node_of.len())
-                    .filter(|p| self.node_of[*p] == *n)
-                    .all(|p| self.dead.contains(&p))
-            })
-            .collect();
-        failed_nodes.dedup();
-        Ok(Repair {
-            failed_ranks,
-            failed_nodes,
-        })
-    }
-
-    fn rank(&self) -> Option<usize> {
-        self.holders.iter().position(|h| *h == self.me)
     }
 }
 
@@ -191,37 +105,40 @@ where
     F: FnMut(&mut Context<'_>) -> Result<(), E>,
     E: Display,
 {
-    let size = world.size() as usize;
-    let me = world.rank() as usize;
-    let node = match placement(world, options.nodes) {
-        Ok(p) => p.node,
-        Err(e) => {
-            eprintln!("frame: rank {me}: nodes: {e}");
+    let joined = match start::join(options.nodes == Nodes::Shared) {
+        Some(Ok(j)) => Some(j),
+        Some(Err(e)) => {
+            eprintln!("frame: a process started to replace a failed rank: {e}");
             return ExitCode::from(2);
         }
+        None => None,
     };
-    let mut node_of = vec![0u32; size];
-    world.all_gather_into(&node, &mut node_of[..]);
-    let spares = options.spares.choose(&node_of);
-    let holders: Vec<usize> = (0..size).filter(|p| !spares.contains(p)).collect();
-    if holders.is_empty() {
-        eprintln!(
-            "frame: spares {:?} (key ulfm.spares, or the program's options) leave none of the {size} processes to work",
-            options.spares
-        );
-        return ExitCode::from(2);
-    }
-    let mut job = Job {
-        me,
-        node_of,
-        holders,
-        spares,
-        dead: BTreeSet::new(),
+    let (mut job, mut comm, mut epoch, mut state, mut failures) = match joined {
+        Some((comm, standing)) => (
+            standing.job,
+            comm,
+            standing.epoch,
+            State::Restarted,
+            Failures {
+                epoch: standing.epoch,
+                ranks: standing.failed_ranks,
+                nodes: standing.failed_nodes,
+                committed: None,
+            },
+        ),
+        None => match first_job(world, options) {
+            Ok(job) => (
+                job,
+                ulfm::duplicate(world),
+                1,
+                State::New,
+                Failures::default(),
+            ),
+            Err(code) => return code,
+        },
     };
-    let mut comm = ulfm::duplicate(world);
-    let mut epoch = 1u64;
-    let mut state = State::New;
-    let mut failures = Failures::default();
+    let node = job.node_of[job.me];
+    let me = job.me;
     let mut died = false;
     // When this process went through each step of the last repair.
     let mut repaired: Option<[u128; 4]> = None;
@@ -230,16 +147,17 @@ where
         let mut failed_here = None;
         match split(&comm, job.rank()) {
             Ok(Some(work)) => {
-                if let (Some([left, agreed, shrunk, known]), Some(0)) =
+                if let (Some([left, agreed, shrunk, started]), Some(0)) =
                     (repaired.take(), job.rank())
                 {
                     // Where a repair's time goes, for the benchmarks.
                     let ms = |from: u128, to: u128| to.saturating_sub(from) as f64 / 1e6;
                     eprintln!(
-                        "frame (ULFM): into epoch {epoch}: left the program at unix ns {left}, then agreement {:.2} ms, shrink {:.2} ms, split {:.2} ms",
+                        "frame (ULFM): into epoch {epoch}: left the program at unix ns {left}, then agreement {:.2} ms, shrink {:.2} ms, start {:.2} ms, split {:.2} ms",
                         ms(left, agreed),
-                        ms(agreed, shrunk) + ms(shrunk, known),
-                        ms(known, unix_ns())
+                        ms(agreed, shrunk),
+                        ms(shrunk, started),
+                        ms(started, unix_ns())
                     );
                 }
                 let mpi = match MpiComm::with_node(&work, node) {
@@ -317,7 +235,7 @@ where
         let known = unix_ns();
         repaired = Some([left, agreed_at, known, known]);
         let before = job.rank();
-        let repair = match job.repair(&alive) {
+        let repair = match job.repair(&alive, options.spawn) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("frame: process {me}: {e}");
@@ -336,8 +254,36 @@ where
             let _ = ulfm::agree(&next, 0);
             give_up(&next);
         }
-        comm = next;
         epoch += 1;
+        comm = if repair.started.is_empty() {
+            next
+        } else {
+            let mut standing = start::Standing {
+                job: job.clone(),
+                started: repair.started.len(),
+                epoch,
+                failed_ranks: repair.failed_ranks.iter().map(|r| *r as u32).collect(),
+                failed_nodes: repair.failed_nodes.clone(),
+            };
+            match start::start(&next, &mut standing, options.nodes == Nodes::Shared) {
+                Ok(c) => {
+                    job.node_of = std::mem::take(&mut standing.job.node_of);
+                    c
+                }
+                Err(e) => {
+                    eprintln!(
+                        "frame: process {me}: starting {} process(es) to replace rank(s) {:?}: {e}",
+                        repair.started.len(),
+                        repair.failed_ranks
+                    );
+                    let _ = ulfm::agree(&next, 0);
+                    give_up(&next);
+                }
+            }
+        };
+        if let Some(times) = repaired.as_mut() {
+            times[3] = unix_ns();
+        }
         state = match (before, job.rank()) {
             (Some(_), Some(_)) => State::Reinited,
             (None, Some(_)) => State::Restarted,
@@ -363,6 +309,32 @@ where
     let _ = std::io::stderr().flush();
     // SAFETY: ends the process at once; nothing of it runs afterwards.
     unsafe { libc_exit(i32::from(code)) }
+}
+
+/// The job as `mpirun` started it: every process's node, the spares
+/// `options` name, the others working in their order. Collective over
+/// `world`; an error is the process's exit code, said.
+fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, ExitCode> {
+    let size = world.size() as usize;
+    let me = world.rank() as usize;
+    let node = match placement(world, options.nodes) {
+        Ok(p) => p.node,
+        Err(e) => {
+            eprintln!("frame: rank {me}: nodes: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let mut node_of = vec![0u32; size];
+    world.all_gather_into(&node, &mut node_of[..]);
+    let spares = options.spares.choose(&node_of);
+    if spares.len() >= size {
+        eprintln!(
+            "frame: spares {:?} (key ulfm.spares, or the program's options) leave none of the {size} processes to work",
+            options.spares
+        );
+        return Err(ExitCode::from(2));
+    }
+    Ok(Job::new(me, node_of, spares))
 }
 
 /// Ends a job that cannot go on after a failure (every survivor calls it,

@@ -13,6 +13,9 @@ pub struct UlfmConfig {
     pub spares: u32,
     /// Where the spares are.
     pub spare_layout: SpareLayout,
+    /// Whether a failed rank that finds no spare left gets a new process
+    /// (`MPI_Comm_spawn`) instead of ending the job.
+    pub spawn: bool,
     /// Which failures the program's communicator reports.
     pub error_scope: ErrorScope,
     /// Whether the program's communicator's collectives end in an

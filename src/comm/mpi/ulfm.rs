@@ -197,3 +197,93 @@ pub(super) fn failed_in(comm: ffi::MPI_Comm) -> Option<usize> {
     }
     usize::try_from(size).ok()
 }
+
+/// Starts `count` new processes running `program` with `args`
+/// (`MPI_Comm_spawn`, collective over `comm`, rooted at its rank 0) and
+/// returns one communicator of `comm`'s processes, in their order, then the
+/// new ones, in theirs (the new ones get it from [`started_merged`]).
+/// Errors are returned, never an abort.
+pub fn spawn_merged(
+    comm: &impl AsRaw<Raw = ffi::MPI_Comm>,
+    count: usize,
+    program: &std::path::Path,
+    args: &[std::ffi::OsString],
+) -> Result<SimpleCommunicator, CommError> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |s: &std::ffi::OsStr| {
+        CString::new(s.as_bytes()).map_err(|_| {
+            CommError::Unsupported(format!(
+                "starting processes: {s:?} holds a NUL byte and cannot be passed to MPI"
+            ))
+        })
+    };
+    let program = c(program.as_os_str())?;
+    let args = args.iter().map(|a| c(a)).collect::<Result<Vec<_>, _>>()?;
+    let mut argv: Vec<*mut std::os::raw::c_char> =
+        args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    argv.push(std::ptr::null_mut());
+    let count = c_int::try_from(count)
+        .map_err(|_| CommError::Unsupported(format!("starting {count} processes")))?;
+    let mut codes = vec![0 as c_int; count as usize];
+    let mut inter = MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: the strings and the NULL-ended argv outlive the call (MPI
+    // only reads them); MPI writes the intercommunicator and one code per
+    // process.
+    let rc = unsafe {
+        ffi::MPI_Comm_spawn(
+            program.as_ptr(),
+            argv.as_mut_ptr(),
+            count,
+            ffi::RSMPI_INFO_NULL,
+            0,
+            comm.as_raw(),
+            inter.as_mut_ptr(),
+            codes.as_mut_ptr(),
+        )
+    };
+    check(rc, "starting new processes (MPI_Comm_spawn)", None)?;
+    // SAFETY: written by the successful spawn; freed below.
+    let mut inter = unsafe { inter.assume_init() };
+    merge(&mut inter, false)
+}
+
+/// In a process started by [`spawn_merged`]: the communicator it returned
+/// to the processes that started this one. `None` in a process `mpirun`
+/// started.
+pub fn started_merged() -> Option<Result<SimpleCommunicator, CommError>> {
+    let mut parent = MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: MPI writes one handle.
+    let rc = unsafe { ffi::MPI_Comm_get_parent(parent.as_mut_ptr()) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return Some(Err(failure(
+            rc,
+            "finding the processes that started this one",
+            None,
+        )));
+    }
+    // SAFETY: written by the successful call.
+    let mut parent = unsafe { parent.assume_init() };
+    // SAFETY: a constant of the MPI library.
+    if parent == unsafe { ffi::RSMPI_COMM_NULL } {
+        return None;
+    }
+    super::errors::return_errors(parent);
+    Some(merge(&mut parent, true))
+}
+
+/// One intracommunicator of both groups of `inter` (this group after the
+/// other when `high`), returning errors; frees `inter`.
+fn merge(inter: &mut ffi::MPI_Comm, high: bool) -> Result<SimpleCommunicator, CommError> {
+    super::errors::return_errors(*inter);
+    let mut merged = MaybeUninit::<ffi::MPI_Comm>::uninit();
+    // SAFETY: a live intercommunicator; MPI writes the new communicator.
+    let rc = unsafe { ffi::MPI_Intercomm_merge(*inter, c_int::from(high), merged.as_mut_ptr()) };
+    // SAFETY: an intercommunicator this process holds and no longer uses.
+    unsafe { ffi::MPI_Comm_free(inter) };
+    check(rc, "joining the new processes (MPI_Intercomm_merge)", None)?;
+    // SAFETY: written by the successful merge; this process owns it.
+    let merged = unsafe { SimpleCommunicator::from_raw(merged.assume_init()) };
+    super::errors::return_errors(merged.as_raw());
+    Ok(merged)
+}
