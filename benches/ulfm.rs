@@ -1,32 +1,67 @@
-//! A process failure recovered three ways, for the same heat2d job of 8
-//! ranks (4 virtual nodes of 2) with MiB of grid per rank: online inside
-//! MPI through ULFM (two spare processes), by relaunching the MPI job
-//! (the baseline: the dead job's teardown, a new `mpirun`, the restore),
-//! online under frame's own runtime (a spare node), and online through
-//! ULFM with a spare process on every node (4 nodes of 3 processes: the
-//! replacement is on the dead rank's node and reads its level-1 files).
+//! A failure recovered five ways, for the same heat2d job of `--ranks`
+//! ranks (virtual nodes of 2) with `--mib` MiB of grid per rank: online
+//! inside MPI through ULFM with a spare process (two spares, the job's
+//! last processes), with a new process started for each failed rank
+//! (`ulfm.spawn`, no spares: the paper "Reinit++"'s ULFM way), with a
+//! spare on every node (nodes of 3 processes: a process failure's
+//! replacement reads the rank's level-1 files on its own node); online
+//! under frame's own runtime (a spare node); and the baseline, relaunching
+//! the MPI job (the dead job's teardown, a new `mpirun`, the restore).
+//! Two failures: the last rank SIGKILLs itself, or the last node's two
+//! ranks do (`--node`; its level-1 storage removed: no spare per node
+//! then, as a dead node takes its spare).
 //!
 //! `PATH=<Open MPI 5>/bin:$PATH MPICC=<Open MPI 5>/bin/mpicc cargo bench
-//! --features ulfm --bench ulfm [-- --mib N --runs R]` (defaults 16 MiB, 5
-//! runs of each, alternating). Rank 7 SIGKILLs itself after step 10 (two
-//! checkpoints, at steps 4 and 8, once the managers finished promoting
-//! them to partner copies); the time is
-//! from its kill to rank 0 having restored the checkpoint (both
-//! timestamps printed by heat2d, one clock). Every run must end with the
-//! fault-free checksum. Medians.
+//! --features ulfm --bench ulfm [-- --ranks N --mib M --runs R --node]`
+//! (defaults 8 ranks, 16 MiB, 5 runs of each, alternating). The kill
+//! comes after step 10 (two checkpoints, at steps 4 and 8, once the
+//! managers finished promoting them to partner copies); the time is from
+//! the kill to rank 0 having restored the checkpoint (both timestamps
+//! printed by heat2d, one clock), split as the runtime reports it. Every
+//! run must end with the fault-free checksum. Medians. Then the
+//! fault-free run's wall time of each way against the same job under
+//! plain MPI (`mpirun` without `--with-ft ulfm`): the cost of being able
+//! to recover.
 //!
 //! First, without failures, what each error scope and the uniform mode
 //! cost an operation on a communicator (examples/error_scopes.rs
 //! `--cost`, 4 processes, `--rounds N` operations per trial, default
 //! 2000), against the operation scope (ULFM's own); `--modes-only` stops
-//! there.
+//! there, `--no-modes` skips it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::Instant;
 
-const RANKS: usize = 8;
-const SPARES: usize = 2;
 const NY: usize = 1024;
+
+/// How a way of recovering is run.
+#[derive(Clone, Copy)]
+enum Way {
+    /// ULFM with these heat2d flags and this many processes beyond the
+    /// working ranks.
+    Ulfm(&'static [&'static str], usize),
+    /// ULFM with `n` spares per node of 3 (nodes of 3 processes).
+    UlfmPerNode,
+    /// frame's own runtime with a spare node.
+    Own,
+    /// The relaunch.
+    Relaunch,
+}
+
+const WAYS: [(&str, Way); 5] = [
+    (
+        "online, ULFM, spare process",
+        Way::Ulfm(&["--ulfm-spares", "2"], 2),
+    ),
+    (
+        "online, ULFM, new process (spawn)",
+        Way::Ulfm(&["--ulfm-spares", "0", "--ulfm-spawn"], 0),
+    ),
+    ("online, ULFM, spare on the rank's node", Way::UlfmPerNode),
+    ("online, frame's runtime, spare node", Way::Own),
+    ("relaunch (baseline)", Way::Relaunch),
+];
 
 fn main() {
     let arg = |name: &str, default: usize| {
@@ -36,9 +71,14 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
+    let flag = |name: &str| std::env::args().any(|a| a == name);
     let (mib, runs) = (arg("--mib", 16), arg("--runs", 5).max(1));
-    modes_cost(arg("--rounds", 2000).max(1));
-    if std::env::args().any(|a| a == "--modes-only") {
+    let ranks = (arg("--ranks", 8).max(4) / 2) * 2;
+    let node = flag("--node");
+    if !flag("--no-modes") {
+        modes_cost(arg("--rounds", 2000).max(1));
+    }
+    if flag("--modes-only") {
         return;
     }
     let heat = build(
@@ -47,7 +87,7 @@ fn main() {
     );
     let frame = build(&["-p", "frame-cli"], "frame");
     let lib = mpi_library_dir();
-    let nx = (mib << 20) * RANKS / (8 * NY);
+    let nx = (mib << 20) * ranks / (8 * NY);
     let grid = vec![
         "--nx".to_string(),
         nx.to_string(),
@@ -60,11 +100,12 @@ fn main() {
         "--config".into(),
         concat!(env!("CARGO_MANIFEST_DIR"), "/config/levels.toml").into(),
     ];
+    let victim = if node { ranks / 2 - 1 } else { ranks - 1 };
     let die = [
         "--die-at",
         "10",
-        "--die-rank",
-        "7",
+        if node { "--die-node" } else { "--die-rank" },
+        &victim.to_string(),
         "--die-after-promotions",
     ]
     .map(String::from);
@@ -72,113 +113,164 @@ fn main() {
         .prefix("frame-bench-ulfm-")
         .tempdir_in("/dev/shm")
         .expect("a directory in /dev/shm");
-    println!(
-        "heat2d, {RANKS} ranks on 4 virtual nodes, {mib} MiB of grid per rank ({nx}x{NY}), rank 7 killed after step 10; {runs} runs of each, medians"
-    );
-    let reference = {
-        let dir = shm.path().join("reference");
-        let out = mpirun(
-            &heat,
-            &dir,
-            false,
-            RANKS,
-            &[&grid[..], &ulfm_args(0)].concat(),
-        );
-        checksum(&out).expect("the fault-free run's checksum")
+    let failure = if node {
+        format!(
+            "node {victim} (ranks {} and {}) killed",
+            ranks - 2,
+            ranks - 1
+        )
+    } else {
+        format!("rank {victim} killed")
     };
-    let mut times: [Vec<f64>; 4] = Default::default();
-    let mut phases: Vec<[f64; 5]> = Vec::new();
-    let mut per_node_phases: Vec<[f64; 5]> = Vec::new();
-    let mut levels: [String; 4] = Default::default();
+    println!(
+        "heat2d, {ranks} ranks on {} virtual nodes, {mib} MiB of grid per rank ({nx}x{NY}), {failure} after step 10; {runs} runs of each, medians",
+        ranks / 2
+    );
+    let ways: Vec<(&str, Way)> = WAYS
+        .iter()
+        .copied()
+        .filter(|(_, w)| !(node && matches!(w, Way::UlfmPerNode)))
+        .collect();
+    let run_way = |way: Way, dir: &Path, extra: &[String]| -> Output {
+        let args = [&grid[..], extra].concat();
+        match way {
+            Way::Ulfm(flags, more) => {
+                let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+                let nodes = ["--ulfm-ranks-per-node", "2"].map(String::from);
+                mpirun(
+                    &heat,
+                    dir,
+                    true,
+                    ranks + more,
+                    &[&args[..], &flags, &nodes].concat(),
+                )
+            }
+            Way::UlfmPerNode => {
+                let layout = [
+                    "--ulfm-spares",
+                    "1",
+                    "--ulfm-spare-layout",
+                    "per-node",
+                    "--ulfm-ranks-per-node",
+                    "3",
+                ]
+                .map(String::from);
+                mpirun(
+                    &heat,
+                    dir,
+                    true,
+                    ranks / 2 * 3,
+                    &[&args[..], &layout].concat(),
+                )
+            }
+            Way::Own => own_runtime(&frame, &heat, &lib, dir, ranks / 2, &args),
+            Way::Relaunch => {
+                let nodes = ["--ulfm-spares", "0", "--ulfm-ranks-per-node", "2"].map(String::from);
+                mpirun(&heat, dir, false, ranks, &[&args[..], &nodes].concat())
+            }
+        }
+    };
+    // The fault-free run: its checksum, and each way's wall time against
+    // plain MPI's.
+    let (mut plain, mut plain_wall) = (Vec::new(), Vec::new());
+    let mut fault_free: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    let mut reference = String::new();
     for run in 0..runs {
-        // Online through ULFM.
-        let dir = shm.path().join(format!("ulfm-{run}"));
-        let args = [&grid[..], &ulfm_args(SPARES), &die[..]].concat();
-        let out = mpirun(&heat, &dir, true, RANKS + SPARES, &args);
-        times[0].push(recovery_ms(&out, &out, &reference));
-        levels[0] = level(&out);
-        phases.push(split_of(&out));
-        // The relaunch: the job dies with its rank, and runs again.
-        let dir = shm.path().join(format!("relaunch-{run}"));
-        let killed = mpirun(
-            &heat,
-            &dir,
-            false,
-            RANKS,
-            &[&grid[..], &ulfm_args(0), &die[..]].concat(),
-        );
-        let again = mpirun(
-            &heat,
-            &dir,
-            false,
-            RANKS,
-            &[&grid[..], &ulfm_args(0)].concat(),
-        );
-        times[1].push(recovery_ms(&killed, &again, &reference));
-        levels[1] = level(&again);
-        // Online under frame's own runtime.
-        let dir = shm.path().join(format!("own-{run}"));
-        let out = own_runtime(&frame, &heat, &lib, &dir, &[&grid[..], &die[..]].concat());
-        times[2].push(recovery_ms(&out, &out, &reference));
-        levels[2] = level(&out);
-        // Online through ULFM, a spare on every node (4 nodes of 3).
-        let dir = shm.path().join(format!("ulfm-per-node-{run}"));
-        let layout = [
-            "--ulfm-spares",
-            "1",
-            "--ulfm-spare-layout",
-            "per-node",
-            "--ulfm-ranks-per-node",
-            "3",
-        ]
-        .map(String::from);
-        let args = [&grid[..], &layout[..], &die[..]].concat();
-        let out = mpirun(&heat, &dir, true, RANKS + 4, &args);
-        times[3].push(recovery_ms(&out, &out, &reference));
-        levels[3] = level(&out);
-        per_node_phases.push(split_of(&out));
+        let dir = shm.path().join(format!("plain-{run}"));
+        let (out, wall) = timed(|| run_way(Way::Relaunch, &dir, &[]));
+        reference = checksum(&out).expect("the fault-free run's checksum");
+        plain.push(inside_ms(&out));
+        plain_wall.push(wall);
+        for (i, (_, way)) in ways.iter().enumerate() {
+            if matches!(way, Way::Relaunch) {
+                continue;
+            }
+            let dir = shm.path().join(format!("fault-free-{i}-{run}"));
+            let out = run_way(*way, &dir, &[]);
+            assert_eq!(checksum(&out), Some(reference.clone()), "{}", text(&out));
+            fault_free[i].push(inside_ms(&out));
+        }
     }
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
+    let mut phases: Vec<Vec<[f64; 6]>> = vec![Vec::new(); ways.len()];
+    let mut levels: Vec<String> = vec![String::new(); ways.len()];
+    for run in 0..runs {
+        for (i, (_, way)) in ways.iter().enumerate() {
+            let dir = shm.path().join(format!("way-{i}-{run}"));
+            let out = run_way(*way, &dir, &die);
+            let restored = if matches!(way, Way::Relaunch) {
+                // The job died with its rank: run it again.
+                run_way(*way, &dir, &[])
+            } else {
+                out.clone()
+            };
+            times[i].push(recovery_ms(&out, &restored, &reference));
+            levels[i] = level(&restored);
+            if matches!(way, Way::Ulfm(..) | Way::UlfmPerNode) {
+                phases[i].push(split_of(&out));
+            }
+        }
+    }
+    let base = ways.len() - 1;
     let m: Vec<f64> = times.into_iter().map(median).collect();
     println!(
-        "{:<40} {:>12} {:>8} {:>8}",
-        "recovery", "kill->restored", "level", "ratio"
+        "{:<40} {:>14} {:>6} {:>10} {:>14}",
+        "recovery", "kill->restored", "level", "vs relaunch", "fault-free cost"
     );
-    let names = [
-        "online, ULFM, spare process",
-        "relaunch (baseline)",
-        "online, frame's runtime, spare node",
-        "online, ULFM, spare on the rank's node",
-    ];
-    for i in 0..4 {
+    let plain_ms = median(plain);
+    for (i, (name, _)) in ways.iter().enumerate() {
+        let cost = if i == base {
+            "(plain MPI)".to_string()
+        } else {
+            format!(
+                "{:+.1}%",
+                (median(fault_free[i].clone()) / plain_ms - 1.0) * 100.0
+            )
+        };
         println!(
-            "{:<40} {:>11.1}ms {:>8} {:>7.2}x",
-            names[i],
+            "{name:<40} {:>12.1}ms {:>6} {:>9.1}x {cost:>14}",
             m[i],
             levels[i],
-            m[1] / m[i]
+            m[base] / m[i]
         );
     }
     println!(
-        "relaunch / ULFM: {:.1}x (spare on the rank's node: {:.1}x); ULFM / frame's runtime: {:.2}x ({:.2}x)",
-        m[1] / m[0],
-        m[1] / m[3],
-        m[0] / m[2],
-        m[3] / m[2]
+        "fault-free cost: rank 0's time in the program (12 steps, 3 checkpoints), against plain MPI's {plain_ms:.0} ms (the whole mpirun: {:.0} ms)",
+        median(plain_wall)
     );
-    for (name, phases) in [
-        ("ULFM", &phases),
-        ("ULFM, spare on the rank's node", &per_node_phases),
-    ] {
-        let phase = |i: usize| median(phases.iter().map(|p| p[i]).collect());
+    for (i, (name, _)) in ways.iter().enumerate() {
+        if phases[i].is_empty() {
+            continue;
+        }
+        let phase = |k: usize| median(phases[i].iter().map(|p| p[k]).collect());
         println!(
-            "{name}, split (ms): detection and unwinding {:.1}, agreement {:.1}, revoke+shrink+survivors {:.1}, split {:.1}, checkpointer and restore {:.1}",
+            "{name}, split (ms): detection and unwinding {:.1}, agreement {:.1}, revoke+shrink+survivors {:.1}, new processes {:.1}, split {:.1}, checkpointer and restore {:.1}",
             phase(0),
             phase(1),
             phase(2),
             phase(3),
-            phase(4)
+            phase(4),
+            phase(5)
         );
     }
+}
+
+/// Rank 0's time in the program, from its entry to the end (ms).
+fn inside_ms(out: &Output) -> f64 {
+    text(out)
+        .lines()
+        .find_map(|l| l.strip_prefix("done in "))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|t| t.parse::<f64>().ok())
+        .map(|s| s * 1e3)
+        .unwrap_or_else(|| panic!("no time in the program:\n{}", text(out)))
+}
+
+/// `f`'s result and how long it took, in milliseconds.
+fn timed(f: impl FnOnce() -> Output) -> (Output, f64) {
+    let t = Instant::now();
+    let out = f();
+    (out, t.elapsed().as_secs_f64() * 1e3)
 }
 
 /// Runs examples/error_scopes.rs `--cost` and prints each mode's time per
@@ -225,8 +317,9 @@ fn modes_cost(rounds: usize) {
 
 /// A ULFM run's recovery in phases (ms): from the kill to rank 0 leaving
 /// the program, the agreement, the shrink with learning the survivors,
-/// the split, and from entering the program again to the restore.
-fn split_of(out: &Output) -> [f64; 5] {
+/// starting new processes, the split, and from entering the program
+/// again to the restore.
+fn split_of(out: &Output) -> [f64; 6] {
     let all = text(out);
     let line = all
         .lines()
@@ -242,22 +335,15 @@ fn split_of(out: &Output) -> [f64; 5] {
     let left = number("unix ns ");
     let kill = stamp(out, "dying at").expect("the kill's time") as f64;
     let restored = stamp(out, "rank 0 restored").expect("the restore's time") as f64;
-    let (agreement, split) = (number("agreement "), number("split "));
-    let shrink = number("shrink ") + number("start ");
+    let (agreement, shrink, start, split) = (
+        number("agreement "),
+        number("shrink "),
+        number("start "),
+        number("split "),
+    );
     let detection = (left - kill) / 1e6;
-    let restore = (restored - left) / 1e6 - agreement - shrink - split;
-    [detection, agreement, shrink, split, restore]
-}
-
-/// heat2d's flags for a job under ULFM with `spares`.
-fn ulfm_args(spares: usize) -> Vec<String> {
-    [
-        "--ulfm-spares".to_string(),
-        spares.to_string(),
-        "--ulfm-ranks-per-node".into(),
-        "2".into(),
-    ]
-    .to_vec()
+    let restore = (restored - left) / 1e6 - agreement - shrink - start - split;
+    [detection, agreement, shrink, start, split, restore]
 }
 
 /// Builds `what` in release mode; the path of `produces` in the profile.
@@ -316,18 +402,18 @@ fn mpirun(heat: &Path, dir: &Path, ft: bool, procs: usize, args: &[String]) -> O
         .expect("mpirun")
 }
 
-/// Runs heat2d under `frame run` (4 nodes of 2 and a spare node).
-fn own_runtime(frame: &Path, heat: &Path, lib: &Path, dir: &Path, args: &[String]) -> Output {
+/// Runs heat2d under `frame run` (`nodes` nodes of 2 and a spare node).
+fn own_runtime(
+    frame: &Path,
+    heat: &Path,
+    lib: &Path,
+    dir: &Path,
+    nodes: usize,
+    args: &[String],
+) -> Output {
     Command::new(frame)
-        .args([
-            "run",
-            "--nodes",
-            "4",
-            "--ranks-per-node",
-            "2",
-            "--spare-nodes",
-            "1",
-        ])
+        .args(["run", "--nodes", &nodes.to_string()])
+        .args(["--ranks-per-node", "2", "--spare-nodes", "1"])
         .arg("--run-dir")
         .arg(dir.join("run"))
         .arg("--")
