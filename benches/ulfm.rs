@@ -285,7 +285,12 @@ fn modes_cost(rounds: usize) {
     if rustix::process::geteuid().is_root() {
         cmd.arg("--allow-run-as-root");
     }
+    let session = tempfile::Builder::new()
+        .prefix("frame-bench-mpirun-")
+        .tempdir()
+        .expect("mpirun's session directory");
     let out = cmd
+        .env("TMPDIR", session.path())
         .arg(&program)
         .args(["--cost", &rounds.to_string()])
         .stdin(Stdio::null())
@@ -392,7 +397,12 @@ fn mpirun(heat: &Path, dir: &Path, ft: bool, procs: usize, args: &[String]) -> O
     if rustix::process::geteuid().is_root() {
         cmd.arg("--allow-run-as-root");
     }
+    // Open MPI's session directory in the run's own folder (see
+    // tests/common/mpirun.rs: a stale one of a killed mpirun can collide).
+    let session = dir.join("mpirun");
+    std::fs::create_dir_all(&session).expect("mpirun's session directory");
     cmd.arg(heat)
+        .env("TMPDIR", &session)
         .args(args)
         .args(["--job", "bench"])
         .env("FRAME_STORAGE_LOCAL_DIR", dir.join("l1"))

@@ -11,7 +11,10 @@
 mod common;
 
 use common::mpirun::{mpirun_ulfm, mpirun_ulfm_within, MpiJob};
-use common::{example_with, final_checksum, frame_run_with, scratch, serial};
+use common::{
+    compile_c_against, example_with, final_checksum, frame_run_with, libframe_with, run, scratch,
+    serial, CHILD_DEADLINE,
+};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -239,6 +242,72 @@ fn failed_ranks_get_new_processes_and_recover_online_bit_exact() {
         recovered(&job, &format!("entered REINITED (epoch 2, {failed})"));
         assert!(job.out.contains(level), "{}", job.out);
         assert!(job.out.contains("start "), "{}", job.out);
+    }
+}
+
+/// The C heat2d (examples/c/heat2d.c) on `frame_run_ulfm`, libframe
+/// built with the `ulfm` feature: rank 2 dies at step 275 and a spare
+/// takes its place, then in a second job node 1's ranks (2 and 3) die and
+/// new processes take theirs (no spares, `ulfm.spawn`); both recover
+/// online with the checksum of the program run alone, on one rank
+/// without MPI's failure handling.
+#[test]
+fn the_c_heat2d_recovers_online_under_ulfm_from_a_rank_and_a_node_failure() {
+    let _serial = serial();
+    let lib = libframe_with(&["ulfm"]);
+    let bin = scratch();
+    let exe = bin.path().join("heat2d_c");
+    // libframe built with `ulfm` leaves MPI to the program: `mpicc` links it.
+    compile_c_against("mpicc", "examples/c/heat2d.c", &exe, &lib);
+    let args = ["--nx", "96", "--ny", "80", "--steps", "400"];
+    let alone = {
+        let dir = scratch();
+        let (status, out, err) = run(
+            std::process::Command::new(&exe)
+                .args(args)
+                .env("FRAME_STORAGE_LOCAL_DIR", dir.path())
+                .env("LD_LIBRARY_PATH", mpi_library_dir())
+                .env_remove("FRAME_CONFIG"),
+            CHILD_DEADLINE,
+        );
+        assert!(status.success(), "{out}{err}");
+        final_checksum(&out)
+    };
+    let cases = [
+        (
+            10,
+            "2",
+            false,
+            &["--die-rank", "2"][..],
+            "state 1 (1 failed rank(s), first 2)",
+        ),
+        (
+            8,
+            "0",
+            true,
+            &["--die-rank", "2", "--die-rank", "3"][..],
+            "state 1 (2 failed rank(s), first 2)",
+        ),
+    ];
+    for (procs, spares, spawn, dying, entered) in cases {
+        let dir = scratch();
+        let (local, global) = (dir.path().join("l1"), dir.path().join("global"));
+        let mut all = args.to_vec();
+        all.extend(["--ulfm", "--die-at", "275"]);
+        all.extend(dying);
+        let env = [
+            ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
+            ("FRAME_STORAGE_GLOBAL_DIR", global.to_str().unwrap()),
+            ("FRAME_SNAPSHOT_INTERVAL", "50"),
+            ("FRAME_L2_INTERVAL", "1"),
+            ("FRAME_TOPOLOGY_RANKS_PER_NODE", "2"),
+            ("FRAME_ULFM_SPARES", spares),
+            ("FRAME_ULFM_SPAWN", if spawn { "true" } else { "false" }),
+        ];
+        let job = mpirun_ulfm(dir.path(), procs, &exe, &all, &env);
+        assert!(job.status.success(), "{}", job.out);
+        assert!(job.out.contains(entered), "no `{entered}` in:\n{}", job.out);
+        assert_eq!(final_checksum(&job.out), alone, "{}", job.out);
     }
 }
 

@@ -8,11 +8,21 @@
  *   cc -O2 -I ffi/include examples/c/heat2d.c -L target/release -lframe -o heat2d_c
  *   frame run --nodes 2 --ranks-per-node 2 -- ./heat2d_c --nx 256 --ny 256 --steps 600
  *
+ * With --ulfm it runs as an MPI job that repairs itself in place
+ * (frame_run_ulfm; libframe built with the ulfm feature, docs/ULFM.md):
+ *
+ *   mpirun --with-ft ulfm -n 10 ./heat2d_c --ulfm --die-at 275 --die-rank 2
+ *
+ * where --die-at STEP --die-rank R (repeatable) makes those ranks SIGKILL
+ * themselves after STEP in the first run (frame run injects its faults
+ * with --inject instead).
+ *
  * The last line rank 0 prints is "final checksum: 0x<16 hex digits>", an
  * FNV-1a hash of the whole grid: a run with failures prints the same one
  * as a run without.
  */
 #include <frame.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +35,14 @@
 #define TAG_HALO 1 /* halo rows (one message per neighbour and step) */
 #define TAG_GATHER 2
 
+#define MAX_DYING 16
+
 struct args {
     long nx, ny, steps;
+    /* --die-at and --die-rank: ranks that kill themselves in the first
+     * run after that step. */
+    long die_at;
+    int dying[MAX_DYING], n_dying;
     /* Kept across entries of resilient_main: the protected memory must
      * stay where it is while the runtime rolls the rank back. */
     double *grid, *next;
@@ -151,6 +167,15 @@ static int resilient_main(frame_ctx *ctx, int state, int n_failed, const int *fa
             memcpy(&u[i * w + 1], &a->next[i * w + 1], sizeof(double) * (size_t)a->ny);
         a->step += 1;
         if ((rc = frame_snapshot()) < 0) return fail("frame_snapshot", rc);
+        if (state == FRAME_STATE_NEW && a->step == a->die_at) {
+            for (int i = 0; i < a->n_dying; i++) {
+                if (a->dying[i] == rank) {
+                    fprintf(stderr, "heat2d_c: rank %d dying at step %lld\n", rank, (long long)a->step);
+                    fflush(stderr);
+                    raise(SIGKILL);
+                }
+            }
+        }
     }
     /* Collectives: every rank's row count adds up to the grid's, and the
      * hottest interior cell is below the hottest edge. */
@@ -168,17 +193,32 @@ static int resilient_main(frame_ctx *ctx, int state, int n_failed, const int *fa
     return 0;
 }
 
+static int usage(void) {
+    fprintf(stderr,
+            "usage: heat2d_c [--nx N] [--ny N] [--steps N] [--ulfm] [--die-at STEP --die-rank R]...\n");
+    return 2;
+}
+
 int main(int argc, char **argv) {
-    struct args a = {.nx = 128, .ny = 128, .steps = 400};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        long v = strtol(argv[i + 1], NULL, 10);
+    struct args a = {.nx = 128, .ny = 128, .steps = 400, .die_at = -1};
+    int ulfm = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ulfm") == 0) {
+            ulfm = 1;
+            continue;
+        }
+        if (i + 1 >= argc) return usage();
+        char *end;
+        long v = strtol(argv[i + 1], &end, 10);
+        if (*argv[i + 1] == '\0' || *end != '\0' || v < 0) return usage();
         if (strcmp(argv[i], "--nx") == 0) a.nx = v;
         else if (strcmp(argv[i], "--ny") == 0) a.ny = v;
         else if (strcmp(argv[i], "--steps") == 0) a.steps = v;
-        else {
-            fprintf(stderr, "usage: heat2d_c [--nx N] [--ny N] [--steps N]\n");
-            return 2;
-        }
+        else if (strcmp(argv[i], "--die-at") == 0) a.die_at = v;
+        else if (strcmp(argv[i], "--die-rank") == 0 && a.n_dying < MAX_DYING) a.dying[a.n_dying++] = (int)v;
+        else return usage();
+        i++;
     }
+    if (ulfm) return frame_run_ulfm(argc, argv, NULL, resilient_main, &a);
     return frame_run(argc, argv, resilient_main, &a);
 }

@@ -165,6 +165,12 @@
 #define FRAME_EINTERNAL -7
 
 /*
+ This libframe was built without what the call needs (`frame_run_ulfm`
+ without the `ulfm` feature).
+ */
+#define FRAME_EUNSUPPORTED -8
+
+/*
  The opaque context handle of the C interface.
  */
 typedef struct frame_ctx frame_ctx;
@@ -326,6 +332,30 @@ int frame_fault_point(struct frame_ctx *ctx, int64_t iteration);
  NULL `argv` is allowed).
  */
 int frame_run(int argc, char **argv, frame_main_fn resilient_main, void *user_data);
+
+/*
+ Runs `resilient_main` in an MPI job that repairs itself after a
+ process failure (started by `mpirun --with-ft ulfm`; docs/ULFM.md) and
+ returns the process's exit status (0 on success), as `frame_run` does
+ under frame's own runtime: after a failure the survivors enter the
+ function again (`FRAME_STATE_REINITED`) and a spare or new process takes
+ each failed rank (`FRAME_STATE_RESTARTED`); `ctx`'s communicator is the
+ working ranks', of the job's size and order.
+
+ Initialises MPI unless the program did (then the program finalises
+ it). The job's layout (spares, new processes, nodes, error scope) is
+ `[ulfm]` of the configuration at `config_path`, or NULL for the
+ defaults and `FRAME_CONFIG`, read as `frame_init` reads it. After a
+ recovery the process ends inside this call (MPI can hang in
+ `MPI_Finalize` once a process died), with the status it would return.
+ Returns `FRAME_EUNSUPPORTED` if libframe was built without the `ulfm`
+ feature.
+ */
+int frame_run_ulfm(int argc,
+                   char **argv,
+                   const char *config_path,
+                   frame_main_fn resilient_main,
+                   void *user_data);
 
 /*
  The message of the last call that failed on this thread (an empty

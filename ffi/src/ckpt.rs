@@ -78,6 +78,25 @@ fn region_id(id: c_int) -> Result<u32, Failure> {
     u32::try_from(id).map_err(|_| Failure::invalid(format!("region id {id} is negative")))
 }
 
+/// The configuration file a call names: `None` for NULL (the defaults and
+/// `FRAME_CONFIG`).
+///
+/// # Safety
+/// `config_path` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn config_path_of(
+    config_path: *const c_char,
+) -> Result<Option<std::path::PathBuf>, Failure> {
+    if config_path.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller passes a NUL-terminated string.
+    let text = unsafe { CStr::from_ptr(config_path) };
+    let text = text
+        .to_str()
+        .map_err(|_| Failure::invalid("the configuration path is not UTF-8"))?;
+    Ok(Some(std::path::PathBuf::from(text)))
+}
+
 /// Sets up checkpointing on this thread, and finds out with the other
 /// ranks whether there is a checkpoint to recover (see `frame_status`).
 /// Collective.
@@ -94,15 +113,8 @@ pub unsafe extern "C" fn frame_init(config_path: *const c_char, ctx: *mut FrameC
                 "frame_init was already called (call frame_finalize first)",
             ));
         }
-        let path = if config_path.is_null() {
-            None
-        } else {
-            // SAFETY: the caller passes a NUL-terminated string.
-            let text = unsafe { CStr::from_ptr(config_path) };
-            Some(std::path::PathBuf::from(text.to_str().map_err(|_| {
-                Failure::invalid("the configuration path is not UTF-8")
-            })?))
-        };
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { config_path_of(config_path) }?;
         let cfg = Config::load(path.as_deref())
             .map_err(|e| Failure::new(crate::status::FRAME_ERROR, e.to_string()))?;
         if ctx.is_null() && frame_runtime::role() == frame_runtime::Role::Rank {

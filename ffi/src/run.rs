@@ -1,8 +1,8 @@
-//! `frame_run`: the runtime entry of a C program.
+//! `frame_run` and `frame_run_ulfm`: the runtime entries of a C program.
 
 use crate::state::{self, FrameCtx};
 use crate::status::{guard, Failure, FRAME_OK};
-use frame_runtime::State;
+use frame_runtime::{Context, State};
 use std::ffi::{c_char, c_int, c_void};
 
 /// First start of the job.
@@ -49,35 +49,7 @@ pub unsafe extern "C" fn frame_run(
         let Some(main) = resilient_main else {
             return Err(Failure::invalid("resilient_main is null"));
         };
-        let code = frame_runtime::run_status(|ctx| {
-            let state = match ctx.state() {
-                State::New => FRAME_STATE_NEW,
-                State::Reinited => FRAME_STATE_REINITED,
-                State::Restarted => FRAME_STATE_RESTARTED,
-            };
-            let failed: Vec<c_int> = ctx
-                .failed_ranks()
-                .iter()
-                .map(|r| c_int::try_from(*r).unwrap_or(c_int::MAX))
-                .collect();
-            let n = c_int::try_from(failed.len()).unwrap_or(c_int::MAX);
-            let returned = state::with_live(ctx, |handle| {
-                // SAFETY: calling the program's function as documented; the
-                // failed-rank array outlives the call.
-                unsafe { main(handle, state, n, failed.as_ptr(), user_data) }
-            });
-            if returned == 0 {
-                Ok(())
-            } else {
-                // A return after an interruption is re-entered by the
-                // runtime, whatever the value.
-                let last = unsafe { std::ffi::CStr::from_ptr(crate::status::frame_last_error()) };
-                Err(format!(
-                    "resilient_main returned {returned} (last error: {})",
-                    last.to_string_lossy()
-                ))
-            }
-        });
+        let code = frame_runtime::run_status(|ctx| enter(ctx, main, user_data));
         status = c_int::from(code);
         Ok(FRAME_OK)
     });
@@ -85,4 +57,131 @@ pub unsafe extern "C" fn frame_run(
         return checked;
     }
     status
+}
+
+/// Calls the program's resilient function `main` with `ctx`'s state and
+/// failures; an error unless it returns 0.
+fn enter(ctx: &mut Context<'_>, main: MainFn, user_data: *mut c_void) -> Result<(), String> {
+    let state = match ctx.state() {
+        State::New => FRAME_STATE_NEW,
+        State::Reinited => FRAME_STATE_REINITED,
+        State::Restarted => FRAME_STATE_RESTARTED,
+    };
+    let failed: Vec<c_int> = ctx
+        .failed_ranks()
+        .iter()
+        .map(|r| c_int::try_from(*r).unwrap_or(c_int::MAX))
+        .collect();
+    let n = c_int::try_from(failed.len()).unwrap_or(c_int::MAX);
+    let returned = state::with_live(ctx, |handle| {
+        // SAFETY: calling the program's function as documented; the
+        // failed-rank array outlives the call.
+        unsafe { main(handle, state, n, failed.as_ptr(), user_data) }
+    });
+    if returned == 0 {
+        return Ok(());
+    }
+    // A return after an interruption is re-entered by the runtime,
+    // whatever the value.
+    // SAFETY: frame_last_error returns a NUL-terminated string of this
+    // thread that lives until its next failed call.
+    let last = unsafe { std::ffi::CStr::from_ptr(crate::status::frame_last_error()) };
+    Err(format!(
+        "resilient_main returned {returned} (last error: {})",
+        last.to_string_lossy()
+    ))
+}
+
+/// The resilient function, once checked not null.
+type MainFn = unsafe extern "C" fn(
+    ctx: *mut FrameCtx,
+    state: c_int,
+    n_failed: c_int,
+    failed_ranks: *const c_int,
+    user_data: *mut c_void,
+) -> c_int;
+
+/// Runs `resilient_main` in an MPI job that repairs itself after a
+/// process failure (started by `mpirun --with-ft ulfm`; docs/ULFM.md) and
+/// returns the process's exit status (0 on success), as `frame_run` does
+/// under frame's own runtime: after a failure the survivors enter the
+/// function again (`FRAME_STATE_REINITED`) and a spare or new process takes
+/// each failed rank (`FRAME_STATE_RESTARTED`); `ctx`'s communicator is the
+/// working ranks', of the job's size and order.
+///
+/// Initialises MPI unless the program did (then the program finalises
+/// it). The job's layout (spares, new processes, nodes, error scope) is
+/// `[ulfm]` of the configuration at `config_path`, or NULL for the
+/// defaults and `FRAME_CONFIG`, read as `frame_init` reads it. After a
+/// recovery the process ends inside this call (MPI can hang in
+/// `MPI_Finalize` once a process died), with the status it would return.
+/// Returns `FRAME_EUNSUPPORTED` if libframe was built without the `ulfm`
+/// feature.
+#[no_mangle]
+pub unsafe extern "C" fn frame_run_ulfm(
+    argc: c_int,
+    argv: *mut *mut c_char,
+    config_path: *const c_char,
+    resilient_main: FrameMain,
+    user_data: *mut c_void,
+) -> c_int {
+    let _ = (argc, argv);
+    let mut status = FRAME_OK;
+    let checked = guard("frame_run_ulfm", || {
+        let Some(main) = resilient_main else {
+            return Err(Failure::invalid("resilient_main is null"));
+        };
+        // SAFETY: the caller passes NULL or a NUL-terminated string.
+        let path = unsafe { crate::ckpt::config_path_of(config_path) }?;
+        status = ulfm::run(path.as_deref(), main, user_data)?;
+        Ok(FRAME_OK)
+    });
+    if checked != FRAME_OK {
+        return checked;
+    }
+    status
+}
+
+#[cfg(feature = "ulfm")]
+mod ulfm {
+    use super::{enter, MainFn};
+    use crate::status::{Failure, FRAME_ERROR};
+    use std::ffi::{c_int, c_void};
+
+    /// Runs `main` under ULFM with the configuration at `path`.
+    pub(super) fn run(
+        path: Option<&std::path::Path>,
+        main: MainFn,
+        user_data: *mut c_void,
+    ) -> Result<c_int, Failure> {
+        let cfg = frame_core::config::Config::load(path)
+            .map_err(|e| Failure::new(FRAME_ERROR, e.to_string()))?;
+        let options = frame_runtime::ulfm::Options::from_config(&cfg);
+        // MPI finalised when this goes, if this call initialised it.
+        let universe = mpi::initialize_with_threading(mpi::Threading::Serialized);
+        let world = mpi::topology::SimpleCommunicator::world();
+        let code =
+            frame_runtime::ulfm::run_status(&world, &options, |ctx| enter(ctx, main, user_data));
+        drop(universe);
+        Ok(c_int::from(code))
+    }
+}
+
+#[cfg(not(feature = "ulfm"))]
+mod ulfm {
+    use super::MainFn;
+    use crate::status::{Failure, FRAME_EUNSUPPORTED};
+    use std::ffi::{c_int, c_void};
+
+    /// Without the `ulfm` feature: [`FRAME_EUNSUPPORTED`].
+    pub(super) fn run(
+        _path: Option<&std::path::Path>,
+        _main: MainFn,
+        _user_data: *mut c_void,
+    ) -> Result<c_int, Failure> {
+        Err(Failure::new(
+            FRAME_EUNSUPPORTED,
+            "this libframe was built without the ulfm feature (cargo build -p frame-ffi --features ulfm against Open MPI 5)",
+        ))
+    }
 }

@@ -29,6 +29,9 @@ pub const FRAME_EMISMATCH: c_int = -5;
 pub const FRAME_ENOREC: c_int = -6;
 /// An internal error of the library (a bug); the call had no effect.
 pub const FRAME_EINTERNAL: c_int = -7;
+/// This libframe was built without what the call needs (`frame_run_ulfm`
+/// without the `ulfm` feature).
+pub const FRAME_EUNSUPPORTED: c_int = -8;
 
 thread_local! {
     static LAST: RefCell<CString> = RefCell::new(CString::default());

@@ -100,7 +100,17 @@ impl Options {
 /// documentation). A working rank's error that no failure explains ends
 /// the job on every process with exit code 1; more failures than spares
 /// end it with a message naming the ranks on every survivor.
-pub fn run<F, E>(world: &SimpleCommunicator, options: &Options, mut f: F) -> ExitCode
+pub fn run<F, E>(world: &SimpleCommunicator, options: &Options, f: F) -> ExitCode
+where
+    F: FnMut(&mut Context<'_>) -> Result<(), E>,
+    E: Display,
+{
+    ExitCode::from(run_status(world, options, f))
+}
+
+/// [`run`], with the exit status as a number (for the C interface): 0 on
+/// success.
+pub fn run_status<F, E>(world: &SimpleCommunicator, options: &Options, mut f: F) -> u8
 where
     F: FnMut(&mut Context<'_>) -> Result<(), E>,
     E: Display,
@@ -109,7 +119,7 @@ where
         Some(Ok(j)) => Some(j),
         Some(Err(e)) => {
             eprintln!("frame: a process started to replace a failed rank: {e}");
-            return ExitCode::from(2);
+            return 2;
         }
         None => None,
     };
@@ -167,7 +177,7 @@ where
                         .with_uniform_errors(options.uniform_errors),
                     Err(e) => {
                         eprintln!("frame: rank {me}: {e}");
-                        return ExitCode::from(2);
+                        return 2;
                     }
                 };
                 let mut ctx = Context {
@@ -297,7 +307,7 @@ where
         };
     };
     if !died {
-        return ExitCode::from(code);
+        return code;
     }
     if code != 0 {
         // Several processes ending with an error at once could leave
@@ -314,14 +324,14 @@ where
 /// The job as `mpirun` started it: every process's node, the spares
 /// `options` name, the others working in their order. Collective over
 /// `world`; an error is the process's exit code, said.
-fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, ExitCode> {
+fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, u8> {
     let size = world.size() as usize;
     let me = world.rank() as usize;
     let node = match placement(world, options.nodes) {
         Ok(p) => p.node,
         Err(e) => {
             eprintln!("frame: rank {me}: nodes: {e}");
-            return Err(ExitCode::from(2));
+            return Err(2);
         }
     };
     let mut node_of = vec![0u32; size];
@@ -332,7 +342,7 @@ fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, ExitC
             "frame: spares {:?} (key ulfm.spares, or the program's options) leave none of the {size} processes to work",
             options.spares
         );
-        return Err(ExitCode::from(2));
+        return Err(2);
     }
     Ok(Job::new(me, node_of, spares))
 }

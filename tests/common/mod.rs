@@ -545,30 +545,56 @@ pub fn node_dir(base: &Path, node: u32) -> PathBuf {
 /// The directory holding libframe.so and libframe.a, built first.
 pub fn libframe() -> PathBuf {
     let profile_dir = profile_dir();
+    build_libframe(&[]);
+    assert!(profile_dir.join("libframe.so").exists() && profile_dir.join("libframe.a").exists());
+    profile_dir
+}
+
+/// Builds libframe with `features` in the test's profile.
+fn build_libframe(features: &[&str]) {
     let mut cmd = Command::new(env!("CARGO"));
     cmd.args(["build", "-p", "frame-ffi"])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.ends_with("release") {
+    if !features.is_empty() {
+        cmd.args(["--features", &features.join(",")]);
+    }
+    if profile_dir().ends_with("release") {
         cmd.arg("--release");
     }
     let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
     assert!(status.success(), "building libframe failed:\n{err}");
-    assert!(profile_dir.join("libframe.so").exists() && profile_dir.join("libframe.a").exists());
-    profile_dir
+}
+
+/// A directory of its own holding libframe.so built with `features` (a
+/// copy: cargo's own is replaced by the next build with other features).
+pub fn libframe_with(features: &[&str]) -> PathBuf {
+    build_libframe(features);
+    let dir =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("libframe-{}", features.join("-")));
+    std::fs::create_dir_all(&dir).expect("libframe's directory");
+    std::fs::copy(profile_dir().join("libframe.so"), dir.join("libframe.so"))
+        .expect("copy libframe.so");
+    dir
 }
 
 /// Compiles `source` (relative to the repository) into `out` against
 /// libframe (shared).
 pub fn compile_c(source: &str, out: &Path) {
-    let lib = libframe();
-    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    compile_c_against(&cc, source, out, &libframe());
+}
+
+/// Compiles `source` (relative to the repository) into `out` with the
+/// compiler `cc` against the libframe.so in `lib`.
+pub fn compile_c_against(cc: &str, source: &str, out: &Path, lib: &Path) {
+    let mut cmd = Command::new(cc);
     cmd.args(C_FLAGS)
         .arg("-D_POSIX_C_SOURCE=200809L")
         .arg("-I")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("ffi/include"))
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join(source))
         .arg("-L")
-        .arg(&lib)
+        .arg(lib)
         .arg(format!("-Wl,-rpath,{}", lib.display()))
         .args(["-lframe", "-lpthread", "-o"])
         .arg(out);

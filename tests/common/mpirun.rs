@@ -75,6 +75,15 @@ pub fn mpirun_ulfm_within(
     if rustix::process::geteuid().is_root() {
         cmd.arg("--allow-run-as-root");
     }
+    // Open MPI's session directory (its rendezvous files are named by
+    // mpirun's process id) in a folder of the job's own: a stale one left
+    // in /tmp by a killed mpirun whose id came round again made the next
+    // mpirun fail ("The PMIx server's listener thread failed to start").
+    let session = tempfile::Builder::new()
+        .prefix("frame-mpirun-")
+        .tempdir()
+        .expect("a session directory for mpirun");
+    cmd.env("TMPDIR", session.path());
     launch(cmd, deadline, marker, program, args, env)
 }
 
