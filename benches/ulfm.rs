@@ -27,7 +27,11 @@
 //! cost an operation on a communicator (examples/error_scopes.rs
 //! `--cost`, 4 processes, `--rounds N` operations per trial, default
 //! 2000), against the operation scope (ULFM's own); `--modes-only` stops
-//! there, `--no-modes` skips it.
+//! there, `--no-modes` skips it (and the next).
+//!
+//! Then the shrink and the reload of a recovery in turn and overlapped
+//! (examples/shrink_overlap.rs, 4 processes, one killed, `--trials N`
+//! trials of each order, default 15, at 1, 4 and 16 MiB per process).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -77,6 +81,7 @@ fn main() {
     let node = flag("--node");
     if !flag("--no-modes") {
         modes_cost(arg("--rounds", 2000).max(1));
+        overlap(arg("--trials", 15).max(1));
     }
     if flag("--modes-only") {
         return;
@@ -271,6 +276,58 @@ fn timed(f: impl FnOnce() -> Output) -> (Output, f64) {
     let t = Instant::now();
     let out = f();
     (out, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// Runs examples/shrink_overlap.rs at 1, 4 and 16 MiB and prints each
+/// order's time against the shrink then the reload.
+fn overlap(trials: usize) {
+    let program = build(
+        &["--features", "ulfm", "--example", "shrink_overlap"],
+        "examples/shrink_overlap",
+    );
+    println!(
+        "the shrink and the reload of a checkpoint (read from /dev/shm, CRC-32 checked), 4 processes, one killed; median of {trials} trials (slowest survivor)"
+    );
+    println!(
+        "{:>5} {:>9} {:>9} {:>19} {:>19} {:>11} {:>6}",
+        "MiB", "shrink", "reload", "shrink-then-reload", "reload-then-shrink", "overlapped", "gain"
+    );
+    for mib in [1, 4, 16] {
+        let session = tempfile::Builder::new()
+            .prefix("frame-bench-mpirun-")
+            .tempdir()
+            .expect("mpirun's session directory");
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--with-ft", "ulfm", "--oversubscribe", "-n", "4"]);
+        if rustix::process::geteuid().is_root() {
+            cmd.arg("--allow-run-as-root");
+        }
+        let out = cmd
+            .env("TMPDIR", session.path())
+            .arg(&program)
+            .args(["--mib", &mib.to_string(), "--trials", &trials.to_string()])
+            .stdin(Stdio::null())
+            .output()
+            .expect("mpirun");
+        let all = text(&out);
+        let ms = |order: &str| -> f64 {
+            all.lines()
+                .filter_map(|l| l.strip_prefix("overlap: "))
+                .find_map(|l| {
+                    let mut f = l.split(' ');
+                    (f.nth(1)? == order).then(|| f.next()?.parse().ok())?
+                })
+                .unwrap_or_else(|| panic!("no {order} time:\n{all}"))
+        };
+        let (first, second) = (ms("shrink-then-reload"), ms("reload-then-shrink"));
+        let both = ms("overlapped");
+        println!(
+            "{mib:>5} {:>7.2}ms {:>7.2}ms {first:>17.2}ms {second:>17.2}ms {both:>9.2}ms {:>5.0}%",
+            ms("shrink"),
+            ms("reload"),
+            (1.0 - both / first) * 100.0
+        );
+    }
 }
 
 /// Runs examples/error_scopes.rs `--cost` and prints each mode's time per
