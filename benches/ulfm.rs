@@ -174,8 +174,8 @@ fn main() {
             }
         }
     };
-    // The fault-free run: its checksum, and each way's wall time against
-    // plain MPI's.
+    // The fault-free run: its checksum, and each way's time in the
+    // program against plain MPI's.
     let mut plain = Vec::new();
     let mut fault_free: Vec<Vec<f64>> = vec![Vec::new(); ways.len()];
     let mut reference = String::new();
