@@ -248,9 +248,12 @@ fn failed_ranks_get_new_processes_and_recover_online_bit_exact() {
 /// The C heat2d (examples/c/heat2d.c) on `frame_run_ulfm`, libframe
 /// built with the `ulfm` feature: rank 2 dies at step 275 and a spare
 /// takes its place, then in a second job node 1's ranks (2 and 3) die and
-/// new processes take theirs (no spares, `ulfm.spawn`); both recover
-/// online with the checksum of the program run alone, on one rank
-/// without MPI's failure handling.
+/// new processes take theirs (no spares, `ulfm.spawn`). The ranks die
+/// once every manager promoted the checkpoints so far
+/// (`frame_wait_promotions`), so both recover checkpoint 250 (the node's
+/// from its partner copies) however slow the machine, online, with the
+/// checksum of the program run alone, on one rank without MPI's failure
+/// handling.
 #[test]
 fn the_c_heat2d_recovers_online_under_ulfm_from_a_rank_and_a_node_failure() {
     let _serial = serial();
@@ -279,14 +282,14 @@ fn the_c_heat2d_recovers_online_under_ulfm_from_a_rank_and_a_node_failure() {
             "2",
             false,
             &["--die-rank", "2"][..],
-            "state 1 (1 failed rank(s), first 2)",
+            "state 1 (1 failed rank(s), first 2); recovered step 250",
         ),
         (
             8,
             "0",
             true,
             &["--die-rank", "2", "--die-rank", "3"][..],
-            "state 1 (2 failed rank(s), first 2)",
+            "state 1 (2 failed rank(s), first 2); recovered step 250",
         ),
     ];
     for (procs, spares, spawn, dying, entered) in cases {

@@ -14,8 +14,9 @@
  *   mpirun --with-ft ulfm -n 10 ./heat2d_c --ulfm --die-at 275 --die-rank 2
  *
  * where --die-at STEP --die-rank R (repeatable) makes those ranks SIGKILL
- * themselves after STEP in the first run (frame run injects its faults
- * with --inject instead).
+ * themselves after STEP in the first run, once every node's manager has
+ * promoted the checkpoints so far (frame run injects its faults with
+ * --inject instead).
  *
  * The last line rank 0 prints is "final checksum: 0x<16 hex digits>", an
  * FNV-1a hash of the whole grid: a run with failures prints the same one
@@ -168,6 +169,9 @@ static int resilient_main(frame_ctx *ctx, int state, int n_failed, const int *fa
         a->step += 1;
         if ((rc = frame_snapshot()) < 0) return fail("frame_snapshot", rc);
         if (state == FRAME_STATE_NEW && a->step == a->die_at) {
+            /* The failure comes once the partner copies exist, however
+             * slow the machine. */
+            if ((rc = frame_wait_promotions()) < 0) return fail("frame_wait_promotions", rc);
             for (int i = 0; i < a->n_dying; i++) {
                 if (a->dying[i] == rank) {
                     fprintf(stderr, "heat2d_c: rank %d dying at step %lld\n", rank, (long long)a->step);

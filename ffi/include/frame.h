@@ -221,6 +221,14 @@ int frame_protect(int id, void *ptr, int64_t count, int type);
 int frame_snapshot(void);
 
 /*
+ Waits until every node's manager has finished the promotions to levels
+ 2-4 asked of it so far (returns at once with level 1 only). For a
+ program that wants its checkpoints beyond its node before going on,
+ and for tests that kill a node once they are. Collective.
+ */
+int frame_wait_promotions(void);
+
+/*
  Writes a checkpoint now and has it kept at `level` (1 to 4) besides the
  levels whose interval is due. `id` must be positive; frame numbers its
  checkpoints itself and returns `FRAME_OK`. Collective.

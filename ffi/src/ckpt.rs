@@ -197,6 +197,20 @@ pub extern "C" fn frame_snapshot() -> c_int {
     })
 }
 
+/// Waits until every node's manager has finished the promotions to levels
+/// 2-4 asked of it so far (returns at once with level 1 only). For a
+/// program that wants its checkpoints beyond its node before going on,
+/// and for tests that kill a node once they are. Collective.
+#[no_mangle]
+pub extern "C" fn frame_wait_promotions() -> c_int {
+    guard("frame_wait_promotions", || {
+        state::with_ckpt(|c| {
+            c.wait_for_promotions()?;
+            Ok(FRAME_OK)
+        })
+    })
+}
+
 /// Writes a checkpoint now and has it kept at `level` (1 to 4) besides the
 /// levels whose interval is due. `id` must be positive; frame numbers its
 /// checkpoints itself and returns `FRAME_OK`. Collective.

@@ -5,8 +5,6 @@
 use super::job::Job;
 use frame::comm::mpi::ulfm;
 use frame::comm::CommError;
-use mpi::ffi;
-use mpi::raw::AsRaw;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
@@ -78,52 +76,10 @@ pub(super) fn join(shared: bool) -> Option<Result<(SimpleCommunicator, Standing)
     }))
 }
 
-/// Rank 0's `text` at every process of `comm` (its length, then the
-/// bytes).
-fn share(comm: &SimpleCommunicator, mut text: Vec<u8>) -> Result<Vec<u8>, CommError> {
-    let mut len = text.len() as u64;
-    // SAFETY: one u64 that outlives the blocking call.
-    let rc = unsafe {
-        ffi::MPI_Bcast(
-            (&raw mut len).cast(),
-            1,
-            ffi::RSMPI_UINT64_T,
-            0,
-            comm.as_raw(),
-        )
-    };
-    ok(rc, "the job's standing")?;
-    if comm.rank() != 0 {
-        // At most a few bytes per process of the job.
-        if len > 1 << 26 {
-            return Err(CommError::Unsupported(format!(
-                "the job's standing: {len} bytes announced"
-            )));
-        }
-        text = vec![0; len as usize];
-    }
-    let count = std::os::raw::c_int::try_from(len)
-        .map_err(|_| CommError::Unsupported(format!("the job's standing: {len} bytes")))?;
-    // SAFETY: `len` bytes at every process, alive across the blocking call.
-    let rc = unsafe {
-        ffi::MPI_Bcast(
-            text.as_mut_ptr().cast(),
-            count,
-            ffi::RSMPI_UINT8_T,
-            0,
-            comm.as_raw(),
-        )
-    };
-    ok(rc, "the job's standing")?;
-    Ok(text)
-}
-
-fn ok(rc: std::os::raw::c_int, what: &str) -> Result<(), CommError> {
-    if rc == ffi::MPI_SUCCESS as std::os::raw::c_int {
-        Ok(())
-    } else {
-        Err(CommError::Broken(format!("{what}: MPI error {rc}")))
-    }
+/// Rank 0's `text` at every process of `comm`: the job's standing, a
+/// few bytes per process of the job.
+fn share(comm: &SimpleCommunicator, text: Vec<u8>) -> Result<Vec<u8>, CommError> {
+    ulfm::broadcast_bytes(comm, text, 1 << 26)
 }
 
 /// With nodes of shared memory (`Nodes::Shared`), counts each of the last

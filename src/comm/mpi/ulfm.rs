@@ -287,3 +287,48 @@ fn merge(inter: &mut ffi::MPI_Comm, high: bool) -> Result<SimpleCommunicator, Co
     super::errors::return_errors(merged.as_raw());
     Ok(merged)
 }
+
+/// Rank 0's `bytes` at every process of `comm` (their length, then the
+/// bytes; the others pass an empty vector), returning errors rather than
+/// aborting: how survivors tell processes they started where the job
+/// stands. A length above `limit` is refused before anything is
+/// allocated. Collective.
+pub fn broadcast_bytes(
+    comm: &SimpleCommunicator,
+    mut bytes: Vec<u8>,
+    limit: usize,
+) -> Result<Vec<u8>, CommError> {
+    let mut len = bytes.len() as u64;
+    // SAFETY: one u64 that outlives the blocking call.
+    let rc = unsafe {
+        ffi::MPI_Bcast(
+            (&raw mut len).cast(),
+            1,
+            ffi::RSMPI_UINT64_T,
+            0,
+            comm.as_raw(),
+        )
+    };
+    check(rc, "broadcasting a length", None)?;
+    let count = c_int::try_from(len)
+        .ok()
+        .filter(|_| len <= limit as u64)
+        .ok_or_else(|| {
+            CommError::Unsupported(format!("a broadcast of {len} bytes (at most {limit})"))
+        })?;
+    if comm.rank() != 0 {
+        bytes = vec![0; len as usize];
+    }
+    // SAFETY: `len` bytes at every process, alive across the blocking call.
+    let rc = unsafe {
+        ffi::MPI_Bcast(
+            bytes.as_mut_ptr().cast(),
+            count,
+            ffi::RSMPI_UINT8_T,
+            0,
+            comm.as_raw(),
+        )
+    };
+    check(rc, "broadcasting bytes", None)?;
+    Ok(bytes)
+}
