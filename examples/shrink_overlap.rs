@@ -61,11 +61,12 @@ fn main() {
     };
     let world = ulfm::duplicate(&universe.world());
     let (rank, size) = (world.rank(), world.size());
-    let file = args.dir.join(format!("frame-shrink-overlap-{rank}"));
-    let sum = match write_checkpoint(&file, args.mib << 20, rank) {
-        Ok(s) => s,
+    // A new file of this process's own (created exclusively, private):
+    // never one another user planted under a name known in advance.
+    let (file, sum) = match write_checkpoint(&args.dir, args.mib << 20, rank) {
+        Ok(x) => x,
         Err(e) => {
-            eprintln!("shrink_overlap: rank {rank}: {}: {e}", file.display());
+            eprintln!("shrink_overlap: rank {rank}: {}: {e}", args.dir.display());
             std::process::exit(1);
         }
     };
@@ -149,9 +150,9 @@ unsafe impl AsRaw for Handle {
     }
 }
 
-/// Writes `len` bytes that depend on `rank` to `path`; returns their
-/// CRC-32.
-fn write_checkpoint(path: &Path, len: usize, rank: i32) -> std::io::Result<u32> {
+/// Writes `len` bytes that depend on `rank` to a new file in `dir`;
+/// returns its path and the bytes' CRC-32.
+fn write_checkpoint(dir: &Path, len: usize, rank: i32) -> std::io::Result<(PathBuf, u32)> {
     let data: Vec<u8> = (0..len)
         .map(|i| {
             (i as u32)
@@ -159,8 +160,12 @@ fn write_checkpoint(path: &Path, len: usize, rank: i32) -> std::io::Result<u32> 
                 .wrapping_add(rank as u32) as u8
         })
         .collect();
-    std::fs::write(path, &data)?;
-    Ok(crc32fast::hash(&data))
+    let mut file = tempfile::Builder::new()
+        .prefix("frame-shrink-overlap-")
+        .tempfile_in(dir)?;
+    file.write_all(&data)?;
+    let (_, path) = file.keep().map_err(|e| e.error)?;
+    Ok((path, crc32fast::hash(&data)))
 }
 
 /// Reads the checkpoint at `path` back into `buffer` and checks its CRC-32.
