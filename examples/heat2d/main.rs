@@ -103,7 +103,8 @@ struct Args {
     /// A rank that dies at --die-at.
     #[arg(long, value_name = "RANK", requires = "die_at")]
     die_rank: Vec<usize>,
-    /// A node whose ranks die at --die-at, its level-1 storage removed.
+    /// A node whose ranks die at --die-at, its level-1 storage removed
+    /// (under `frame run`, with its daemon: the node's whole process group).
     #[arg(long, value_name = "NODE", requires = "die_at")]
     die_node: Vec<u32>,
     /// At --die-at, every rank first waits until the managers finished
@@ -298,6 +299,11 @@ fn die_if_due(ctx: &Context<'_>, args: &Args, ckpt: &mut Checkpointer<'_>, step:
     );
     if node {
         let _ = std::fs::remove_dir_all(ckpt.local_dir());
+        if ctx.launcher_pid().is_some() {
+            // Under `frame run` a node is its daemon's process group (the
+            // daemon, its manager, its ranks and standbys): all of it dies.
+            let _ = rustix::process::kill_current_process_group(rustix::process::Signal::KILL);
+        }
     }
     let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     loop {
