@@ -226,5 +226,15 @@ fn sim_reproduces_table_3_as_json_lines() {
         // 400 runs: a wider band than the library's 2000-run test.
         assert!((c - paper.0).abs() / paper.0 < 0.1, "{c} vs {}", paper.0);
         assert!(k5 < k2 && k2 < c, "{row}");
+        let readings = row["readings"].as_array().expect("the readings");
+        let names: Vec<&str> = readings
+            .iter()
+            .filter_map(|r| r["reading"].as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["literal", "table2", "one-window", "one-window-checkpoint"],
+            "{row}"
+        );
     }
 }

@@ -14,6 +14,27 @@ pub enum Paper {
     Table3,
 }
 
+/// `--async-window`: see [`sim::Window`].
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum AsyncWindow {
+    /// Every failure recovered asynchronously.
+    Unlimited,
+    /// One per window, as frame's `logged` recovery.
+    Once,
+    /// One per window, each ending with a level-1 checkpoint.
+    OnceThenCheckpoint,
+}
+
+impl From<AsyncWindow> for sim::Window {
+    fn from(w: AsyncWindow) -> Self {
+        match w {
+            AsyncWindow::Unlimited => sim::Window::Unlimited,
+            AsyncWindow::Once => sim::Window::Once,
+            AsyncWindow::OnceThenCheckpoint => sim::Window::OnceThenCheckpoint,
+        }
+    }
+}
+
 /// Options of `frame sim`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct SimArgs {
@@ -47,9 +68,15 @@ pub struct SimArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [0.5, 4.0])]
     recovery: Vec<f64>,
     /// `coordinated`, or `async:K` (K spare processes recompute the lost
-    /// work of every level's failures without a rollback).
+    /// work of every level's failures without a rollback, as many times
+    /// per window as --async-window allows).
     #[arg(long, default_value = "coordinated")]
     strategy: String,
+    /// With `async:K`: how many asynchronous recoveries one logging window
+    /// (between two scheduled level-1 checkpoints) allows before a failure
+    /// rolls every process back.
+    #[arg(long, value_enum, default_value_t = AsyncWindow::Once)]
+    async_window: AsyncWindow,
     /// Runs per point.
     #[arg(long, default_value_t = 10_000)]
     runs: u64,
@@ -74,7 +101,7 @@ fn write_svg(path: &std::path::Path, doc: Result<String, String>) -> anyhow::Res
     Ok(())
 }
 
-fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
+fn strategy(text: &str, levels: usize, window: AsyncWindow) -> anyhow::Result<Strategy> {
     if text == "coordinated" {
         return Ok(Strategy::Coordinated);
     }
@@ -85,7 +112,11 @@ fn strategy(text: &str, levels: usize) -> anyhow::Result<Strategy> {
         .ok_or_else(|| {
             anyhow::anyhow!("--strategy {text}: expected `coordinated` or `async:K` with K >= 1")
         })?;
-    Ok(Strategy::Async { k, levels })
+    Ok(Strategy::Async {
+        k,
+        levels,
+        window: window.into(),
+    })
 }
 
 /// The measured figures named by `source` (a JSON file or `test-machine`).
@@ -210,7 +241,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         } else {
             println!("Table 3 (simulation) of Coordinated checkpointing with logging of transmitted data and asynchronous recovery: mean overhead of a 3600 s job, {} runs per point, seed {}", a.runs, a.seed);
             print!("{}", table3::table(&rows));
-            println!("(± the 95 % confidence half-width; percentages: reduction against coordinated; the fourth pair is simulated at 240/1200, see `frame_cli::sim::table3`)");
+            println!("(± the 95 % confidence half-width; chosen: {}; the fourth pair is simulated at 240/1200; the readings are explained in `frame_cli::sim::table3`)", table3::Reading::CHOSEN.describe());
         }
         if let Some(path) = &a.svg {
             write_svg(path, sim::plot::table3_svg(&rows))?;
@@ -233,7 +264,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
         &a.mtbf,
         &a.checkpoint,
         &a.recovery,
-        strategy(&a.strategy, levels)?,
+        strategy(&a.strategy, levels, a.async_window)?,
     );
     let s = sim::simulate(&model, a.runs, a.seed);
     if s.unfinished > 0 {

@@ -17,6 +17,8 @@
 //! - **asynchronous** (sender-based message logging, k spare processes
 //!   recompute the lost work of the failed one): the computed time does not
 //!   roll back, and the job waits R_i plus the lost work divided by k.
+//!   [`Window`] says how many such recoveries one logging window allows
+//!   (the paper does not say; frame's `logged` recovery allows one).
 //!
 //! [`opt_par`] gives the checkpoint pattern: how many checkpoints of each
 //! level, and the pattern's length (figure 5 of the same paper). Everything here
@@ -45,7 +47,27 @@ pub enum Strategy {
         k: f64,
         /// Highest level recovered asynchronously.
         levels: usize,
+        /// How often a logging window can be recovered asynchronously.
+        window: Window,
     },
+}
+
+/// How many asynchronous recoveries one logging window allows (the span
+/// between two level-1 checkpoints of the schedule, whose messages the
+/// senders keep).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Any number: every failure of a level up to `levels` is recomputed.
+    Unlimited,
+    /// One: a second failure before the next scheduled level-1 checkpoint
+    /// rolls every process back, as frame's `logged` recovery does (the
+    /// logs of the window no longer describe a state anyone can replay).
+    Once,
+    /// One, and each asynchronous recovery ends with a level-1 checkpoint
+    /// of the job (cost C_1, the new restore point); the window's logs are
+    /// dropped at the next scheduled checkpoint only, so a second failure
+    /// before it still rolls back, to that new checkpoint.
+    OnceThenCheckpoint,
 }
 
 /// A job and its failure and cost profile, per level (lowest first).
@@ -139,6 +161,9 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
     // each level's next checkpoint.
     let mut last = vec![0.0f64; levels];
     let mut next: Vec<f64> = model.periods[..levels].to_vec();
+    // Whether the current logging window was already recovered
+    // asynchronously (see `Window`).
+    let mut window_used = false;
     let (mut comp, mut wall) = (0.0f64, 0.0f64);
     let eps = 1e-9;
     let limit = model.planned * GIVE_UP;
@@ -169,6 +194,7 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
                     last[i] = after;
                     next[i] = after + model.periods[i];
                 }
+                window_used = false;
             }
             continue;
         }
@@ -178,11 +204,22 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
         next_failure[lvl] = at + exponential(&mut rng, model.rates[lvl]);
         let start = at.max(wall);
         let gray = (at - wall).clamp(0.0, dt);
-        let asynchronous = matches!(model.strategy, Strategy::Async { levels: l, .. } if lvl < l);
+        let asynchronous = match model.strategy {
+            Strategy::Async {
+                levels: l, window, ..
+            } => lvl < l && (window == Window::Unlimited || !window_used),
+            Strategy::Coordinated => false,
+        };
         match model.strategy {
-            Strategy::Async { k, .. } if asynchronous => {
+            Strategy::Async { k, window, .. } if asynchronous => {
                 let lost = comp - last[lvl] + gray;
                 wall = start + model.recovery[lvl] + lost / k.max(1.0);
+                window_used = true;
+                if window == Window::OnceThenCheckpoint {
+                    wall += model.checkpoint[0];
+                    last[0] = comp;
+                    next[0] = comp + model.periods[0];
+                }
             }
             _ => {
                 wall = start + model.recovery[lvl];
@@ -191,6 +228,7 @@ pub fn run_once(model: &Model, seed: u64, index: u64) -> Run {
                     last[i] = last[i].min(comp);
                     next[i] = last[i] + model.periods[i];
                 }
+                window_used = false;
             }
         }
     }

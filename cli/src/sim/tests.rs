@@ -58,7 +58,14 @@ fn asynchronous_recovery_never_costs_more_than_coordinated_on_the_same_failures(
     for (i, m) in MTBF.iter().enumerate() {
         let c = run_once(&table3::model(*m, Strategy::Coordinated), 5, i as u64);
         let a = run_once(
-            &table3::model(*m, Strategy::Async { k: 2.0, levels: 2 }),
+            &table3::model(
+                *m,
+                Strategy::Async {
+                    k: 2.0,
+                    levels: 2,
+                    window: Window::Unlimited,
+                },
+            ),
             5,
             i as u64,
         );
@@ -70,14 +77,18 @@ fn asynchronous_recovery_never_costs_more_than_coordinated_on_the_same_failures(
     }
 }
 
-/// Table 3 of *Coordinated checkpointing with logging of transmitted data and asynchronous recovery* with
-/// 2000 runs per point (the full 10 000 are in
-/// `frame sim --reproduce table3`): coordinated means within 4 % of the
-/// paper's, the reductions within 8 points (the model's reductions are
-/// 2 to 6 points above the paper's; see `table3`).
+/// Table 3 of *Coordinated checkpointing with logging of transmitted data
+/// and asynchronous recovery* with 2000 runs per point (the full 10 000
+/// are in `frame sim --reproduce table3`): coordinated means within 4 % of
+/// the paper's; under the chosen reading every reduction within 1.5
+/// points of the paper's; the text as written far off (see `table3`).
 #[test]
 fn table_3_is_reproduced() {
-    let rows = table3::reproduce(2000, 2024);
+    let rows = table3::reproduce_readings(
+        2000,
+        2024,
+        &[table3::Reading::Literal, table3::Reading::CHOSEN],
+    );
     for (r, p) in rows.iter().zip(PAPER) {
         let off = (r.coordinated_s - p.0).abs() / p.0;
         assert!(
@@ -88,17 +99,45 @@ fn table_3_is_reproduced() {
             r.mtbf1,
             r.mtbf2
         );
-        for (ours, theirs) in [(r.async_k2_s, p.1), (r.async_k5_s, p.2)] {
-            let a = 100.0 * (r.coordinated_s - ours) / r.coordinated_s;
-            let b = 100.0 * (p.0 - theirs) / p.0;
-            assert!(
-                (a - b).abs() < 8.0,
-                "reduction {a:.1} % vs {b:.1} % at {}/{}",
-                r.mtbf1,
-                r.mtbf2
-            );
-        }
     }
+    let chosen = table3::worst_distance(&rows, table3::Reading::CHOSEN).unwrap();
+    assert!(chosen <= 1.5, "{}", table3::table(&rows));
+    let literal = table3::worst_distance(&rows, table3::Reading::Literal).unwrap();
+    assert!(literal > 5.0, "{}", table3::table(&rows));
+}
+
+/// A job that checkpoints only at its start and fails every 20 s or so,
+/// its lost work recomputed almost for free: with any number of
+/// asynchronous recoveries per window each failure costs about its
+/// recovery; with one per window every second failure rolls back to the
+/// start; ending each recovery with a checkpoint bounds what such a
+/// rollback loses.
+#[test]
+fn a_window_allows_as_many_asynchronous_recoveries_as_its_rule_says() {
+    let with = |window| Model {
+        planned: 100.0,
+        step: 0.5,
+        rates: vec![1.0 / 20.0],
+        checkpoint: vec![1.0],
+        recovery: vec![0.5],
+        periods: vec![1e9],
+        strategy: Strategy::Async {
+            k: 1000.0,
+            levels: 1,
+            window,
+        },
+    };
+    let runs = 32;
+    let unlimited = simulate(&with(Window::Unlimited), runs, 9);
+    let once = simulate(&with(Window::Once), runs, 9);
+    let closed = simulate(&with(Window::OnceThenCheckpoint), runs, 9);
+    assert_eq!(unlimited.unfinished + closed.unfinished, 0);
+    // About five failures, each costing its recovery and the unfinished step.
+    assert!(unlimited.mean < 10.0, "{unlimited:?}");
+    assert!(
+        unlimited.mean < closed.mean && 2.0 * closed.mean < once.mean,
+        "{unlimited:?} {closed:?} {once:?}"
+    );
 }
 
 #[test]
