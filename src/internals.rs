@@ -51,3 +51,9 @@ pub mod safefs {
 pub mod topology {
     pub use crate::topology::Topology;
 }
+
+/// Localised recovery: the dependency cone of a failure (`frame sim`
+/// reproduces the data-flow rollback paper with it).
+pub mod recovery {
+    pub use crate::recovery::cone::{chain, grid, Cone, ConeError, Role};
+}

@@ -238,3 +238,34 @@ fn sim_reproduces_table_3_as_json_lines() {
         );
     }
 }
+
+#[test]
+fn sim_reproduces_the_data_flow_rollback_runs_as_json_lines() {
+    let (status, out, err) = run(
+        Command::new(frame_bin()).args(["sim", "--reproduce", "dfr", "--json", "--seeds", "20"]),
+        DEADLINE,
+    );
+    assert!(status.success(), "{err}");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // Both stencils, every node count.
+    let nodes = frame_cli::sim::localised::NODES;
+    assert_eq!(rows.len(), 2 * nodes.len(), "{out}");
+    for (row, n) in rows.iter().zip(nodes.iter().chain(nodes.iter())) {
+        assert_eq!(row["nodes"].as_u64(), Some(*n as u64), "{row}");
+        let r = |i: usize| {
+            row["recomputed"][i]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{row}"))
+        };
+        assert!(r(0) > r(1) && r(1) > r(2), "{row}");
+    }
+    let (status, _, err) = run(
+        Command::new(frame_bin()).args(["sim", "--reproduce", "dfr", "--seeds", "0"]),
+        DEADLINE,
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--seeds 0"), "{err}");
+}

@@ -45,6 +45,7 @@
 pub(crate) use crate::level::{Held, Inventory};
 
 pub(crate) mod aware;
+pub(crate) mod cone;
 pub(crate) mod copies;
 pub(crate) mod erasure;
 

@@ -28,6 +28,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+pub mod localised;
 pub mod plot;
 pub mod projection;
 pub mod retrieval;
