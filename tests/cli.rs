@@ -203,17 +203,20 @@ fn fti_config_prints_frames_toml_and_warns_about_ignored_keys() {
     assert!(err.contains("missing.fti"), "{err}");
 }
 
-#[test]
-fn sim_reproduces_table_3_as_json_lines() {
-    let (status, out, err) = run(
-        Command::new(frame_bin()).args(["sim", "--reproduce", "table3", "--json", "--runs", "400"]),
-        DEADLINE,
-    );
+/// `frame sim ARGS`, which must succeed: its JSON lines, and its output.
+fn sim_json(args: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let (status, out, err) = run(Command::new(frame_bin()).arg("sim").args(args), DEADLINE);
     assert!(status.success(), "{err}");
-    let rows: Vec<serde_json::Value> = out
+    let rows = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
+    (rows, out)
+}
+
+#[test]
+fn sim_reproduces_table_3_as_json_lines() {
+    let (rows, out) = sim_json(&["--reproduce", "table3", "--json", "--runs", "400"]);
     assert_eq!(rows.len(), frame_cli::sim::table3::MTBF.len(), "{out}");
     for ((row, mtbf), paper) in rows
         .iter()
@@ -241,15 +244,7 @@ fn sim_reproduces_table_3_as_json_lines() {
 
 #[test]
 fn sim_reproduces_the_data_flow_rollback_runs_as_json_lines() {
-    let (status, out, err) = run(
-        Command::new(frame_bin()).args(["sim", "--reproduce", "dfr", "--json", "--seeds", "20"]),
-        DEADLINE,
-    );
-    assert!(status.success(), "{err}");
-    let rows: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect();
+    let (rows, out) = sim_json(&["--reproduce", "dfr", "--json", "--seeds", "20"]);
     // Both stencils, every node count.
     let nodes = frame_cli::sim::localised::NODES;
     assert_eq!(rows.len(), 2 * nodes.len(), "{out}");
