@@ -335,6 +335,36 @@ fn two_failures_in_sequence_and_one_during_the_recovery() {
     }
 }
 
+/// With `ulfm.max_failures = 1` the second failure (the replacement of
+/// rank 5 dying as it enters) ends the job: every survivor names it and
+/// the key, and nobody is replaced again.
+#[test]
+fn a_job_repairs_itself_at_most_max_failures_times() {
+    let _serial = serial();
+    let dir = scratch();
+    let args = ["--ulfm-spares", "2", "--ulfm-ranks-per-node", "2"];
+    let args = [
+        &args[..],
+        &["--die-at", "50", "--die-at", "0", "--die-rank", "5"],
+    ]
+    .concat();
+    let job = ulfm_heat_configured(
+        dir.path(),
+        10,
+        LEVELS,
+        &args,
+        &[("FRAME_ULFM_MAX_FAILURES", "1")],
+    );
+    assert!(!job.status.success(), "{}", job.out);
+    let said = job
+        .out
+        .lines()
+        .filter(|l| l.contains("failure 2 (rank(s) [5]) is more than ulfm.max_failures (1) allows"))
+        .count();
+    assert_eq!(said, 8, "each of the 8 survivors says so:\n{}", job.out);
+    assert!(!job.out.contains("epoch 3"), "{}", job.out);
+}
+
 /// Two ranks die with one spare left: every survivor says which ranks
 /// failed and that the job cannot go on, and the job ends with an error
 /// (`mpirun` deadlocked in 1 run of 2 when the survivors all exited with

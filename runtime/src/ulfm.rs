@@ -71,6 +71,8 @@ pub struct Options {
     /// Whether a failed rank that finds no spare left gets a new process
     /// of this program (`MPI_Comm_spawn`) instead of ending the job.
     pub spawn: bool,
+    /// Repairs before the job ends with an error instead.
+    pub max_failures: u32,
 }
 
 impl Options {
@@ -90,6 +92,7 @@ impl Options {
             error_scope: cfg.ulfm.error_scope,
             uniform_errors: cfg.ulfm.uniform_errors,
             spawn: cfg.ulfm.spawn,
+            max_failures: cfg.ulfm.max_failures,
         }
     }
 }
@@ -150,6 +153,8 @@ where
     let node = job.node_of[job.me];
     let me = job.me;
     let mut died = false;
+    // Repairs so far (bounded by `options.max_failures`).
+    let mut repairs: u32 = 0;
     // When this process went through each step of the last repair.
     let mut repaired: Option<[u128; 4]> = None;
     let code = loop {
@@ -261,6 +266,15 @@ where
             if let Some(e) = failed_here {
                 eprintln!("frame: rank {}: {e}", job.rank().unwrap_or(me));
             }
+            let _ = ulfm::agree(&next, 0);
+            give_up(&next);
+        }
+        repairs = repairs.saturating_add(1);
+        if repairs > options.max_failures {
+            eprintln!(
+                "frame: process {me}: failure {repairs} (rank(s) {:?}) is more than ulfm.max_failures ({}) allows; the job ends",
+                repair.failed_ranks, options.max_failures
+            );
             let _ = ulfm::agree(&next, 0);
             give_up(&next);
         }

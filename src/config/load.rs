@@ -397,6 +397,16 @@ impl Config {
                 format!("{} is outside 1..={MAX_FULL_EVERY}", self.l4.full_every),
             ));
         }
+        if !(1..=super::ulfm::MAX_FAILURES).contains(&self.ulfm.max_failures) {
+            return Err(bad(
+                "ulfm.max_failures",
+                format!(
+                    "{} is outside 1..={}",
+                    self.ulfm.max_failures,
+                    super::ulfm::MAX_FAILURES
+                ),
+            ));
+        }
         if !(1..=1024).contains(&self.manager.queue) {
             return Err(bad(
                 "manager.queue",

@@ -61,6 +61,8 @@ fn out_of_range_values_are_rejected_with_key() {
         ),
         ("[retention]\nkeep_last = 0\n", "retention.keep_last"),
         ("[storage]\nlocal_dir = \"\"\n", "storage.local_dir"),
+        ("[ulfm]\nmax_failures = 0\n", "ulfm.max_failures"),
+        ("[ulfm]\nmax_failures = 1000001\n", "ulfm.max_failures"),
     ] {
         let err = Config::from_toml_str(text, "c.toml").unwrap_err();
         assert!(err.to_string().contains(key), "{text}: {err}");

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[ulfm]`
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UlfmConfig {
     /// Processes held back at launch to replace failed ranks: the last
@@ -21,6 +21,26 @@ pub struct UlfmConfig {
     /// Whether the program's communicator's collectives end in an
     /// agreement, so that each fails at every rank or at none.
     pub uniform_errors: bool,
+    /// Repairs the job makes before it ends with an error instead (a
+    /// process that dies again at every start would otherwise be replaced
+    /// forever); 1 to 1000000.
+    pub max_failures: u32,
+}
+
+/// The most repairs `ulfm.max_failures` may allow.
+pub(super) const MAX_FAILURES: u32 = 1_000_000;
+
+impl Default for UlfmConfig {
+    fn default() -> Self {
+        Self {
+            spares: 0,
+            spare_layout: SpareLayout::default(),
+            spawn: false,
+            error_scope: ErrorScope::default(),
+            uniform_errors: false,
+            max_failures: 32,
+        }
+    }
 }
 
 /// Where a job's spare processes are.
