@@ -125,6 +125,7 @@ async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>, security: &
             epoch: frame.epoch,
             src: frame.src as usize,
             tag: frame.tag,
+            seq: frame.seq,
             data: frame.payload,
             _budget: Some(permit),
         });

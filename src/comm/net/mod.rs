@@ -20,29 +20,34 @@
 //! connection are capped ([`Limits`]): a peer cannot make a rank allocate
 //! without bound, and a reader whose queue is full stops reading until the
 //! rank consumes messages.
+//!
+//! A communicator may also log what it sends ([`NetComm::with_journal`],
+//! for localised recovery): its messages then carry their number towards
+//! each destination, a hub drops a number it already has from that sender
+//! (the messages a recomputing replacement sends again), and
+//! [`NetComm::replay_to`] sends a replacement what it had been sent since
+//! the last committed checkpoint.
 
+mod hub;
+mod journal;
 mod listen;
 mod wire;
 
+use hub::Envelope;
+pub use hub::Hub;
+pub use journal::Unreplayable;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
 
 use super::{check_rank, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank};
 use crate::auth::{self, Channel, Secret};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
-
-/// How long a receive polls for a message before it sleeps. Waking a
-/// sleeping thread costs tens of microseconds on virtual machines; a message
-/// that arrives while the receiver still polls is picked up at once.
-const POLL: Duration = Duration::from_micros(30);
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// How long a rank whose peer died waits for the runtime's recovery before
 /// reporting the peer as failed.
@@ -100,128 +105,6 @@ impl fmt::Display for Endpoint {
         match self {
             Endpoint::Unix(p) => write!(f, "unix:{}", p.display()),
             Endpoint::Tcp(a) => write!(f, "tcp:{a}"),
-        }
-    }
-}
-
-struct Envelope {
-    epoch: u64,
-    src: Rank,
-    tag: u64,
-    data: Bytes,
-    /// The connection's queue budget this message holds until received.
-    _budget: Option<tokio::sync::OwnedSemaphorePermit>,
-}
-
-struct HubState {
-    /// Messages of epochs below this are discarded.
-    epoch: u64,
-    /// Set when the runtime starts a recovery into this (newer) epoch.
-    interrupt: Option<u64>,
-    queue: VecDeque<Envelope>,
-}
-
-/// A rank process's mailbox, shared by its communicators and its readers.
-pub struct Hub {
-    state: Mutex<HubState>,
-    ready: Condvar,
-    /// Bumped on every delivery and interrupt (read without the lock while polling).
-    changes: AtomicU64,
-    /// Receives that went to sleep (lets tests interrupt a sleeping receive).
-    #[cfg(test)]
-    sleepers: AtomicU64,
-}
-
-impl Hub {
-    /// An empty hub at epoch 0.
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            state: Mutex::new(HubState {
-                epoch: 0,
-                interrupt: None,
-                queue: VecDeque::new(),
-            }),
-            ready: Condvar::new(),
-            changes: AtomicU64::new(0),
-            #[cfg(test)]
-            sleepers: AtomicU64::new(0),
-        })
-    }
-
-    /// Waits until something changes in the hub: polls briefly, then sleeps.
-    fn wait<'a>(&'a self, s: MutexGuard<'a, HubState>) -> MutexGuard<'a, HubState> {
-        let seen = self.changes.load(Ordering::Acquire);
-        drop(s);
-        let start = Instant::now();
-        while self.changes.load(Ordering::Acquire) == seen && start.elapsed() < POLL {
-            std::hint::spin_loop();
-        }
-        let s = self.lock();
-        if self.changes.load(Ordering::Acquire) != seen {
-            return s;
-        }
-        #[cfg(test)]
-        self.sleepers.fetch_add(1, Ordering::AcqRel);
-        self.ready.wait(s).unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HubState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Accepts a message from a reader; messages of past epochs are dropped.
-    fn deliver(&self, env: Envelope) {
-        let mut s = self.lock();
-        if env.epoch >= s.epoch {
-            s.queue.push_back(env);
-            self.changes.fetch_add(1, Ordering::Release);
-            drop(s);
-            self.ready.notify_all();
-        }
-    }
-
-    /// Starts a recovery into `epoch`: calls on communicators of older epochs
-    /// fail with [`CommError::Interrupted`] from now on.
-    pub fn interrupt(&self, epoch: u64) {
-        let mut s = self.lock();
-        if s.interrupt.is_none_or(|e| e < epoch) {
-            s.interrupt = Some(epoch);
-        }
-        self.changes.fetch_add(1, Ordering::Release);
-        drop(s);
-        self.ready.notify_all();
-    }
-
-    /// Waits up to `grace` for a recovery into an epoch newer than `epoch`.
-    fn await_interrupt(&self, epoch: u64, grace: Duration) -> Option<u64> {
-        let s = self.lock();
-        let (s, _) = self
-            .ready
-            .wait_timeout_while(s, grace, |s| s.interrupt.is_none_or(|e| e <= epoch))
-            .unwrap_or_else(|e| e.into_inner());
-        s.interrupt.filter(|e| *e > epoch)
-    }
-
-    /// Bytes of messages waiting to be received.
-    #[cfg(test)]
-    fn queued_bytes(&self) -> usize {
-        self.lock().queue.iter().map(|m| m.data.len()).sum()
-    }
-
-    /// The epoch of the pending recovery, if one was started.
-    pub fn interrupted(&self) -> Option<u64> {
-        self.lock().interrupt
-    }
-
-    /// Enters `epoch`: older messages are discarded and a pending interrupt
-    /// for an epoch at or below it is cleared.
-    pub fn begin_epoch(&self, epoch: u64) {
-        let mut s = self.lock();
-        s.epoch = s.epoch.max(epoch);
-        let floor = s.epoch;
-        s.queue.retain(|m| m.epoch >= floor);
-        if s.interrupt.is_some_and(|e| e <= floor) {
-            s.interrupt = None;
         }
     }
 }
@@ -306,12 +189,36 @@ pub struct NetComm {
     node: NodeId,
     epoch: u64,
     hub: Arc<Hub>,
-    table: Arc<Vec<Endpoint>>,
+    table: Mutex<Vec<Endpoint>>,
+    size: usize,
     security: Arc<Security>,
     links: Vec<Mutex<Option<Link>>>,
+    journal: Option<Mutex<Logged>>,
     failures: Failures,
     notes: Option<CommitNotes>,
     runtime_node: Option<crate::node::RuntimeNode>,
+}
+
+/// A logging communicator's log, and the number of the last message the
+/// program received from each rank.
+struct Logged {
+    journal: journal::Journal,
+    consumed: Vec<u64>,
+}
+
+/// Where a logging communicator stands (see [`NetComm::with_journal`]):
+/// the checkpoint its log's window started at, and for each rank the
+/// number of the last message sent to it and received from it. Saved with
+/// a checkpoint, it lets a replacement restored from that checkpoint
+/// number its messages on and ask the survivors for the rest.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageCounts {
+    /// The checkpoint the window started at (0: the epoch's start).
+    pub window: u64,
+    /// Per rank: the number of the last message sent to it.
+    pub sent: Vec<u64>,
+    /// Per rank: the number of the last message received from it.
+    pub received: Vec<u64>,
 }
 
 /// Where a communicator passes the commits the library notes (see
@@ -335,9 +242,11 @@ impl NetComm {
             node,
             epoch,
             hub,
-            table,
+            size: table.len(),
+            table: Mutex::new(table.to_vec()),
             security,
             links,
+            journal: None,
             failures: Failures::default(),
             notes: None,
             runtime_node: None,
@@ -370,11 +279,130 @@ impl NetComm {
         self.epoch
     }
 
+    /// The same communicator, logging every message it sends to another
+    /// rank (up to `limit` bytes of payload per window, see
+    /// [`Unreplayable::Overflowed`]) and numbering them; a commit the
+    /// library notes starts a new window.
+    pub fn with_journal(mut self, limit: u64) -> Self {
+        self.journal = Some(Mutex::new(Logged {
+            journal: journal::Journal::new(self.size, limit),
+            consumed: vec![0; self.size],
+        }));
+        self
+    }
+
+    fn logged(&self) -> Option<MutexGuard<'_, Logged>> {
+        self.journal
+            .as_ref()
+            .map(|j| j.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Where the log stands, to save with a checkpoint; `None` without a
+    /// log, or while a message received is followed by an earlier one
+    /// from the same rank not yet received (the program's receives must
+    /// be in each sender's order at a checkpoint).
+    pub fn message_counts(&self) -> Option<MessageCounts> {
+        let logged = self.logged()?;
+        let s = self.hub.lock();
+        let behind = s.queue.iter().any(|m| {
+            m.epoch == self.epoch
+                && m.seq != 0
+                && logged.consumed.get(m.src).is_some_and(|c| m.seq < *c)
+        });
+        if behind {
+            return None;
+        }
+        Some(MessageCounts {
+            window: logged.journal.window(),
+            sent: logged.journal.sent(),
+            received: logged.consumed.clone(),
+        })
+    }
+
+    /// Continues from `counts` (a replacement restored from the checkpoint
+    /// they were saved with): messages are numbered on from there.
+    pub fn resume(&self, counts: &MessageCounts) {
+        if let Some(mut logged) = self.logged() {
+            logged.journal.resume(counts.window, &counts.sent);
+            for (c, r) in logged.consumed.iter_mut().zip(&counts.received) {
+                *c = *r;
+            }
+        }
+    }
+
+    /// Bytes of payload the log holds.
+    pub fn journal_bytes(&self) -> u64 {
+        self.logged().map_or(0, |l| l.journal.held())
+    }
+
+    /// From now on, reaches rank `rank` at `endpoint` (its replacement).
+    pub fn replace_peer(&self, rank: Rank, endpoint: Endpoint) -> CommResult<()> {
+        check_rank(self, rank)?;
+        if let Some(slot) = self
+            .table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(rank)
+        {
+            *slot = endpoint;
+        }
+        *self.links[rank].lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+
+    /// Sends rank `dest` again, in order and with their numbers, the logged
+    /// messages numbered after `after` (the last it received before the
+    /// checkpoint it was restored from); how many, or why they cannot be.
+    pub fn replay_to(&self, dest: Rank, after: u64) -> CommResult<Result<usize, Unreplayable>> {
+        check_rank(self, dest)?;
+        let entries: Vec<journal::Entry> = match self.logged() {
+            None => return Ok(Ok(0)),
+            Some(l) => match l.journal.replay(dest, after) {
+                Ok(it) => it.cloned().collect(),
+                Err(e) => return Ok(Err(e)),
+            },
+        };
+        for e in &entries {
+            self.write_to(dest, e.tag, e.seq, &e.data)?;
+        }
+        Ok(Ok(entries.len()))
+    }
+
     fn check_interrupt(&self) -> CommResult<()> {
         match self.hub.interrupted() {
             Some(epoch) if epoch > self.epoch => Err(CommError::Interrupted { epoch }),
             _ => Ok(()),
         }
+    }
+}
+
+impl NetComm {
+    /// Writes one frame to `dest` on its connection (opened on first use).
+    fn write_to(&self, dest: Rank, tag: u64, seq: u64, data: &[u8]) -> CommResult<()> {
+        let mut link = self.links[dest].lock().unwrap_or_else(|e| e.into_inner());
+        let failed = |e: io::Error| {
+            tracing::debug!(dest, error = %e, "send failed");
+            // Only a dead peer breaks its connection, and the runtime reacts
+            // to every death with a recovery: wait for it, so that this rank
+            // rolls back like the others instead of failing on its own.
+            match self.hub.await_interrupt(self.epoch, PEER_GRACE) {
+                Some(epoch) => CommError::Interrupted { epoch },
+                None => CommError::PeerFailed { rank: dest },
+            }
+        };
+        if link.is_none() {
+            let to = self.table.lock().unwrap_or_else(|e| e.into_inner())[dest].clone();
+            *link = Some(Link::connect(&to, &self.security.secret).map_err(failed)?);
+        }
+        let result = match link.as_mut() {
+            Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data),
+            None => Ok(()),
+        };
+        if let Err(e) = result {
+            *link = None;
+            return Err(failed(e));
+        }
+        Ok(())
     }
 }
 
@@ -384,7 +412,7 @@ impl Comm for NetComm {
     }
 
     fn size(&self) -> usize {
-        self.table.len()
+        self.size
     }
 
     fn node(&self) -> NodeId {
@@ -403,6 +431,9 @@ impl Comm for NetComm {
     }
 
     fn note_committed(&self, id: Option<u64>) {
+        if let (Some(id), Some(mut logged)) = (id, self.logged()) {
+            logged.journal.open_window(id);
+        }
         if let Some(notes) = &self.notes {
             notes(id);
         }
@@ -423,34 +454,16 @@ impl Comm for NetComm {
                 epoch: self.epoch,
                 src: self.rank,
                 tag,
+                seq: 0,
                 data: Bytes::copy_from_slice(data),
                 _budget: None,
             });
             return Ok(());
         }
-        let mut link = self.links[dest].lock().unwrap_or_else(|e| e.into_inner());
-        let failed = |e: io::Error| {
-            tracing::debug!(dest, error = %e, "send failed");
-            // Only a dead peer breaks its connection, and the runtime reacts
-            // to every death with a recovery: wait for it, so that this rank
-            // rolls back like the others instead of failing on its own.
-            match self.hub.await_interrupt(self.epoch, PEER_GRACE) {
-                Some(epoch) => CommError::Interrupted { epoch },
-                None => CommError::PeerFailed { rank: dest },
-            }
-        };
-        if link.is_none() {
-            *link = Some(Link::connect(&self.table[dest], &self.security.secret).map_err(failed)?);
-        }
-        let result = match link.as_mut() {
-            Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, data),
-            None => Ok(()),
-        };
-        if let Err(e) = result {
-            *link = None;
-            return Err(failed(e));
-        }
-        Ok(())
+        let seq = self
+            .logged()
+            .map_or(0, |mut l| l.journal.record(dest, tag, data));
+        self.write_to(dest, tag, seq, data)
     }
 
     fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes> {
@@ -465,6 +478,14 @@ impl Comm for NetComm {
                 .iter()
                 .position(|m| m.src == src && m.tag == tag && m.epoch == self.epoch);
             if let Some(m) = found.and_then(|pos| s.queue.remove(pos)) {
+                drop(s);
+                if m.seq != 0 {
+                    if let Some(mut l) = self.logged() {
+                        if let Some(c) = l.consumed.get_mut(src) {
+                            *c = (*c).max(m.seq);
+                        }
+                    }
+                }
                 return Ok(m.data);
             }
             s = self.hub.wait(s);

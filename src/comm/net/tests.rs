@@ -257,3 +257,123 @@ fn a_peer_without_the_secret_cannot_connect() {
         assert_eq!(w.hubs[1].queued_bytes(), 0);
     }
 }
+
+/// Rank 0 sends three logged messages; rank 1 takes the first, then gets
+/// all three again (a replay): its hub drops the copies, and the next new
+/// message comes after the three, not a copy.
+#[test]
+fn a_logging_communicator_numbers_its_messages_and_receivers_drop_copies() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let a = w.comm(0, 1).with_journal(1 << 20);
+    let b = w.comm(1, 1).with_journal(1 << 20);
+    for m in ["one", "two", "three"] {
+        a.send(1, 5, m.as_bytes()).unwrap();
+    }
+    assert_eq!(&b.recv(0, 5).unwrap()[..], b"one");
+    assert_eq!(a.replay_to(1, 0).unwrap(), Ok(3));
+    a.send(1, 5, b"four").unwrap();
+    for m in ["two", "three", "four"] {
+        assert_eq!(&b.recv(0, 5).unwrap()[..], m.as_bytes());
+    }
+    assert_eq!(a.journal_bytes(), 15);
+    assert_eq!(a.message_counts().unwrap().sent, [0, 4]);
+    assert_eq!(b.message_counts().unwrap().received, [4, 0]);
+    // Without a log, nothing is numbered or kept.
+    let plain = w.comm(0, 1);
+    assert_eq!((plain.message_counts(), plain.journal_bytes()), (None, 0));
+}
+
+/// Rank 1 restores a checkpoint taken after one exchange, dies after the
+/// next, and its replacement (a new process: a new hub and address) is
+/// fed rank 0's messages since the checkpoint, while what it sends again
+/// never reaches rank 0 twice.
+#[test]
+fn a_replacement_gets_the_messages_sent_since_its_checkpoint_and_none_twice() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let a = w.comm(0, 1).with_journal(1 << 20);
+    let b = w.comm(1, 1).with_journal(1 << 20);
+    a.send(1, 1, b"m1").unwrap();
+    assert_eq!(&b.recv(0, 1).unwrap()[..], b"m1");
+    b.send(0, 2, b"r1").unwrap();
+    assert_eq!(&a.recv(1, 2).unwrap()[..], b"r1");
+    // The checkpoint: rank 1 saves where it stands, both commit.
+    let saved = b.message_counts().unwrap();
+    a.note_committed(Some(1));
+    b.note_committed(Some(1));
+    a.send(1, 1, b"m2").unwrap();
+    a.send(1, 1, b"m3").unwrap();
+    assert_eq!(&b.recv(0, 1).unwrap()[..], b"m2");
+    b.send(0, 2, b"r2").unwrap();
+    assert_eq!(&a.recv(1, 2).unwrap()[..], b"r2");
+    drop(b);
+    // The replacement, restored from checkpoint 1.
+    let hub = Hub::new();
+    let dir = tempfile::tempdir().unwrap();
+    let at =
+        w.rt.block_on(listen(
+            Bind::Unix(dir.path().join("again.sock")),
+            Arc::clone(&hub),
+            Arc::clone(&w.security),
+        ))
+        .unwrap();
+    let mut table = (*w.table).clone();
+    table[1] = at.clone();
+    let again =
+        NetComm::new(1, 0, 1, hub, Arc::new(table), Arc::clone(&w.security)).with_journal(1 << 20);
+    again.resume(&saved);
+    a.replace_peer(1, at).unwrap();
+    assert!(matches!(
+        a.replay_to(1, 0).unwrap(),
+        Err(Unreplayable::BeforeWindow {
+            after: 0,
+            kept_after: 1,
+            window: 1,
+            ..
+        })
+    ));
+    assert_eq!(a.replay_to(1, saved.received[0]).unwrap(), Ok(2));
+    // It recomputes: gets m2, sends r2 again (dropped), then goes on.
+    assert_eq!(&again.recv(0, 1).unwrap()[..], b"m2");
+    again.send(0, 2, b"r2").unwrap();
+    assert_eq!(&again.recv(0, 1).unwrap()[..], b"m3");
+    again.send(0, 2, b"r3").unwrap();
+    assert_eq!(&a.recv(1, 2).unwrap()[..], b"r3");
+}
+
+#[test]
+fn a_window_that_outgrew_its_log_says_so_instead_of_replaying() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let a = w.comm(0, 1).with_journal(8);
+    a.send(1, 1, &[0; 6]).unwrap();
+    a.send(1, 1, &[0; 6]).unwrap();
+    let err = a.replay_to(1, 0).unwrap().unwrap_err();
+    assert_eq!(
+        err,
+        Unreplayable::Overflowed {
+            window: 0,
+            limit: 8
+        }
+    );
+    a.note_committed(Some(3));
+    a.send(1, 1, &[0; 6]).unwrap();
+    assert_eq!(a.replay_to(1, 2).unwrap(), Ok(1));
+}
+
+/// A checkpoint's counts only describe the messages a rank received if
+/// it received each sender's in order: not while an earlier one waits.
+#[test]
+fn counts_are_refused_while_an_earlier_message_waits_behind_a_later_one() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let a = w.comm(0, 1).with_journal(1 << 20);
+    let b = w.comm(1, 1).with_journal(1 << 20);
+    a.send(1, 1, b"first").unwrap();
+    a.send(1, 2, b"second").unwrap();
+    assert_eq!(&b.recv(0, 2).unwrap()[..], b"second");
+    assert_eq!(b.message_counts(), None);
+    assert_eq!(&b.recv(0, 1).unwrap()[..], b"first");
+    assert_eq!(b.message_counts().unwrap().received, [2, 0]);
+}

@@ -1,8 +1,8 @@
 //! The frame that carries one message between ranks.
 //!
-//! Every message is a 32-byte header followed by the payload. The header ends
+//! Every message is a 40-byte header followed by the payload. The header ends
 //! with the payload length, and the framing is tokio-util's
-//! [`LengthDelimitedCodec`] configured to find that length field at offset 24
+//! [`LengthDelimitedCodec`] configured to find that length field at offset 32
 //! and to keep the header in the frame. Writers send the header struct and the
 //! payload with one vectored write, so the payload is never copied in user
 //! space; readers get each frame in one buffer and split the payload off
@@ -26,13 +26,16 @@ pub(crate) struct WireHeader {
     pub src: U32,
     /// Zero.
     pub reserved: U32,
+    /// The message's number towards its destination in this epoch, when
+    /// the sender logs its messages (see `journal.rs`); 0 otherwise.
+    pub seq: U64,
     /// Payload length (the codec's length field).
     pub len: U64,
 }
 
 /// Size of [`WireHeader`].
 pub(crate) const HEADER_LEN: usize = std::mem::size_of::<WireHeader>();
-const _: () = assert!(HEADER_LEN == 32);
+const _: () = assert!(HEADER_LEN == 40);
 
 /// The codec that splits a byte stream into frames (header + payload) of
 /// payloads up to `max_payload` bytes; a longer frame is an error before
@@ -112,6 +115,7 @@ pub(crate) struct Frame {
     pub epoch: u64,
     pub tag: u64,
     pub src: u32,
+    pub seq: u64,
     pub payload: Bytes,
 }
 
@@ -130,6 +134,7 @@ pub(crate) fn decode(mut frame: BytesMut) -> io::Result<Frame> {
         epoch: header.epoch.get(),
         tag: header.tag.get(),
         src: header.src.get(),
+        seq: header.seq.get(),
         payload,
     })
 }
@@ -140,12 +145,14 @@ pub(crate) fn write_frame(
     epoch: u64,
     tag: u64,
     src: u32,
+    seq: u64,
     payload: &[u8],
 ) -> io::Result<()> {
     let mut header = WireHeader::new_zeroed();
     header.epoch.set(epoch);
     header.tag.set(tag);
     header.src.set(src);
+    header.seq.set(seq);
     header.len.set(payload.len() as u64);
     let mut bufs = [IoSlice::new(header.as_bytes()), IoSlice::new(payload)];
     let mut slices = &mut bufs[..];

@@ -4,16 +4,16 @@ use tokio_util::codec::Decoder;
 #[test]
 fn frames_written_are_the_frames_the_codec_reads() {
     let mut stream = Vec::new();
-    write_frame(&mut stream, 7, 1 << 33, 3, b"hello").unwrap();
-    write_frame(&mut stream, 8, 5, 0, b"").unwrap();
+    write_frame(&mut stream, 7, 1 << 33, 3, 42, b"hello").unwrap();
+    write_frame(&mut stream, 8, 5, 0, 0, b"").unwrap();
     let big = vec![0xabu8; 100_000];
-    write_frame(&mut stream, 9, 6, 1, &big).unwrap();
+    write_frame(&mut stream, 9, 6, 1, 0, &big).unwrap();
     let mut buf = BytesMut::from(&stream[..]);
     let mut codec = codec(1 << 30);
     let a = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
     assert_eq!(
-        (a.epoch, a.tag, a.src, &a.payload[..]),
-        (7, 1 << 33, 3, &b"hello"[..])
+        (a.epoch, a.tag, a.src, a.seq, &a.payload[..]),
+        (7, 1 << 33, 3, 42, &b"hello"[..])
     );
     let b = decode(codec.decode(&mut buf).unwrap().unwrap()).unwrap();
     assert_eq!((b.epoch, b.payload.len()), (8, 0));
@@ -25,7 +25,7 @@ fn frames_written_are_the_frames_the_codec_reads() {
 #[test]
 fn a_partial_frame_waits_for_more_bytes() {
     let mut stream = Vec::new();
-    write_frame(&mut stream, 1, 2, 3, &[9u8; 50]).unwrap();
+    write_frame(&mut stream, 1, 2, 3, 0, &[9u8; 50]).unwrap();
     let mut codec = codec(1 << 30);
     let mut buf = BytesMut::from(&stream[..40]);
     assert!(codec.decode(&mut buf).unwrap().is_none());
@@ -43,7 +43,7 @@ fn a_partial_frame_waits_for_more_bytes() {
 fn large_frames_reuse_the_buffer_of_a_dropped_frame() {
     let big = vec![3u8; 2 << 20];
     let mut stream = Vec::new();
-    write_frame(&mut stream, 1, 1, 0, &big).unwrap();
+    write_frame(&mut stream, 1, 1, 0, 0, &big).unwrap();
     let mut decoder = FrameDecoder::new(1 << 30);
     let mut buf = BytesMut::from(&stream[..100]);
     assert!(decoder.decode(&mut buf).unwrap().is_none());
