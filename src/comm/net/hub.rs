@@ -108,7 +108,7 @@ impl Hub {
     }
 
     /// Starts a recovery into `epoch`: calls on communicators of older epochs
-    /// fail with [`CommError::Interrupted`] from now on.
+    /// fail with [`CommError::Interrupted`](crate::comm::CommError::Interrupted) from now on.
     pub fn interrupt(&self, epoch: u64) {
         let mut s = self.lock();
         if s.interrupt.is_none_or(|e| e < epoch) {
