@@ -56,4 +56,8 @@ pub mod topology {
 /// reproduces the data-flow rollback paper with it).
 pub mod recovery {
     pub use crate::recovery::cone::{chain, grid, Cone, ConeError, Role};
+
+    /// The region id under which a checkpoint keeps its rank's message
+    /// counts (see `frame::comm::MessageCounts`).
+    pub const MESSAGE_COUNTS_REGION: crate::region::RegionId = crate::checkpoint::messages::REGION;
 }

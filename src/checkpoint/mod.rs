@@ -38,6 +38,7 @@ mod decode;
 mod evidence;
 mod fetch;
 mod keep;
+pub(crate) mod messages;
 mod metrics;
 mod promotion;
 mod rebuild;

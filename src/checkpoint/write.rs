@@ -153,6 +153,13 @@ impl Checkpointer<'_> {
 
     /// Step 1 on this rank: lock the regions and write the file and record.
     fn write_local(&mut self, id: u64, stamp: u64) -> std::result::Result<Metadata, String> {
+        let counts = self
+            .comm
+            .message_counts()
+            .map(|c| super::messages::encode(&c));
+        if counts.is_some() && self.registry.get(super::messages::REGION).is_some() {
+            return Err(super::messages::reserved());
+        }
         let mut held = Vec::with_capacity(self.registry.len());
         for (rid, region) in self.registry.iter() {
             match region.try_read() {
@@ -164,7 +171,7 @@ impl Checkpointer<'_> {
                 }
             }
         }
-        let sources: Vec<RegionSource<'_>> = held
+        let mut sources: Vec<RegionSource<'_>> = held
             .iter()
             .map(|(rid, guard)| {
                 let r = guard.region();
@@ -178,6 +185,9 @@ impl Checkpointer<'_> {
                 }
             })
             .collect();
+        if let Some((info, bytes)) = &counts {
+            sources.push(RegionSource { info: *info, bytes });
+        }
         let opts = WriteOptions {
             chunk_size: self.cfg.chunk_bytes(),
             zstd_level: self.zstd_level(),

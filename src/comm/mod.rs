@@ -125,6 +125,22 @@ pub struct Failures {
     pub committed: Option<u64>,
 }
 
+/// Where a logging communicator stands (see
+/// [`net::NetComm::with_journal`]): the checkpoint its log's window
+/// started at, and for each rank the number of the last message sent to it
+/// and received from it. Saved with each checkpoint, it lets a replacement
+/// restored from that checkpoint number its messages on and ask the
+/// survivors for the rest (localised recovery).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MessageCounts {
+    /// The checkpoint the window started at (0: the epoch's start).
+    pub window: u64,
+    /// Per rank: the number of the last message sent to it.
+    pub sent: Vec<u64>,
+    /// Per rank: the number of the last message received from it.
+    pub received: Vec<u64>,
+}
+
 /// What frame needs from a parallel runtime.
 ///
 /// Contract for implementors:
@@ -165,6 +181,20 @@ pub trait Comm: Send {
     /// runtime that keeps it, this does nothing.
     fn note_committed(&self, id: Option<u64>) {
         let _ = id;
+    }
+
+    /// Where this communicator's message log stands, for the checkpoint
+    /// being written; `None` when it keeps no log (the default) or when its
+    /// receives are not in each sender's order at this point.
+    fn message_counts(&self) -> Option<MessageCounts> {
+        None
+    }
+
+    /// Continues from `counts`, saved with the checkpoint this rank was
+    /// restored from as a replacement (a communicator without a log
+    /// ignores it).
+    fn resume_messages(&self, counts: &MessageCounts) {
+        let _ = counts;
     }
 
     /// Transport primitive: sends bytes with a 64-bit tag. User tags occupy the

@@ -142,8 +142,13 @@ fn print_checkpoint(ckpt: &CheckpointDir, latest: Option<u64>, level: Option<u8>
         } else {
             format!("{lo} to {hi} per rank")
         };
+        let what = if *id == frame::internals::recovery::MESSAGE_COUNTS_REGION {
+            " (frame's message counts, for localised recovery)"
+        } else {
+            ""
+        };
         println!(
-            "    region {id}: {} x {total} ({per_rank}), {}",
+            "    region {id}{what}: {} x {total} ({per_rank}), {}",
             parts[0].elem,
             ByteSize(bytes)
         );

@@ -39,7 +39,9 @@ pub use journal::Unreplayable;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
 
-use super::{check_rank, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank};
+use super::{
+    check_rank, Bytes, Comm, CommError, CommResult, Failures, MessageCounts, NodeId, Rank,
+};
 use crate::auth::{self, Channel, Secret};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -206,21 +208,6 @@ struct Logged {
     consumed: Vec<u64>,
 }
 
-/// Where a logging communicator stands (see [`NetComm::with_journal`]):
-/// the checkpoint its log's window started at, and for each rank the
-/// number of the last message sent to it and received from it. Saved with
-/// a checkpoint, it lets a replacement restored from that checkpoint
-/// number its messages on and ask the survivors for the rest.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MessageCounts {
-    /// The checkpoint the window started at (0: the epoch's start).
-    pub window: u64,
-    /// Per rank: the number of the last message sent to it.
-    pub sent: Vec<u64>,
-    /// Per rank: the number of the last message received from it.
-    pub received: Vec<u64>,
-}
-
 /// Where a communicator passes the commits the library notes (see
 /// [`Comm::note_committed`]): the runtime's record of them.
 pub type CommitNotes = Arc<dyn Fn(Option<u64>) + Send + Sync>;
@@ -295,39 +282,6 @@ impl NetComm {
         self.journal
             .as_ref()
             .map(|j| j.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// Where the log stands, to save with a checkpoint; `None` without a
-    /// log, or while a message received is followed by an earlier one
-    /// from the same rank not yet received (the program's receives must
-    /// be in each sender's order at a checkpoint).
-    pub fn message_counts(&self) -> Option<MessageCounts> {
-        let logged = self.logged()?;
-        let s = self.hub.lock();
-        let behind = s.queue.iter().any(|m| {
-            m.epoch == self.epoch
-                && m.seq != 0
-                && logged.consumed.get(m.src).is_some_and(|c| m.seq < *c)
-        });
-        if behind {
-            return None;
-        }
-        Some(MessageCounts {
-            window: logged.journal.window(),
-            sent: logged.journal.sent(),
-            received: logged.consumed.clone(),
-        })
-    }
-
-    /// Continues from `counts` (a replacement restored from the checkpoint
-    /// they were saved with): messages are numbered on from there.
-    pub fn resume(&self, counts: &MessageCounts) {
-        if let Some(mut logged) = self.logged() {
-            logged.journal.resume(counts.window, &counts.sent);
-            for (c, r) in logged.consumed.iter_mut().zip(&counts.received) {
-                *c = *r;
-            }
-        }
     }
 
     /// Bytes of payload the log holds.
@@ -427,6 +381,35 @@ impl Comm for NetComm {
         crate::node::NodePlace {
             id: self.node,
             runtime: self.runtime_node.clone(),
+        }
+    }
+
+    /// `None` also while a message received is followed by an earlier
+    /// one from the same rank not yet received.
+    fn message_counts(&self) -> Option<MessageCounts> {
+        let logged = self.logged()?;
+        let s = self.hub.lock();
+        let behind = s.queue.iter().any(|m| {
+            m.epoch == self.epoch
+                && m.seq != 0
+                && logged.consumed.get(m.src).is_some_and(|c| m.seq < *c)
+        });
+        if behind {
+            return None;
+        }
+        Some(MessageCounts {
+            window: logged.journal.window(),
+            sent: logged.journal.sent(),
+            received: logged.consumed.clone(),
+        })
+    }
+
+    fn resume_messages(&self, counts: &MessageCounts) {
+        if let Some(mut logged) = self.logged() {
+            logged.journal.resume(counts.window, &counts.sent);
+            for (c, r) in logged.consumed.iter_mut().zip(&counts.received) {
+                *c = *r;
+            }
         }
     }
 

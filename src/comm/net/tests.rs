@@ -322,7 +322,7 @@ fn a_replacement_gets_the_messages_sent_since_its_checkpoint_and_none_twice() {
     table[1] = at.clone();
     let again =
         NetComm::new(1, 0, 1, hub, Arc::new(table), Arc::clone(&w.security)).with_journal(1 << 20);
-    again.resume(&saved);
+    again.resume_messages(&saved);
     a.replace_peer(1, at).unwrap();
     assert!(matches!(
         a.replay_to(1, 0).unwrap(),

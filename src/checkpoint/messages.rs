@@ -1,0 +1,32 @@
+//! What a checkpoint keeps of its rank's message log (localised
+//! recovery): the communicator's [`MessageCounts`] when the checkpoint was
+//! written, stored as a region of its own under an id programs cannot
+//! use, so that it is checksummed, promoted and kept like the data it
+//! describes. A replacement restored from the checkpoint numbers its
+//! messages on from them and asks the survivors for the rest. Written only
+//! by a communicator that keeps a log.
+
+use crate::comm::MessageCounts;
+use crate::region::{ElemType, RegionId, RegionInfo};
+
+/// The region id the counts are stored under.
+pub(crate) const REGION: RegionId = RegionId::MAX;
+
+/// The counts as a region: its description and bytes.
+pub(super) fn encode(counts: &MessageCounts) -> (RegionInfo, Vec<u8>) {
+    let bytes = serde_json::to_vec(counts).unwrap_or_default();
+    let info = RegionInfo {
+        id: REGION,
+        elem: ElemType::U8,
+        count: bytes.len() as u64,
+    };
+    (info, bytes)
+}
+
+/// Why a program's region cannot be stored beside the counts.
+pub(super) fn reserved() -> String {
+    format!("region id {REGION} is reserved by frame for the message counts of localised recovery")
+}
+
+#[cfg(test)]
+mod tests;
