@@ -165,8 +165,8 @@ pub struct Row {
     pub summaries: [Summary; 3],
 }
 
-/// The paper's reduction, percent, from its means.
-fn paper_reduction(coordinated: f64, asynchronous: f64) -> f64 {
+/// The reduction against coordinated recovery, percent, from two means.
+fn reduction(coordinated: f64, asynchronous: f64) -> f64 {
     100.0 * (coordinated - asynchronous) / coordinated
 }
 
@@ -186,10 +186,10 @@ pub fn reproduce_readings(runs: u64, seed: u64, readings: &[Reading]) -> Vec<Row
             {
                 let (k2, k5) = (run(r.strategy(2.0)), run(r.strategy(5.0)));
                 let reductions = [
-                    paper_reduction(coordinated.mean, k2.mean),
-                    paper_reduction(coordinated.mean, k5.mean),
+                    reduction(coordinated.mean, k2.mean),
+                    reduction(coordinated.mean, k5.mean),
                 ];
-                let theirs = [paper_reduction(p.0, p.1), paper_reduction(p.0, p.2)];
+                let theirs = [reduction(p.0, p.1), reduction(p.0, p.2)];
                 if readings.contains(&r) {
                     cells.push(Cells {
                         reading: r,
@@ -285,7 +285,7 @@ pub fn table(rows: &[Row]) -> String {
             let Some(c) = r.readings.iter().find(|c| c.reading == reading) else {
                 continue;
             };
-            let theirs = [paper_reduction(p.0, p.1), paper_reduction(p.0, p.2)];
+            let theirs = [reduction(p.0, p.1), reduction(p.0, p.2)];
             let cell = |i: usize| {
                 format!(
                     "{:>5.1} % ({:>4.1} %, {:>+5.1}) sd {:>3.0}",

@@ -3,7 +3,7 @@
 //! sender and tag, and a recovery the runtime starts interrupts them.
 
 use super::{Bytes, Rank};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 /// sleeping thread costs tens of microseconds on virtual machines; a message
 /// that arrives while the receiver still polls is picked up at once.
 const POLL: Duration = Duration::from_micros(30);
+
+/// The most senders of numbered messages a hub keeps track of: far
+/// more ranks than a job may have, few enough that no peer can make the
+/// hub hold much.
+const MAX_SENDERS: usize = 1 << 20;
 
 /// A message waiting in the hub.
 pub(super) struct Envelope {
@@ -32,8 +37,10 @@ pub(super) struct HubState {
     pub(super) interrupt: Option<u64>,
     pub(super) queue: VecDeque<Envelope>,
     /// Per sender: the epoch and number of the last numbered message
-    /// taken in (a number at or below it is a duplicate).
-    pub(super) seen: Vec<(u64, u64)>,
+    /// taken in (a number at or below it is a duplicate). A map of at
+    /// most [`MAX_SENDERS`], not a vector indexed by the rank a frame
+    /// states: no peer's number makes the hub allocate much.
+    pub(super) seen: HashMap<Rank, (u64, u64)>,
 }
 
 /// A rank process's mailbox, shared by its communicators and its readers.
@@ -55,7 +62,7 @@ impl Hub {
                 epoch: 0,
                 interrupt: None,
                 queue: VecDeque::new(),
-                seen: Vec::new(),
+                seen: HashMap::new(),
             }),
             ready: Condvar::new(),
             changes: AtomicU64::new(0),
@@ -90,14 +97,18 @@ impl Hub {
     pub(super) fn deliver(&self, env: Envelope) {
         let mut s = self.lock();
         if env.seq != 0 {
-            if s.seen.len() <= env.src {
-                s.seen.resize(env.src + 1, (0, 0));
-            }
-            let (epoch, last) = s.seen[env.src];
-            if epoch == env.epoch && env.seq <= last {
+            if s.seen.len() >= MAX_SENDERS && !s.seen.contains_key(&env.src) {
+                tracing::warn!(
+                    src = env.src,
+                    "dropping a numbered message from one sender too many"
+                );
                 return;
             }
-            s.seen[env.src] = (env.epoch, env.seq);
+            let last = s.seen.entry(env.src).or_insert((env.epoch, 0));
+            if last.0 == env.epoch && env.seq <= last.1 {
+                return;
+            }
+            *last = (env.epoch, env.seq);
         }
         if env.epoch >= s.epoch {
             s.queue.push_back(env);

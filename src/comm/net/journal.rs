@@ -9,12 +9,16 @@
 //! messages a recomputing replacement sends again). The log keeps the
 //! messages of the current *window*, from the last commit on: older ones
 //! are dropped when the next checkpoint commits. It holds at most a
-//! configured number of bytes; a window that outgrows it cannot be
-//! replayed, and says so. Pure bookkeeping: sending is the
+//! configured number of bytes, each message counted with its bookkeeping
+//! ([`ENTRY_COST`]), so that many empty messages fill it too; a window
+//! that outgrows it cannot be replayed, and says so. Pure bookkeeping: sending is the
 //! communicator's.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
+
+/// Bytes each logged message counts for besides its payload.
+pub(crate) const ENTRY_COST: u64 = std::mem::size_of::<Entry>() as u64;
 
 /// One logged message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,7 +99,7 @@ impl Journal {
         };
         c.sent += 1;
         let seq = c.sent;
-        let len = data.len() as u64;
+        let len = data.len() as u64 + ENTRY_COST;
         if !self.overflowed && self.held.saturating_add(len) <= self.limit {
             self.held += len;
             c.kept.push_back(Entry {
@@ -126,20 +130,18 @@ impl Journal {
         }
     }
 
-    /// The messages to `dest` numbered after `after`, in order.
-    pub(crate) fn replay(
-        &self,
-        dest: usize,
-        after: u64,
-    ) -> Result<impl Iterator<Item = &Entry>, Unreplayable> {
+    /// The messages to `dest` numbered after `after`, in order (payloads
+    /// shared, not copied).
+    pub(crate) fn replay(&self, dest: usize, after: u64) -> Result<Vec<Entry>, Unreplayable> {
         if self.overflowed {
             return Err(Unreplayable::Overflowed {
                 window: self.window,
                 limit: self.limit,
             });
         }
-        let empty = Channel::default();
-        let c = self.channels.get(dest).unwrap_or(&empty);
+        let Some(c) = self.channels.get(dest) else {
+            return Ok(Vec::new());
+        };
         if after < c.before_window {
             return Err(Unreplayable::BeforeWindow {
                 dest,
@@ -148,12 +150,7 @@ impl Journal {
                 window: self.window,
             });
         }
-        Ok(self
-            .channels
-            .get(dest)
-            .into_iter()
-            .flat_map(|c| c.kept.iter())
-            .filter(move |e| e.seq > after))
+        Ok(c.kept.iter().filter(|e| e.seq > after).cloned().collect())
     }
 
     /// The checkpoint the window started at (0: the epoch's start).
@@ -161,7 +158,7 @@ impl Journal {
         self.window
     }
 
-    /// Bytes of payload held.
+    /// Bytes held (payloads and their bookkeeping).
     pub(crate) fn held(&self) -> u64 {
         self.held
     }

@@ -191,14 +191,18 @@ pub struct NetComm {
     node: NodeId,
     epoch: u64,
     hub: Arc<Hub>,
-    table: Mutex<Vec<Endpoint>>,
-    size: usize,
     security: Arc<Security>,
-    links: Vec<Mutex<Option<Link>>>,
+    peers: Vec<Mutex<Peer>>,
     journal: Option<Mutex<Logged>>,
     failures: Failures,
     notes: Option<CommitNotes>,
     runtime_node: Option<crate::node::RuntimeNode>,
+}
+
+/// Where a rank is reached, and the connection to it once opened.
+struct Peer {
+    endpoint: Endpoint,
+    link: Option<Link>,
 }
 
 /// A logging communicator's log, and the number of the last message the
@@ -223,16 +227,22 @@ impl NetComm {
         security: Arc<Security>,
     ) -> Self {
         hub.begin_epoch(epoch);
-        let links = table.iter().map(|_| Mutex::new(None)).collect();
+        let peers = table
+            .iter()
+            .map(|endpoint| {
+                Mutex::new(Peer {
+                    endpoint: endpoint.clone(),
+                    link: None,
+                })
+            })
+            .collect();
         Self {
             rank,
             node,
             epoch,
             hub,
-            size: table.len(),
-            table: Mutex::new(table.to_vec()),
             security,
-            links,
+            peers,
             journal: None,
             failures: Failures::default(),
             notes: None,
@@ -272,8 +282,8 @@ impl NetComm {
     /// library notes starts a new window.
     pub fn with_journal(mut self, limit: u64) -> Self {
         self.journal = Some(Mutex::new(Logged {
-            journal: journal::Journal::new(self.size, limit),
-            consumed: vec![0; self.size],
+            journal: journal::Journal::new(self.peers.len(), limit),
+            consumed: vec![0; self.peers.len()],
         }));
         self
     }
@@ -292,15 +302,10 @@ impl NetComm {
     /// From now on, reaches rank `rank` at `endpoint` (its replacement).
     pub fn replace_peer(&self, rank: Rank, endpoint: Endpoint) -> CommResult<()> {
         check_rank(self, rank)?;
-        if let Some(slot) = self
-            .table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(rank)
-        {
-            *slot = endpoint;
-        }
-        *self.links[rank].lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.peer(rank) = Peer {
+            endpoint,
+            link: None,
+        };
         Ok(())
     }
 
@@ -309,12 +314,10 @@ impl NetComm {
     /// checkpoint it was restored from); how many, or why they cannot be.
     pub fn replay_to(&self, dest: Rank, after: u64) -> CommResult<Result<usize, Unreplayable>> {
         check_rank(self, dest)?;
-        let entries: Vec<journal::Entry> = match self.logged() {
+        let entries = match self.logged().map(|l| l.journal.replay(dest, after)) {
             None => return Ok(Ok(0)),
-            Some(l) => match l.journal.replay(dest, after) {
-                Ok(it) => it.cloned().collect(),
-                Err(e) => return Ok(Err(e)),
-            },
+            Some(Err(e)) => return Ok(Err(e)),
+            Some(Ok(entries)) => entries,
         };
         for e in &entries {
             self.write_to(dest, e.tag, e.seq, &e.data)?;
@@ -322,18 +325,9 @@ impl NetComm {
         Ok(Ok(entries.len()))
     }
 
-    fn check_interrupt(&self) -> CommResult<()> {
-        match self.hub.interrupted() {
-            Some(epoch) if epoch > self.epoch => Err(CommError::Interrupted { epoch }),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl NetComm {
     /// Writes one frame to `dest` on its connection (opened on first use).
     fn write_to(&self, dest: Rank, tag: u64, seq: u64, data: &[u8]) -> CommResult<()> {
-        let mut link = self.links[dest].lock().unwrap_or_else(|e| e.into_inner());
+        let mut peer = self.peer(dest);
         let failed = |e: io::Error| {
             tracing::debug!(dest, error = %e, "send failed");
             // Only a dead peer breaks its connection, and the runtime reacts
@@ -344,19 +338,30 @@ impl NetComm {
                 None => CommError::PeerFailed { rank: dest },
             }
         };
-        if link.is_none() {
-            let to = self.table.lock().unwrap_or_else(|e| e.into_inner())[dest].clone();
-            *link = Some(Link::connect(&to, &self.security.secret).map_err(failed)?);
+        if peer.link.is_none() {
+            let link = Link::connect(&peer.endpoint, &self.security.secret).map_err(failed)?;
+            peer.link = Some(link);
         }
-        let result = match link.as_mut() {
+        let result = match peer.link.as_mut() {
             Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data),
             None => Ok(()),
         };
         if let Err(e) = result {
-            *link = None;
+            peer.link = None;
             return Err(failed(e));
         }
         Ok(())
+    }
+
+    fn peer(&self, rank: Rank) -> MutexGuard<'_, Peer> {
+        self.peers[rank].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn check_interrupt(&self) -> CommResult<()> {
+        match self.hub.interrupted() {
+            Some(epoch) if epoch > self.epoch => Err(CommError::Interrupted { epoch }),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -366,7 +371,7 @@ impl Comm for NetComm {
     }
 
     fn size(&self) -> usize {
-        self.size
+        self.peers.len()
     }
 
     fn node(&self) -> NodeId {

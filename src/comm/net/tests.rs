@@ -265,6 +265,7 @@ fn a_peer_without_the_secret_cannot_connect() {
 fn a_logging_communicator_numbers_its_messages_and_receivers_drop_copies() {
     let w = world(2, false);
     let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
     let a = w.comm(0, 1).with_journal(1 << 20);
     let b = w.comm(1, 1).with_journal(1 << 20);
     for m in ["one", "two", "three"] {
@@ -276,7 +277,7 @@ fn a_logging_communicator_numbers_its_messages_and_receivers_drop_copies() {
     for m in ["two", "three", "four"] {
         assert_eq!(&b.recv(0, 5).unwrap()[..], m.as_bytes());
     }
-    assert_eq!(a.journal_bytes(), 15);
+    assert_eq!(a.journal_bytes(), 15 + 4 * journal::ENTRY_COST);
     assert_eq!(a.message_counts().unwrap().sent, [0, 4]);
     assert_eq!(b.message_counts().unwrap().received, [4, 0]);
     // Without a log, nothing is numbered or kept.
@@ -292,6 +293,7 @@ fn a_logging_communicator_numbers_its_messages_and_receivers_drop_copies() {
 fn a_replacement_gets_the_messages_sent_since_its_checkpoint_and_none_twice() {
     let w = world(2, false);
     let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
     let a = w.comm(0, 1).with_journal(1 << 20);
     let b = w.comm(1, 1).with_journal(1 << 20);
     a.send(1, 1, b"m1").unwrap();
@@ -346,17 +348,13 @@ fn a_replacement_gets_the_messages_sent_since_its_checkpoint_and_none_twice() {
 fn a_window_that_outgrew_its_log_says_so_instead_of_replaying() {
     let w = world(2, false);
     let _guard = w.rt.enter();
-    let a = w.comm(0, 1).with_journal(8);
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let limit = 8 + journal::ENTRY_COST;
+    let a = w.comm(0, 1).with_journal(limit);
     a.send(1, 1, &[0; 6]).unwrap();
     a.send(1, 1, &[0; 6]).unwrap();
     let err = a.replay_to(1, 0).unwrap().unwrap_err();
-    assert_eq!(
-        err,
-        Unreplayable::Overflowed {
-            window: 0,
-            limit: 8
-        }
-    );
+    assert_eq!(err, Unreplayable::Overflowed { window: 0, limit });
     a.note_committed(Some(3));
     a.send(1, 1, &[0; 6]).unwrap();
     assert_eq!(a.replay_to(1, 2).unwrap(), Ok(1));
@@ -368,6 +366,7 @@ fn a_window_that_outgrew_its_log_says_so_instead_of_replaying() {
 fn counts_are_refused_while_an_earlier_message_waits_behind_a_later_one() {
     let w = world(2, false);
     let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
     let a = w.comm(0, 1).with_journal(1 << 20);
     let b = w.comm(1, 1).with_journal(1 << 20);
     a.send(1, 1, b"first").unwrap();
