@@ -108,7 +108,8 @@ pub struct RecoveryRecord {
 pub struct RuntimeRecoveryRecord {
     /// 1 for the job's first failure, and so on.
     pub failure: usize,
-    /// How the job recovered: `online` or `redeploy`.
+    /// How the job recovered: `online`, `logged` (only the failed rank's
+    /// replacement went back, in the same epoch) or `redeploy`.
     pub mode: String,
     /// `"rank"` or `"node"`.
     pub kind: String,
@@ -128,6 +129,11 @@ pub struct RuntimeRecoveryRecord {
     pub barrier_ns: u64,
     /// `barrier_ns - detected_ns`, in milliseconds: total runtime recovery.
     pub runtime_recovery_ms: f64,
+    /// Why a job in `logged` mode restarted globally instead (this
+    /// failure could not be a logged recovery, or a logged one could not
+    /// go on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl RuntimeRecoveryRecord {

@@ -186,6 +186,17 @@ fn rank_main(
             .stats()
             .recovered_from
             .map_or("?".to_string(), |l| l.to_string());
+        // Every rank that goes back says so (a survivor of a logged
+        // recovery never does).
+        // One write, so that ranks' lines never interleave.
+        let line = format!(
+            "heat2d: rank {} restored checkpoint {id} (step {}) from {from}, entered {} in epoch {}\n",
+            comm.rank(),
+            step.get(),
+            ctx.state(),
+            ctx.epoch()
+        );
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         recovered = Some((id, step.get(), from));
     }
     if comm.rank() == 0 {

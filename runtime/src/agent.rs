@@ -182,6 +182,24 @@ impl Agent {
         })
     }
 
+    /// What the rank's communicator calls when it cannot feed a logged
+    /// recovery's replacement: asks the root for a global restart (whose
+    /// REINIT then interrupts the communicator).
+    pub(crate) fn fallback(&self, epoch: u64) -> frame::comm::net::Fallback {
+        let handle = self.rt.handle().clone();
+        let to_daemon = Arc::clone(&self.to_daemon);
+        Arc::new(move |reason: &str| {
+            let msg = FromRank::Fallback {
+                epoch,
+                reason: reason.to_string(),
+            };
+            let _ = handle.block_on(async {
+                let mut tx = to_daemon.lock().await;
+                tx.send(&msg).await
+            });
+        })
+    }
+
     /// Announces that this rank listens and waits for the `Go` of `epoch`.
     pub(crate) fn ready(&self, epoch: u64) {
         self.send(FromRank::Ready {

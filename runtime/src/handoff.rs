@@ -78,6 +78,10 @@ pub(crate) struct NodeSpec {
     pub max_queued: u64,
     /// Standby processes the daemon keeps ready to replace failed ranks.
     pub standby: usize,
+    /// In a logged recovery mode, the bytes of messages each rank logs per
+    /// checkpoint interval; `None` when ranks keep no log.
+    #[serde(default)]
+    pub log_limit: Option<u64>,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
     /// The host this node is, when the job's nodes are hosts (`None`:

@@ -34,6 +34,11 @@ pub(crate) enum ToDaemon {
     },
     /// Every rank is ready in `epoch`: here is how to reach each one.
     Go(Go),
+    /// A logged recovery: replace failed rank `rank` in the same epoch
+    /// (the other ranks go on).
+    Replace { epoch: u64, rank: u32 },
+    /// A logged recovery's replacement is ready: release it alone.
+    Release { rank: u32, go: Go },
     /// Kill (or stop) this rank (time-triggered fault injection).
     Kill { rank: u32, action: Action },
     /// Kill (or stop) the whole node: its ranks, its manager and the daemon
@@ -62,6 +67,10 @@ pub(crate) struct Go {
     /// The newest checkpoint the ranks reported committed, if any (see
     /// [`frame::comm::Comm::note_committed`]).
     pub committed: Option<u64>,
+    /// The rank released replaces a failed one while the others go on
+    /// (a logged recovery).
+    #[serde(default)]
+    pub rejoin: bool,
 }
 
 /// What a daemon tells the root.
@@ -107,6 +116,13 @@ pub(crate) enum ToRoot {
     /// A rank reported checkpoint `id` committed on every rank (`None`:
     /// the job is removing its checkpoints at its end).
     Committed { id: Option<u64> },
+    /// A rank cannot feed a logged recovery's replacement: the job must
+    /// restart globally.
+    Fallback {
+        rank: u32,
+        epoch: u64,
+        reason: String,
+    },
 }
 
 /// What a daemon tells one of its ranks.
@@ -148,6 +164,9 @@ pub(crate) enum FromRank {
     /// Checkpoint `id` committed on every rank (`None`: the job is removing
     /// its checkpoints at its end; answer `Flushed` once forwarded).
     Committed { id: Option<u64> },
+    /// This rank cannot feed a logged recovery's replacement (its log
+    /// cannot replay what it must): a global restart is needed.
+    Fallback { epoch: u64, reason: String },
 }
 
 /// Longest a control message may wait for its peer to read.

@@ -93,27 +93,35 @@ where
             }
         };
         fired.extend(go.fired.iter().copied());
-        let comm = NetComm::new(
+        let mut comm = NetComm::new(
             rank as usize,
             env.spec.node,
             epoch,
             Arc::clone(&agent.hub),
             Arc::new(go.table),
             Arc::clone(&env.security),
-        )
-        .with_failures(frame::comm::Failures {
-            epoch,
-            ranks: go.failed_ranks.clone(),
-            nodes: go.failed_nodes.clone(),
-            committed: go.committed,
-        })
-        .with_commit_notes(agent.commit_notes())
-        .with_runtime_node(frame::internals::node::RuntimeNode {
-            dir: env.spec.node_dir.clone(),
-            manager: env.manager.clone(),
-            manager_peer: env.manager_peer,
-            secret: env.security.secret.clone(),
-        });
+        );
+        if let Some(limit) = env.spec.log_limit {
+            comm = comm
+                .with_journal(limit)
+                .with_own_endpoint(agent.endpoint.clone())
+                .with_fallback(agent.fallback(epoch));
+        }
+        let comm = comm
+            .with_failures(frame::comm::Failures {
+                epoch,
+                ranks: go.failed_ranks.clone(),
+                nodes: go.failed_nodes.clone(),
+                committed: go.committed,
+                rejoin: go.rejoin,
+            })
+            .with_commit_notes(agent.commit_notes())
+            .with_runtime_node(frame::internals::node::RuntimeNode {
+                dir: env.spec.node_dir.clone(),
+                manager: env.manager.clone(),
+                manager_peer: env.manager_peer,
+                secret: env.security.secret.clone(),
+            });
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
         let mut ctx = Context {

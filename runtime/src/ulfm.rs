@@ -137,6 +137,7 @@ where
                 ranks: standing.failed_ranks,
                 nodes: standing.failed_nodes,
                 committed: None,
+                rejoin: false,
             },
         ),
         None => match first_job(world, options) {
@@ -318,6 +319,7 @@ where
             ranks: repair.failed_ranks.iter().map(|r| *r as u32).collect(),
             nodes: repair.failed_nodes,
             committed: None,
+            rejoin: false,
         };
     };
     if !died {

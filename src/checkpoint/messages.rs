@@ -30,3 +30,28 @@ pub(super) fn reserved() -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The most bytes the counts of a job may take (far above what any job
+/// size needs): a damaged header cannot make a rank allocate more.
+const MAX_BYTES: u64 = 1 << 28;
+
+/// The counts checkpoint `id` (its `file`) saved.
+pub(super) fn decode(
+    id: u64,
+    file: &crate::format::CheckpointFile,
+) -> Result<MessageCounts, String> {
+    let info = file.region(REGION).ok_or_else(|| {
+        format!("checkpoint {id} holds no message counts (the communicator kept no log when it was written)")
+    })?;
+    if info.count > MAX_BYTES {
+        return Err(format!(
+            "checkpoint {id}: its message counts claim {} bytes",
+            info.count
+        ));
+    }
+    let mut bytes = vec![0u8; info.count as usize];
+    file.load_region(REGION, &mut bytes)
+        .map_err(|e| e.to_string())?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("checkpoint {id}: its message counts do not parse: {e}"))
+}

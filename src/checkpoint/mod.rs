@@ -42,6 +42,7 @@ pub(crate) mod messages;
 mod metrics;
 mod promotion;
 mod rebuild;
+mod rejoin;
 mod relocate;
 mod restore;
 mod rollback;
@@ -141,6 +142,9 @@ pub struct Checkpointer<'c> {
     /// The newest checkpoint of this run, opened for a rollback within
     /// the run.
     rollback: Option<(u64, CheckpointFile)>,
+    /// This rank replaces a failed one while the others go on: it
+    /// restores alone (see `rejoin.rs`).
+    rejoining: bool,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -219,7 +223,12 @@ impl<'c> Checkpointer<'c> {
             .as_ref()
             .err()
             .map(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")));
-        let trouble = agree_on_problems(comm, local.as_deref())?;
+        let rejoin = comm.failures().rejoin;
+        let trouble = match rejoin {
+            // The others are not in init: nobody to agree with.
+            true => local.map(|l| vec![(comm.rank(), l)]).unwrap_or_default(),
+            false => agree_on_problems(comm, local.as_deref())?,
+        };
         let mut store = match opened {
             Ok(store) if trouble.is_empty() => store,
             _ => {
@@ -232,6 +241,16 @@ impl<'c> Checkpointer<'c> {
         // files: level 1 reuses each once that level let it go.
         if let Err(e) = store.lend_to_levels(cfg.linked_own_copies() as usize) {
             tracing::warn!(error = %e, "could not remove a spare level-1 file");
+        }
+        if rejoin {
+            if let Some(why) = rejoin::refusal(cfg) {
+                return Err(rejoin::give_up(
+                    comm,
+                    Error::Init {
+                        problems: problems(vec![(comm.rank(), why)]),
+                    },
+                ));
+            }
         }
         let levels = if promotion::enabled(cfg) {
             Some(promotion::Promotions::init(cfg, comm, link.as_ref())?)
@@ -254,7 +273,12 @@ impl<'c> Checkpointer<'c> {
             aware_excluded: Vec::new(),
             restored_here: false,
             rollback: None,
+            rejoining: false,
         };
+        if rejoin {
+            me.start_rejoin().map_err(|e| rejoin::give_up(comm, e))?;
+            return Ok(me);
+        }
         me.relocate_moved()?;
         let mut inventory = me.inventory();
         if let Some(choice) = me.schedule.choice().cloned() {

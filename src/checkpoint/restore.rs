@@ -135,7 +135,7 @@ impl Checkpointer<'_> {
     }
 
     /// Loads every protected region; all fit checks happen before any load.
-    fn load_all(&mut self) -> Result<(), LoadFailure> {
+    pub(super) fn load_all(&mut self) -> Result<(), LoadFailure> {
         let regions = self.protected();
         let (ckpt, file) = self.recovery_file()?;
         load_regions(&regions, ckpt, file)
@@ -151,6 +151,9 @@ impl Checkpointer<'_> {
     /// all restore. Region mismatches are reported on every rank without
     /// falling back.
     pub fn recover(&mut self) -> Result<u64> {
+        if let (true, Some(id)) = (self.rejoining, self.recovery_id()) {
+            return self.recover_rejoining(id);
+        }
         let started = Instant::now();
         loop {
             let Some(id) = self.recovery_id() else {

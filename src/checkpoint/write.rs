@@ -50,6 +50,10 @@ impl Checkpointer<'_> {
         // A file kept open for a rollback would keep its slot from being
         // written in place.
         self.rollback = None;
+        if let (true, Some(id)) = (self.rejoining, self.recovery_id()) {
+            // The others are past this checkpoint: this rank catches up first.
+            self.recover_rejoining(id)?;
+        }
         if let Some(id) = self.recovery_id() {
             if !self.restored_here {
                 tracing::warn!(
@@ -68,6 +72,21 @@ impl Checkpointer<'_> {
 
         let stamp = self.next_stamp();
         let written = self.write_local(id, stamp);
+        self.commit(id, stamp, written, forced, started)
+    }
+
+    /// Steps 1 (its agreement) to 3 for checkpoint `id`, whose file this
+    /// rank wrote (`written`) or failed to write, then its promotions and
+    /// records. Collective. A replacement rejoining the others (localised
+    /// recovery) goes through it again for the checkpoint it restored.
+    pub(super) fn commit(
+        &mut self,
+        id: u64,
+        stamp: u64,
+        written: std::result::Result<Metadata, String>,
+        forced: Option<Level>,
+        started: Instant,
+    ) -> Result<u64> {
         let local = written.as_ref().err().map(String::as_str);
         let trouble = agree_on_problems(self.comm, local)?;
         if !trouble.is_empty() {

@@ -123,6 +123,10 @@ pub struct Failures {
     /// the nodes' storage: evidence that survives the loss of every node
     /// that held the checkpoint.
     pub committed: Option<u64>,
+    /// This rank replaces a failed one while the others go on (localised
+    /// recovery): it restores its own newest checkpoint alone, and its
+    /// communicator asks the survivors for the messages it lost.
+    pub rejoin: bool,
 }
 
 /// Where a logging communicator stands (see
@@ -195,6 +199,15 @@ pub trait Comm: Send {
     /// ignores it).
     fn resume_messages(&self, counts: &MessageCounts) {
         let _ = counts;
+    }
+
+    /// Asks the runtime to recover globally instead of the localised
+    /// recovery this rank is part of (see [`Failures::rejoin`]), for
+    /// `reason`; returns the error to fail with (the interrupt of that
+    /// recovery), or `None` where no runtime recovers that way.
+    fn fall_back(&self, reason: &str) -> Option<CommError> {
+        let _ = reason;
+        None
     }
 
     /// Transport primitive: sends bytes with a 64-bit tag. User tags occupy the

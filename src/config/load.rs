@@ -338,6 +338,19 @@ impl Config {
                 ),
             ));
         }
+        let log = self.recovery.log_limit.as_u64();
+        let (lo, hi) = super::recovery::LOG_LIMITS;
+        if !(lo..=hi).contains(&log) {
+            return Err(bad(
+                "recovery.log_limit",
+                format!(
+                    "{} is outside {}..={}",
+                    self.recovery.log_limit,
+                    bytesize::ByteSize(lo),
+                    bytesize::ByteSize(hi)
+                ),
+            ));
+        }
         self.validate_auto()?;
         let group = (self.l3.group_size, self.l3.parity);
         if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {

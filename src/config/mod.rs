@@ -19,11 +19,13 @@
 
 pub mod fti;
 mod load;
+mod recovery;
 mod storage;
 mod types;
 mod ulfm;
 
 pub use load::{ConfigError, Source};
+pub use recovery::{RecoveryConfig, RecoveryMode, Strategy};
 pub use storage::{NodeData, StorageNeed};
 pub use types::{Compression, Interval};
 pub use ulfm::{ErrorScope, SpareLayout, UlfmConfig};
@@ -224,43 +226,6 @@ pub struct ManagerConfig {
     /// Where managers listen: `local` (a Unix socket in the node's local
     /// directory: every node on one machine) or an IP address (TCP).
     pub address: String,
-}
-
-/// How recovery finds the checkpoint to restore when level 1 alone
-/// cannot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Strategy {
-    /// Failure-aware: from the failed nodes, the layouts and the commits,
-    /// every rank computes the lowest level that restores the newest
-    /// checkpoint, after a single exchange; the files are checked while
-    /// loading, and damage moves every rank to the next level together.
-    /// Written `"frame"` (the name of the paper's method) or
-    /// `"failure-aware"`.
-    #[default]
-    #[serde(rename = "frame", alias = "failure-aware")]
-    FailureAware,
-    /// The baseline: level after level, every rank checks its files for
-    /// that level and all ranks agree, until one level works.
-    Iterative,
-}
-
-impl Strategy {
-    /// The strategy as the configuration and the metrics file name it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::FailureAware => "frame",
-            Self::Iterative => "iterative",
-        }
-    }
-}
-
-/// `[recovery]`
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RecoveryConfig {
-    /// The strategy.
-    pub strategy: Strategy,
 }
 
 /// `[metrics]`

@@ -27,6 +27,7 @@ fn every_record_names_its_event_and_reads_back() {
         reinit_sent_ns: 2_000_000,
         replacements_started_ns: 3_000_000,
         barrier_ns: 0,
+        fallback: None,
         runtime_recovery_ms: 0.0,
     };
     let mut closed = runtime.clone();

@@ -42,6 +42,14 @@ impl Daemon {
                 // Recovery is over: restock standbys off the critical path.
                 self.fill_standby();
             }
+            ToDaemon::Replace { epoch, rank } => self.replace(rank, epoch).await?,
+            ToDaemon::Release { rank, go } => {
+                let released = self.procs.values_mut().find(|p| p.rank == Some(rank));
+                if let Some((_, tx)) = released.and_then(|p| p.conn.as_mut()) {
+                    let _ = tx.send(&ToRank::Go { go }).await;
+                }
+                self.fill_standby();
+            }
             ToDaemon::Kill { rank, action } => {
                 for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
                     p.signal(*pid, action.signal());
@@ -105,6 +113,11 @@ impl Daemon {
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
+            FromRank::Fallback { epoch, reason } => Some(ToRoot::Fallback {
+                rank,
+                epoch,
+                reason,
+            }),
             FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
                 self.committed = Some(id);
                 ToRoot::Committed { id }

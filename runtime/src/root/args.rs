@@ -53,10 +53,19 @@ pub struct LaunchArgs {
     /// rank:R@iter=I, node:N@iter=I, rank:R@reinit=K.
     #[arg(long = "inject", value_name = "SPEC")]
     pub inject: Vec<Injection>,
-    /// online: survivors roll back in place and only failed ranks restart;
-    /// redeploy: kill and relaunch the whole job, as a job script would.
-    #[arg(long, value_enum, default_value_t = RecoveryMode::Online)]
-    pub recovery: RecoveryMode,
+    /// online (or global): survivors roll back in place and only failed
+    /// ranks restart; logged: only a failed rank's replacement goes back
+    /// to its checkpoint, fed the others' message logs, and what it cannot
+    /// handle falls back to online; redeploy: kill and relaunch the whole
+    /// job, as a job script would. Default: the configuration's
+    /// recovery.mode.
+    #[arg(long, value_enum)]
+    pub recovery: Option<RecoveryMode>,
+    /// In logged mode, the bytes of messages each rank keeps per checkpoint
+    /// interval (4 KiB to 1 TiB; default: the configuration's
+    /// recovery.log_limit).
+    #[arg(long, value_name = "SIZE")]
+    pub log_limit: Option<ByteSize>,
     /// How ranks reach each other (default unix on virtual nodes, tcp
     /// across hosts).
     #[arg(long, value_enum)]
@@ -131,7 +140,21 @@ impl LaunchArgs {
         l.args = args;
         l.spare_nodes = self.spare_nodes;
         l.injections = self.inject.clone();
-        l.recovery = self.recovery;
+        l.recovery = self.recovery.unwrap_or(match cfg.recovery.mode {
+            frame::config::RecoveryMode::Global => RecoveryMode::Online,
+            frame::config::RecoveryMode::Logged => RecoveryMode::Logged,
+        });
+        l.log_limit = match self.log_limit {
+            Some(limit) => {
+                let mut checked = cfg.clone();
+                checked.recovery.log_limit = limit;
+                checked
+                    .validate()
+                    .map_err(|e| invalid(format!("--log-limit {limit}: {e}")))?;
+                limit.as_u64()
+            }
+            None => cfg.recovery.log_limit.as_u64(),
+        };
         l.transport = self.transport.unwrap_or(if hosts.is_empty() {
             Transport::Unix
         } else {

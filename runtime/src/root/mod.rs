@@ -32,8 +32,14 @@ use std::time::Duration;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum RecoveryMode {
-    /// Reinit: survivors roll back in place, failed ranks are respawned.
+    /// Reinit: survivors roll back in place, failed ranks are respawned
+    /// (also written `global`).
+    #[value(alias = "global")]
     Online,
+    /// Localised: a failed rank's replacement alone goes back to its
+    /// checkpoint, fed what it lost from the others' message logs, while
+    /// they go on; what it cannot handle falls back to `online`.
+    Logged,
     /// Baseline: every rank (and daemon) is killed and the job relaunched,
     /// as a job script would.
     Redeploy,
@@ -44,6 +50,7 @@ impl RecoveryMode {
     pub fn name(self) -> &'static str {
         match self {
             Self::Online => "online",
+            Self::Logged => "logged",
             Self::Redeploy => "redeploy",
         }
     }
@@ -75,8 +82,11 @@ pub struct Launch {
     pub args: Vec<OsString>,
     /// Faults to inject.
     pub injections: Vec<Injection>,
-    /// Online (Reinit) or redeploy recovery.
+    /// Online (Reinit), logged or redeploy recovery.
     pub recovery: RecoveryMode,
+    /// In logged mode, the bytes of messages each rank logs per checkpoint
+    /// interval.
+    pub log_limit: u64,
     /// How ranks reach each other.
     pub transport: Transport,
     /// Base of the node-local directories (`<local_dir>/node-<n>`).
@@ -136,6 +146,7 @@ impl Launch {
             args: Vec::new(),
             injections: Vec::new(),
             recovery: RecoveryMode::Online,
+            log_limit: frame::config::RecoveryConfig::default().log_limit.as_u64(),
             transport: Transport::Unix,
             local_dir: frame::config::Config::default().storage.local_dir,
             run_dir: None,

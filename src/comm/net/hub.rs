@@ -1,6 +1,8 @@
 //! [`Hub`]: a rank process's mailbox. Its readers drop each message
 //! they decode into it; the communicators of the process take them out by
-//! sender and tag, and a recovery the runtime starts interrupts them.
+//! sender and tag, and a recovery the runtime starts interrupts them. A
+//! replacement's request to be sent its messages again (see `rejoin.rs`)
+//! waits apart, one per sender, until a communicator serves it.
 
 use super::{Bytes, Rank};
 use std::collections::{HashMap, VecDeque};
@@ -41,6 +43,9 @@ pub(super) struct HubState {
     /// most [`MAX_SENDERS`], not a vector indexed by the rank a frame
     /// states: no peer's number makes the hub allocate much.
     pub(super) seen: HashMap<Rank, (u64, u64)>,
+    /// Replacements' requests for their messages, by sender (the newest
+    /// of each), at most [`MAX_SENDERS`].
+    pub(super) requests: HashMap<Rank, Bytes>,
 }
 
 /// A rank process's mailbox, shared by its communicators and its readers.
@@ -63,6 +68,7 @@ impl Hub {
                 interrupt: None,
                 queue: VecDeque::new(),
                 seen: HashMap::new(),
+                requests: HashMap::new(),
             }),
             ready: Condvar::new(),
             changes: AtomicU64::new(0),
@@ -96,6 +102,16 @@ impl Hub {
     /// numbered messages already taken in, are dropped.
     pub(super) fn deliver(&self, env: Envelope) {
         let mut s = self.lock();
+        if env.tag == super::rejoin::REQUEST_TAG {
+            let room = s.requests.len() < MAX_SENDERS || s.requests.contains_key(&env.src);
+            if env.epoch == s.epoch && room {
+                s.requests.insert(env.src, env.data);
+                self.changes.fetch_add(1, Ordering::Release);
+                drop(s);
+                self.ready.notify_all();
+            }
+            return;
+        }
         if env.seq != 0 {
             if s.seen.len() >= MAX_SENDERS && !s.seen.contains_key(&env.src) {
                 tracing::warn!(
@@ -140,6 +156,17 @@ impl Hub {
         s.interrupt.filter(|e| *e > epoch)
     }
 
+    /// Takes the replacements' requests waiting to be served.
+    pub(super) fn take_requests(&self) -> Vec<(Rank, Bytes)> {
+        let mut s = self.lock();
+        if s.requests.is_empty() {
+            return Vec::new();
+        }
+        let mut all: Vec<(Rank, Bytes)> = s.requests.drain().collect();
+        all.sort_by_key(|(src, _)| *src);
+        all
+    }
+
     /// Bytes of messages waiting to be received.
     #[cfg(test)]
     pub(super) fn queued_bytes(&self) -> usize {
@@ -155,6 +182,10 @@ impl Hub {
     /// for an epoch at or below it is cleared.
     pub fn begin_epoch(&self, epoch: u64) {
         let mut s = self.lock();
+        if epoch > s.epoch {
+            // Requests belong to the epoch they were made in.
+            s.requests.clear();
+        }
         s.epoch = s.epoch.max(epoch);
         let floor = s.epoch;
         s.queue.retain(|m| m.epoch >= floor);

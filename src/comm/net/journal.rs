@@ -7,8 +7,12 @@
 //! Messages to each destination carry sequence numbers that run through
 //! the whole epoch (a receiver drops a number it already has: the
 //! messages a recomputing replacement sends again). The log keeps the
-//! messages of the current *window*, from the last commit on: older ones
-//! are dropped when the next checkpoint commits. It holds at most a
+//! messages of the current *window*: those sent since the rank wrote its
+//! part of the last checkpoint that committed (its counts were *marked*
+//! then, [`Journal::mark`]); older ones are dropped when the next
+//! checkpoint commits, and the commit's own messages stay in the window, so
+//! that a replacement restored from the checkpoint can go through the
+//! commit again. It holds at most a
 //! configured number of bytes, each message counted with its bookkeeping
 //! ([`ENTRY_COST`]), so that many empty messages fill it too; a window
 //! that outgrows it cannot be replayed, and says so. Pure bookkeeping: sending is the
@@ -76,6 +80,9 @@ pub(crate) struct Journal {
     window: u64,
     overflowed: bool,
     channels: Vec<Channel>,
+    /// The numbers sent to each rank when the checkpoint being written
+    /// took its counts (the next window starts there).
+    marked: Option<Vec<u64>>,
 }
 
 impl Journal {
@@ -88,6 +95,7 @@ impl Journal {
             window: 0,
             overflowed: false,
             channels: vec![Channel::default(); size],
+            marked: None,
         }
     }
 
@@ -118,15 +126,30 @@ impl Journal {
         seq
     }
 
+    /// Marks where the checkpoint being written stands: the window its
+    /// commit opens starts here.
+    pub(crate) fn mark(&mut self) {
+        self.marked = Some(self.sent());
+    }
+
     /// Starts a new window at checkpoint `id` (it committed on every
-    /// rank): the messages sent so far are no longer needed.
+    /// rank): the messages sent before its mark (or, unmarked, before
+    /// now) are no longer needed.
     pub(crate) fn open_window(&mut self, id: u64) {
+        let marked = self.marked.take().unwrap_or_else(|| self.sent());
         self.window = id;
-        self.overflowed = false;
+        // The messages after the mark went with an overflowing window.
+        let lost = self.overflowed && self.channels.iter().zip(&marked).any(|(c, m)| c.sent > *m);
+        self.overflowed = lost;
         self.held = 0;
-        for c in &mut self.channels {
-            c.before_window = c.sent;
-            c.kept.clear();
+        for (c, m) in self.channels.iter_mut().zip(marked) {
+            c.before_window = m;
+            c.kept.retain(|e| e.seq > m);
+            self.held += c
+                .kept
+                .iter()
+                .map(|e| e.data.len() as u64 + ENTRY_COST)
+                .sum::<u64>();
         }
     }
 
@@ -179,6 +202,7 @@ impl Journal {
         }
         self.held = 0;
         self.overflowed = false;
+        self.marked = None;
     }
 }
 

@@ -26,11 +26,14 @@
 //! each destination, a hub drops a number it already has from that sender
 //! (the messages a recomputing replacement sends again), and
 //! [`NetComm::replay_to`] sends a replacement what it had been sent since
-//! the last committed checkpoint.
+//! the last committed checkpoint (a replacement asks for it itself, see
+//! `rejoin.rs`). A logging communicator does not stop at a dead peer: its
+//! messages stay in the log for the replacement.
 
 mod hub;
 mod journal;
 mod listen;
+mod rejoin;
 mod wire;
 
 use hub::Envelope;
@@ -38,6 +41,7 @@ pub use hub::Hub;
 pub use journal::Unreplayable;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
+pub use rejoin::Fallback;
 
 use super::{
     check_rank, Bytes, Comm, CommError, CommResult, Failures, MessageCounts, NodeId, Rank,
@@ -197,12 +201,18 @@ pub struct NetComm {
     failures: Failures,
     notes: Option<CommitNotes>,
     runtime_node: Option<crate::node::RuntimeNode>,
+    /// Where this rank listens (sent with a replacement's requests).
+    endpoint: Option<Endpoint>,
+    fallback: Option<Fallback>,
 }
 
 /// Where a rank is reached, and the connection to it once opened.
 struct Peer {
     endpoint: Endpoint,
     link: Option<Link>,
+    /// Its connection broke while this communicator logs: messages to it
+    /// only go to the log until its replacement asks for them.
+    down: bool,
 }
 
 /// A logging communicator's log, and the number of the last message the
@@ -233,6 +243,7 @@ impl NetComm {
                 Mutex::new(Peer {
                     endpoint: endpoint.clone(),
                     link: None,
+                    down: false,
                 })
             })
             .collect();
@@ -247,6 +258,8 @@ impl NetComm {
             failures: Failures::default(),
             notes: None,
             runtime_node: None,
+            endpoint: None,
+            fallback: None,
         }
     }
 
@@ -305,6 +318,7 @@ impl NetComm {
         *self.peer(rank) = Peer {
             endpoint,
             link: None,
+            down: false,
         };
         Ok(())
     }
@@ -328,6 +342,10 @@ impl NetComm {
     /// Writes one frame to `dest` on its connection (opened on first use).
     fn write_to(&self, dest: Rank, tag: u64, seq: u64, data: &[u8]) -> CommResult<()> {
         let mut peer = self.peer(dest);
+        if peer.down {
+            return Ok(());
+        }
+        let logging = self.journal.is_some();
         let failed = |e: io::Error| {
             tracing::debug!(dest, error = %e, "send failed");
             // Only a dead peer breaks its connection, and the runtime reacts
@@ -338,19 +356,27 @@ impl NetComm {
                 None => CommError::PeerFailed { rank: dest },
             }
         };
-        if peer.link.is_none() {
-            let link = Link::connect(&peer.endpoint, &self.security.secret).map_err(failed)?;
-            peer.link = Some(link);
-        }
         let result = match peer.link.as_mut() {
-            Some(l) => wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data),
-            None => Ok(()),
-        };
-        if let Err(e) = result {
-            peer.link = None;
-            return Err(failed(e));
+            Some(l) => Ok(l),
+            None => {
+                Link::connect(&peer.endpoint, &self.security.secret).map(|l| peer.link.insert(l))
+            }
         }
-        Ok(())
+        .and_then(|l| wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data));
+        match result {
+            Ok(()) => Ok(()),
+            Err(e) if logging => {
+                // The message is in the log: the replacement gets it.
+                tracing::debug!(dest, error = %e, "peer down, logging only");
+                peer.link = None;
+                peer.down = true;
+                Ok(())
+            }
+            Err(e) => {
+                peer.link = None;
+                Err(failed(e))
+            }
+        }
     }
 
     fn peer(&self, rank: Rank) -> MutexGuard<'_, Peer> {
@@ -392,7 +418,8 @@ impl Comm for NetComm {
     /// `None` also while a message received is followed by an earlier
     /// one from the same rank not yet received.
     fn message_counts(&self) -> Option<MessageCounts> {
-        let logged = self.logged()?;
+        let mut logged = self.logged()?;
+        logged.journal.mark();
         let s = self.hub.lock();
         let behind = s.queue.iter().any(|m| {
             m.epoch == self.epoch
@@ -415,7 +442,13 @@ impl Comm for NetComm {
             for (c, r) in logged.consumed.iter_mut().zip(&counts.received) {
                 *c = *r;
             }
+            drop(logged);
+            self.request_replays(counts);
         }
+    }
+
+    fn fall_back(&self, reason: &str) -> Option<CommError> {
+        self.give_up(reason)
     }
 
     fn note_committed(&self, id: Option<u64>) {
@@ -430,6 +463,7 @@ impl Comm for NetComm {
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {
         check_rank(self, dest)?;
         self.check_interrupt()?;
+        self.serve_requests()?;
         let max = self.security.limits.max_message;
         if data.len() as u64 > max {
             return Err(CommError::Unsupported(format!(
@@ -460,6 +494,12 @@ impl Comm for NetComm {
         loop {
             if let Some(epoch) = s.interrupt.filter(|e| *e > self.epoch) {
                 return Err(CommError::Interrupted { epoch });
+            }
+            if !s.requests.is_empty() {
+                drop(s);
+                self.serve_requests()?;
+                s = self.hub.lock();
+                continue;
             }
             let found = s
                 .queue

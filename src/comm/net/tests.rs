@@ -376,3 +376,117 @@ fn counts_are_refused_while_an_earlier_message_waits_behind_a_later_one() {
     assert_eq!(&b.recv(0, 1).unwrap()[..], b"first");
     assert_eq!(b.message_counts().unwrap().received, [2, 0]);
 }
+
+/// Rank 1 dies (its process, listener and all, goes away) after a
+/// checkpoint; rank 0 goes on sending to it (into its log only) and then
+/// blocks on a message from it. The replacement only asks: rank 0 serves
+/// the request inside its blocked receive, with the checkpoint's own
+/// commit round, and gets its answer.
+#[test]
+fn a_blocked_survivor_serves_a_replacements_request_with_what_it_sent_the_dead_rank() {
+    let w = world(1, false);
+    let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let dir = tempfile::tempdir().unwrap();
+    let process = |name: &str| {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let hub = Hub::new();
+        let at = rt
+            .block_on(listen(
+                Bind::Unix(dir.path().join(name)),
+                Arc::clone(&hub),
+                Arc::clone(&w.security),
+            ))
+            .unwrap();
+        (rt, hub, at)
+    };
+    let (rt1, hub1, at1) = process("one.sock");
+    let table = Arc::new(vec![w.table[0].clone(), at1.clone()]);
+    let comm = |rank: usize, hub: &Arc<Hub>, table: &Arc<Vec<Endpoint>>| {
+        NetComm::new(
+            rank,
+            0,
+            1,
+            Arc::clone(hub),
+            Arc::clone(table),
+            Arc::clone(&w.security),
+        )
+        .with_journal(1 << 20)
+    };
+    let a = comm(0, &w.hubs[0], &table);
+    let b = comm(1, &hub1, &table).with_own_endpoint(at1);
+    // The checkpoint: each marks its counts, then a commit round.
+    a.message_counts().unwrap();
+    let saved = b.message_counts().unwrap();
+    a.send(1, 9, b"commit").unwrap();
+    assert_eq!(&b.recv(0, 9).unwrap()[..], b"commit");
+    a.note_committed(Some(1));
+    b.note_committed(Some(1));
+    a.send(1, 1, b"m1").unwrap();
+    assert_eq!(&b.recv(0, 1).unwrap()[..], b"m1");
+    // Rank 1's process dies.
+    drop(b);
+    rt1.shutdown_background();
+    drop(hub1);
+    // Its connection broke: the send only goes to the log.
+    a.send(1, 1, b"m2").unwrap();
+    let (rt2, hub2, at2) = process("two.sock");
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| a.recv(1, 2).map(|m| m.to_vec()));
+        let mut again_table = (*table).clone();
+        again_table[1] = at2.clone();
+        let again = comm(1, &hub2, &Arc::new(again_table)).with_own_endpoint(at2);
+        again.resume_messages(&saved);
+        for (tag, m) in [(9, "commit"), (1, "m1"), (1, "m2")] {
+            assert_eq!(&again.recv(0, tag).unwrap()[..], m.as_bytes());
+        }
+        again.send(0, 2, b"answer").unwrap();
+        assert_eq!(waiting.join().unwrap().unwrap(), b"answer");
+        // From now on rank 0 reaches the replacement directly.
+        a.send(1, 1, b"m3").unwrap();
+        assert_eq!(&again.recv(0, 1).unwrap()[..], b"m3");
+    });
+    drop(rt2);
+}
+
+/// A request the log cannot serve goes to the fallback, named.
+#[test]
+fn a_request_the_log_cannot_serve_goes_to_the_fallback() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let told: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (sink, hub) = (Arc::clone(&told), Arc::clone(&w.hubs[0]));
+    // The runtime's part: a global recovery starts.
+    let a = w
+        .comm(0, 1)
+        .with_journal(8 + journal::ENTRY_COST)
+        .with_fallback(Arc::new(move |why: &str| {
+            sink.lock().unwrap().push(why.to_string());
+            hub.interrupt(2);
+        }));
+    a.send(1, 1, &[0; 6]).unwrap();
+    a.send(1, 1, &[0; 6]).unwrap();
+    let b = w
+        .comm(1, 1)
+        .with_journal(1 << 20)
+        .with_own_endpoint(w.table[1].clone());
+    b.resume_messages(&MessageCounts {
+        window: 0,
+        sent: vec![0, 0],
+        received: vec![0, 0],
+    });
+    let err = a.recv(1, 1).unwrap_err();
+    assert!(matches!(err, CommError::Interrupted { epoch: 2 }), "{err}");
+    let told = told.lock().unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains("rank 1's replacement") && told[0].contains("limit"),
+        "{}",
+        told[0]
+    );
+}

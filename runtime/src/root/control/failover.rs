@@ -23,11 +23,20 @@ impl Cluster<'_> {
             failed_nodes: failed_nodes.into_iter().collect(),
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
+            rejoin: false,
         };
         self.broadcast(&ToDaemon::Go(go)).await;
-        let at = now_ns();
         self.started = true;
-        for mut rec in std::mem::take(&mut self.open) {
+        let open = std::mem::take(&mut self.open);
+        self.close_records(open).await;
+    }
+
+    /// Closes the records of recoveries that just completed (writes them
+    /// to the metrics file, prints them), then fires the injections that
+    /// waited for them.
+    pub(super) async fn close_records(&mut self, records: Vec<RuntimeRecoveryRecord>) {
+        let at = now_ns();
+        for mut rec in records {
             rec.close(at);
             if let Some(f) = self.metrics.as_mut() {
                 let line = Record::RuntimeRecovery(rec.clone()).to_line();
@@ -50,8 +59,10 @@ impl Cluster<'_> {
             );
             self.outcome.recoveries.push(rec);
         }
-        for idx in std::mem::take(&mut self.delayed) {
-            self.inject(idx).await;
+        if self.open.is_empty() {
+            for idx in std::mem::take(&mut self.delayed) {
+                self.inject(idx).await;
+            }
         }
     }
 
@@ -110,11 +121,26 @@ impl Cluster<'_> {
 
     /// Handles one failure: new placement, new epoch, REINIT (or relaunch).
     pub(super) async fn fail(&mut self, failure: Failure) -> Result<(), RunError> {
-        self.failures += 1;
-        if self.failures > self.launch.max_failures {
-            return Err(RunError::TooManyFailures(self.failures));
+        if !matches!(failure, Failure::Fallback { .. }) {
+            self.failures += 1;
+            if self.failures > self.launch.max_failures {
+                return Err(RunError::TooManyFailures(self.failures));
+            }
         }
+        let fallback = match (&failure, self.launch.recovery) {
+            (Failure::Fallback { reason, .. }, _) => Some(reason.clone()),
+            (_, RecoveryMode::Logged) => match self.logged_refusal(&failure) {
+                None => return self.replace_logged(failure).await,
+                Some(why) => Some(why),
+            },
+            _ => None,
+        };
+        let replaced_already = matches!(failure, Failure::Fallback { .. });
         let (kind, at_ns, failed_ranks, failed_nodes) = match failure {
+            Failure::Fallback { at_ns, .. } => {
+                let ranks = self.logged.replaced_ranks();
+                ("rank", at_ns, ranks, vec![])
+            }
             Failure::Rank { rank, how, at_ns } => {
                 eprintln!("frame: rank {rank} died ({how})");
                 ("rank", at_ns, vec![rank], vec![])
@@ -152,12 +178,12 @@ impl Cluster<'_> {
                 slots: self.launch.ranks_per_node,
             })
             .collect();
+        // A fallback's ranks were replaced already: nobody to start.
+        let dead: &[u32] = if replaced_already { &[] } else { &failed_ranks };
         let (placement, spawn) =
-            placement::place(&slots, &self.placement, &failed_ranks).map_err(|nr| {
-                RunError::NoSpare {
-                    node: nr.node,
-                    ranks: nr.ranks,
-                }
+            placement::place(&slots, &self.placement, dead).map_err(|nr| RunError::NoSpare {
+                node: nr.node,
+                ranks: nr.ranks,
             })?;
         self.placement = placement;
         self.epoch += 1;
@@ -166,9 +192,18 @@ impl Cluster<'_> {
         self.done = vec![false; size];
         self.last_failed.0.extend(&failed_ranks);
         self.last_failed.1.extend(&failed_nodes);
+        if let Some(why) = &fallback {
+            eprintln!("frame: restarting globally: {why}");
+        }
+        // Logged recoveries start again after the next checkpoint.
+        self.logged.restarted(self.committed);
+        let mode = match self.launch.recovery {
+            RecoveryMode::Logged => RecoveryMode::Online,
+            other => other,
+        };
         let mut rec = RuntimeRecoveryRecord {
             failure: self.failures,
-            mode: self.launch.recovery.name().into(),
+            mode: mode.name().into(),
             kind: kind.into(),
             epoch: self.epoch,
             failed_ranks: failed_ranks.clone(),
@@ -178,13 +213,14 @@ impl Cluster<'_> {
             replacements_started_ns: 0,
             barrier_ns: 0,
             runtime_recovery_ms: 0.0,
+            fallback,
         };
         // A recovery still open moves to the new epoch with this one.
         for open in &mut self.open {
             open.epoch = self.epoch;
         }
-        match self.launch.recovery {
-            RecoveryMode::Online => {
+        match mode {
+            RecoveryMode::Online | RecoveryMode::Logged => {
                 for ranks in spawn.values() {
                     for &r in ranks {
                         self.incarnation[r as usize] = self.epoch;

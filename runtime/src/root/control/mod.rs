@@ -2,10 +2,12 @@
 //!
 //! `mod.rs` starts the job and dispatches events; `join.rs` accepts the
 //! daemons' connections (each must prove the job's secret); `failover.rs`
-//! handles failures (online and redeploy), barrier releases and injections.
+//! handles failures (online and redeploy), barrier releases and injections;
+//! `localised.rs` the logged recovery of one rank within an epoch.
 
 mod failover;
 mod join;
+mod localised;
 
 use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
@@ -46,6 +48,11 @@ enum Failure {
     Node {
         node: u32,
         why: &'static str,
+        at_ns: u64,
+    },
+    /// A logged recovery cannot go on: restart globally (not a new failure).
+    Fallback {
+        reason: String,
         at_ns: u64,
     },
 }
@@ -113,6 +120,8 @@ struct Cluster<'a> {
     /// The newest checkpoint the ranks reported committed (the job's
     /// evidence of progress that outlives every node's storage).
     committed: Option<u64>,
+    /// Logged recoveries: see `localised.rs`.
+    logged: localised::Logged,
 }
 
 /// Runs a job from start to end.
@@ -188,11 +197,18 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         began,
         last_progress: (began, None),
         committed: None,
+        logged: localised::Logged::default(),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
     if let Ok(outcome) = &result {
-        let n = outcome.recoveries.len();
+        // A logged recovery that fell back has two records.
+        let n = outcome
+            .recoveries
+            .iter()
+            .map(|r| r.failure)
+            .collect::<BTreeSet<_>>()
+            .len();
         eprintln!(
             "frame: job finished: {size} rank(s) on {} node(s){}, {n} failure(s) recovered, {:.2} s",
             launch.nodes,
@@ -337,11 +353,14 @@ impl Cluster<'_> {
             standby: match l.recovery {
                 // A job script has no processes waiting to replace others.
                 RecoveryMode::Redeploy => 0,
-                RecoveryMode::Online if l.standby == 0 => 0,
-                RecoveryMode::Online if (node as usize) < l.nodes => l.standby,
+                RecoveryMode::Online | RecoveryMode::Logged if l.standby == 0 => 0,
+                RecoveryMode::Online | RecoveryMode::Logged if (node as usize) < l.nodes => {
+                    l.standby
+                }
                 // A spare node may have to take a whole node's ranks at once.
-                RecoveryMode::Online => l.ranks_per_node.max(l.standby),
+                RecoveryMode::Online | RecoveryMode::Logged => l.ranks_per_node.max(l.standby),
             },
+            log_limit: (l.recovery == RecoveryMode::Logged).then_some(l.log_limit),
             launcher_pid: std::process::id(),
         }
     }
@@ -461,7 +480,11 @@ impl Cluster<'_> {
             } => {
                 if epoch == self.epoch && (rank as usize) < self.size() {
                     self.ready[rank as usize] = Some(endpoint);
-                    if self.ready.iter().all(Option::is_some) {
+                    if self.logged.rejoining.remove(&rank) {
+                        self.release_rejoining(rank).await;
+                    } else if self.ready.iter().all(Option::is_some)
+                        && self.logged.rejoining.is_empty()
+                    {
                         self.release().await;
                     }
                 }
@@ -494,6 +517,11 @@ impl Cluster<'_> {
                 }
             }
             ToRoot::Aborted { rank, reason } => return Err(RunError::Aborted { rank, reason }),
+            ToRoot::Fallback {
+                rank,
+                epoch,
+                reason,
+            } => self.on_fallback(rank, epoch, reason).await?,
             ToRoot::Fired { injection } => {
                 self.fired.insert(injection);
                 self.fire_other_nodes(injection).await;

@@ -87,3 +87,23 @@ fn a_resumed_log_continues_the_numbers_it_was_restored_with() {
     assert_eq!(seqs(j.replay(2, 20).unwrap()), [21]);
     assert!(j.replay(2, 19).is_err());
 }
+
+#[test]
+fn the_window_starts_at_the_mark_so_the_commits_own_messages_stay() {
+    let mut j = Journal::new(2, 1 << 20);
+    j.record(1, 0, b"before");
+    j.mark();
+    j.record(1, 9, b"commit round");
+    j.open_window(3);
+    assert_eq!(j.held(), 12 + ENTRY_COST);
+    j.record(1, 0, b"after");
+    assert_eq!(seqs(j.replay(1, 1).unwrap()), [2, 3]);
+    assert!(matches!(
+        j.replay(1, 0),
+        Err(Unreplayable::BeforeWindow { kept_after: 1, .. })
+    ));
+    // The next commit without a mark drops everything sent so far.
+    j.open_window(4);
+    assert_eq!(j.held(), 0);
+    assert_eq!(seqs(j.replay(1, 3).unwrap()), Vec::<u64>::new());
+}

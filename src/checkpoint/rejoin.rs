@@ -1,0 +1,126 @@
+//! Localised recovery on the checkpointer's side. A rank that replaces a
+//! failed one while the others go on ([`Failures::rejoin`]) restores its
+//! own newest checkpoint without them (no collective call: they are not
+//! in `init` or `recover`), gives its communicator the message counts
+//! saved with it, and then goes through that checkpoint's commit again:
+//! the survivors' logs replay the commit's messages to it, and what it
+//! sends again is dropped as already received. After that it stands where
+//! the others stood when the checkpoint committed, and recomputes from
+//! there with the messages the survivors' logs feed it.
+//!
+//! What it takes: level 1 only (levels 2 to 4 keep state of their own
+//! across ranks) and a schedule counted in calls (a timed one is agreed at
+//! run time); otherwise the replacement refuses at `init`, naming the key.
+//!
+//! [`Failures::rejoin`]: crate::comm::Failures::rejoin
+
+use super::{messages, Checkpointer, Pending, Phase};
+use crate::comm::{Comm, MessageCounts};
+use crate::config::{Config, Interval};
+use crate::error::{problems, Error, Result};
+use crate::format::Metadata;
+use crate::level::Level;
+use std::time::Instant;
+
+/// A replacement that cannot rejoin asks for a global recovery instead
+/// (and fails with its interrupt); without a runtime that does that, it
+/// fails with `error`.
+pub(super) fn give_up(comm: &dyn Comm, error: Error) -> Error {
+    let reason = format!("rank {} cannot rejoin: {error}", comm.rank());
+    comm.fall_back(&reason).map_or(error, Error::Comm)
+}
+
+/// Why a replacement with this configuration cannot rejoin, if it cannot.
+pub(super) fn refusal(cfg: &Config) -> Option<String> {
+    let above = [Level::L2, Level::L3, Level::L4]
+        .into_iter()
+        .find(|l| !cfg.level_interval(*l).is_zero());
+    if let Some(level) = above {
+        return Some(format!(
+            "a replacement rejoining the others (recovery mode logged) needs level 1 alone, and {level} is configured: {}",
+            cfg.describe(&format!("l{}.interval", level.number()))
+        ));
+    }
+    if !matches!(cfg.snapshot.interval, Interval::Calls(_)) {
+        return Some(format!(
+            "a replacement rejoining the others (recovery mode logged) needs checkpoints counted in calls ({})",
+            cfg.describe("snapshot.interval")
+        ));
+    }
+    None
+}
+
+impl Checkpointer<'_> {
+    /// At init: picks this rank's newest sound checkpoint, which must be
+    /// at least the newest the runtime saw committed (a rank rejoins from
+    /// a checkpoint; the runtime restarts globally before the first).
+    pub(super) fn start_rejoin(&mut self) -> Result<()> {
+        let committed = self.comm.failures().committed.unwrap_or(0);
+        let inventory = self.store.inventory();
+        let newest = inventory.valid.iter().map(|h| h.id).max();
+        match newest {
+            Some(id) if id >= committed => {
+                tracing::info!(checkpoint = id, "rejoining from this rank's own checkpoint");
+                self.rejoining = true;
+                self.phase = Phase::Recovering(Box::new(Pending {
+                    id,
+                    file: None,
+                    inventory,
+                    excluded: Vec::new(),
+                }));
+                Ok(())
+            }
+            _ => Err(Error::Init {
+                problems: problems(vec![(
+                    self.comm.rank(),
+                    format!(
+                        "cannot rejoin: checkpoint {committed} committed, and this rank holds {} in {}",
+                        newest.map_or("none".into(), |id| format!("only {id}")),
+                        self.store.root().display()
+                    ),
+                )]),
+            }),
+        }
+    }
+
+    /// Restores the checkpoint picked at init on this rank alone, resumes
+    /// the communicator's numbering and goes through the checkpoint's
+    /// commit again (collective with the others' logs).
+    pub(super) fn recover_rejoining(&mut self, id: u64) -> Result<u64> {
+        let started = Instant::now();
+        let (counts, meta) = self.restore_alone(id).map_err(|e| give_up(self.comm, e))?;
+        self.discard_newer(id);
+        self.phase = Phase::Running;
+        self.rejoining = false;
+        self.restored_here = false;
+        // The next stamp follows the restored checkpoint's, as on the others.
+        self.session = meta.stamp;
+        self.attempts = 0;
+        self.comm.resume_messages(&counts);
+        self.stats.recovered_from = Some(Level::L1);
+        self.stats.recovery_time += started.elapsed();
+        self.commit(id, meta.stamp, Ok(meta), None, started)?;
+        tracing::info!(
+            checkpoint = id,
+            "rejoined: the checkpoint's commit went through again"
+        );
+        Ok(id)
+    }
+
+    /// Loads checkpoint `id` into the protected regions on this rank and
+    /// reads its message counts and description.
+    fn restore_alone(&mut self, id: u64) -> Result<(MessageCounts, Metadata)> {
+        let unreadable = |reason: String| Error::Unreadable { id, reason };
+        self.load_all()
+            .map_err(|f| unreadable(f.text().to_string()))?;
+        let (_, file) = self
+            .recovery_file()
+            .map_err(|f| unreadable(f.text().to_string()))?;
+        let counts = messages::decode(id, file).map_err(unreadable)?;
+        let (_, meta) = self
+            .store
+            .open_checkpoint(id)
+            .map_err(|e| unreadable(e.to_string()))?;
+        Ok((counts, meta))
+    }
+}

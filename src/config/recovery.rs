@@ -1,0 +1,87 @@
+//! `[recovery]`: how a job recovers. The strategy finds the checkpoint to
+//! restore; the mode says who goes back to it (every rank, or only the
+//! failed ranks' replacements, fed by the survivors' message logs); the
+//! log limit bounds what each rank keeps for that.
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+
+/// How recovery finds the checkpoint to restore when level 1 alone
+/// cannot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// Failure-aware: from the failed nodes, the layouts and the commits,
+    /// every rank computes the lowest level that restores the newest
+    /// checkpoint, after a single exchange; the files are checked while
+    /// loading, and damage moves every rank to the next level together.
+    /// Written `"frame"` (the name of the paper's method) or
+    /// `"failure-aware"`.
+    #[default]
+    #[serde(rename = "frame", alias = "failure-aware")]
+    FailureAware,
+    /// The baseline: level after level, every rank checks its files for
+    /// that level and all ranks agree, until one level works.
+    Iterative,
+}
+
+impl Strategy {
+    /// The strategy as the configuration and the metrics file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FailureAware => "frame",
+            Self::Iterative => "iterative",
+        }
+    }
+}
+
+/// Who goes back to the checkpoint after a failure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryMode {
+    /// Every rank rolls back to the checkpoint (global restart).
+    #[default]
+    Global,
+    /// Only a failed rank's replacement goes back to its checkpoint and
+    /// recomputes, fed the messages it lost from the survivors' logs; the
+    /// survivors wait without rolling back. What this cannot handle falls
+    /// back to `global`, saying why (see docs/LOCALISED.md).
+    Logged,
+}
+
+impl RecoveryMode {
+    /// The mode as the configuration and the metrics file name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Global => "global",
+            Self::Logged => "logged",
+        }
+    }
+}
+
+/// The smallest and largest `recovery.log_limit`.
+pub(super) const LOG_LIMITS: (u64, u64) = (4 << 10, 1 << 40);
+
+/// `[recovery]`
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecoveryConfig {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// Who rolls back.
+    pub mode: RecoveryMode,
+    /// In `logged` mode, the most bytes of messages each rank keeps for
+    /// one checkpoint interval (4 KiB to 1 TiB); past it, a failure in that
+    /// interval falls back to a global restart.
+    pub log_limit: ByteSize,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        Self {
+            strategy: Strategy::default(),
+            mode: RecoveryMode::default(),
+            log_limit: ByteSize::mib(256),
+        }
+    }
+}

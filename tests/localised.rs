@@ -1,0 +1,263 @@
+//! Localised (logged) recovery with real processes: `frame run --recovery
+//! logged` on heat2d, ranks SIGKILLed at many points of an interval, the
+//! replacement alone going back to its checkpoint while the survivors wait
+//! without rolling back, and every documented fallback to a global restart.
+//! Each run ends with the fault-free checksum, bit for bit.
+
+mod common;
+
+use common::{example, frame_run, scratch, serial, Job};
+use std::path::Path;
+
+/// 4 ranks, 300 steps, a checkpoint every 25.
+const GRID: [&str; 8] = [
+    "--nx", "96", "--ny", "80", "--steps", "300", "--every", "25",
+];
+
+/// `--nodes 2 --ranks-per-node 2 --recovery logged` followed by `extra`.
+fn logged<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    [
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--recovery",
+        "logged",
+    ]
+    .into_iter()
+    .chain(extra.iter().copied())
+    .collect()
+}
+
+fn checksum(job: &Job) -> String {
+    job.out
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("final checksum: "))
+        .unwrap_or_else(|| panic!("no checksum in:\n{}", job.out))
+        .to_string()
+}
+
+fn heat(dir: &Path, args: &[&str], grid: &[&str]) -> Job {
+    let job = frame_run(dir, args, &example("heat2d"), grid);
+    assert!(job.status.success(), "{}", job.out);
+    job
+}
+
+/// The ranks that went back to a checkpoint, in the order they said so.
+fn restored(job: &Job) -> Vec<u32> {
+    job.out
+        .lines()
+        .filter_map(|l| l.strip_prefix("heat2d: rank "))
+        .filter(|l| l.contains(" restored checkpoint "))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+/// The recovery records' modes and fallback reasons.
+fn modes(job: &Job) -> Vec<(String, Option<String>)> {
+    job.metrics
+        .iter()
+        .filter(|m| m["event"] == "runtime_recovery")
+        .map(|m| {
+            (
+                m["mode"].as_str().unwrap_or("").to_string(),
+                m["fallback"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// The fallback reasons the recovery records give.
+fn fallbacks(job: &Job) -> Vec<String> {
+    modes(job).into_iter().filter_map(|(_, f)| f).collect()
+}
+
+/// Every rank killed at an iteration inside the interval, at the
+/// iteration right after a checkpoint and at the last one: only its
+/// replacement restores (the survivors never roll back), in the same
+/// epoch, and the result is the fault-free one.
+#[test]
+fn only_the_replacement_of_a_killed_rank_goes_back() {
+    let _g = serial();
+    let dir = scratch();
+    let clean = heat(dir.path(), &logged(&[]), &GRID);
+    let want = checksum(&clean);
+    for (rank, iter) in [(0, 140), (1, 126), (2, 149), (3, 299), (1, 125), (2, 26)] {
+        let inject = format!("rank:{rank}@iter={iter}");
+        let job = heat(dir.path(), &logged(&["--inject", &inject]), &GRID);
+        assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
+        assert_eq!(restored(&job), [rank], "{inject}:\n{}", job.out);
+        assert_eq!(modes(&job), [("logged".into(), None)], "{inject}");
+        assert!(!job.out.contains("REINITED"), "{inject}:\n{}", job.out);
+        assert!(
+            job.out.contains("entered RESTARTED in epoch 1"),
+            "{}",
+            job.out
+        );
+    }
+}
+
+/// Kills at times that fall anywhere, commits of checkpoints included (a
+/// checkpoint every 5 steps): each recovers bit for bit, in logged mode.
+#[test]
+fn kills_at_any_moment_of_the_commit_protocol_recover_bit_exactly() {
+    let _g = serial();
+    let dir = scratch();
+    let grid = [
+        "--nx", "128", "--ny", "128", "--steps", "4000", "--every", "5",
+    ];
+    let want = checksum(&heat(dir.path(), &logged(&[]), &grid));
+    for (rank, ms) in [(1, 40), (2, 95), (3, 150), (0, 205)] {
+        let inject = format!("rank:{rank}@{ms}ms");
+        let job = heat(dir.path(), &logged(&["--inject", &inject]), &grid);
+        assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
+        // A kill before the first checkpoint restarts globally; any other
+        // is logged, and only the killed rank goes back.
+        match modes(&job).as_slice() {
+            [(mode, None)] if mode == "logged" => {
+                assert_eq!(restored(&job), [rank], "{inject}:\n{}", job.out)
+            }
+            [(mode, Some(why))] if mode == "online" => {
+                assert!(why.contains("no checkpoint committed yet"), "{why}")
+            }
+            other => panic!("{inject}: {other:?}\n{}", job.out),
+        }
+    }
+}
+
+/// What a logged recovery cannot handle restarts globally, says why in
+/// the output and the metrics, and ends with the same checksum.
+#[test]
+fn what_a_logged_recovery_cannot_handle_restarts_globally() {
+    let _g = serial();
+    let dir = scratch();
+    let want = checksum(&heat(dir.path(), &logged(&[]), &GRID));
+    let cases: [(&[&str], &str); 4] = [
+        // The log of the interval outgrows its bound: a survivor says so.
+        (
+            &["--log-limit", "4KiB", "--inject", "rank:1@iter=140"],
+            "outgrew the log's limit of 4096 bytes",
+        ),
+        // Two failures in one interval.
+        (
+            &["--inject", "rank:1@iter=140", "--inject", "rank:2@iter=145"],
+            "a second failure before the next checkpoint committed",
+        ),
+        // The recomputing replacement itself fails.
+        (
+            &["--inject", "rank:1@iter=140", "--inject", "rank:1@iter=146"],
+            "a second failure before the next checkpoint committed",
+        ),
+        // Before the first checkpoint there is nothing to rejoin from.
+        (
+            &["--inject", "rank:2@iter=3"],
+            "no checkpoint committed yet in this epoch",
+        ),
+    ];
+    for (args, why) in cases {
+        let job = heat(dir.path(), &logged(args), &GRID);
+        assert_eq!(checksum(&job), want, "{args:?}:\n{}", job.out);
+        let fell_back = fallbacks(&job);
+        assert!(
+            fell_back.len() == 1 && fell_back[0].contains(why),
+            "{args:?}: {fell_back:?}\n{}",
+            job.out
+        );
+        assert!(
+            job.out.contains("frame: restarting globally: "),
+            "{}",
+            job.out
+        );
+        // After the global restart every rank went back (to the
+        // beginning, before the first checkpoint).
+        assert!(
+            restored(&job).len() >= 4 || job.out.contains("REINITED (epoch 2); starting at step 0"),
+            "{args:?}:\n{}",
+            job.out
+        );
+    }
+}
+
+/// `[recovery] mode = "logged"` in the configuration selects the mode;
+/// a replacement whose configuration has levels above 1 cannot rejoin
+/// alone and asks for a global restart, naming the key; a node failure
+/// (level 2 has the checkpoint) restarts globally at once.
+#[test]
+fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
+    let _g = serial();
+    let dir = scratch();
+    let want = checksum(&heat(dir.path(), &logged(&[]), &GRID));
+    let config = dir.path().join("logged.toml");
+    std::fs::write(&config, "[recovery]\nmode = \"logged\"\n").unwrap();
+    let config = config.to_str().unwrap();
+    let args = ["--nodes", "2", "--ranks-per-node", "2", "--config", config];
+    let inject = [&args[..], &["--inject", "rank:3@iter=140"]].concat();
+    let job = heat(dir.path(), &inject, &GRID);
+    assert_eq!(checksum(&job), want);
+    assert_eq!(modes(&job), [("logged".into(), None)], "{}", job.out);
+
+    let levels = dir.path().join("levels.toml");
+    std::fs::write(
+        &levels,
+        "[recovery]\nmode = \"logged\"\n[l2]\ninterval = 1\n",
+    )
+    .unwrap();
+    let levels = levels.to_str().unwrap();
+    let args = [
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--config",
+        levels,
+        "--inject",
+        "rank:3@iter=140",
+    ];
+    let job = heat(dir.path(), &args, &GRID);
+    assert_eq!(checksum(&job), want);
+    let fell_back = fallbacks(&job);
+    assert!(
+        fell_back.len() == 1
+            && fell_back[0].contains("rank 3 cannot rejoin")
+            && fell_back[0].contains("l2.interval"),
+        "{fell_back:?}\n{}",
+        job.out
+    );
+    let node = [
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--spare-nodes",
+        "1",
+        "--config",
+        levels,
+        "--inject",
+        "node:1@iter=140",
+    ];
+    let job = heat(dir.path(), &node, &GRID);
+    assert_eq!(checksum(&job), want);
+    let fell_back = fallbacks(&job);
+    assert!(
+        fell_back.len() == 1 && fell_back[0].contains("a node failed"),
+        "{fell_back:?}\n{}",
+        job.out
+    );
+
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "[recovery]\nmode = \"logged\"\nlog_limit = \"1 KiB\"\n",
+    )
+    .unwrap();
+    let bad = bad.to_str().unwrap();
+    let job = frame_run(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2", "--config", bad],
+        &example("heat2d"),
+        &GRID,
+    );
+    assert!(!job.status.success());
+    assert!(job.out.contains("recovery.log_limit"), "{}", job.out);
+}
