@@ -77,7 +77,12 @@ impl NetComm {
             };
             self.replace_peer(src, request.endpoint)?;
             match self.replay_to(src, request.after)? {
-                Ok(n) => tracing::info!(rank = src, messages = n, "replayed to a replacement"),
+                Ok(n) => tracing::info!(
+                    rank = src,
+                    messages = n,
+                    log_bytes = self.journal_bytes(),
+                    "replayed to a replacement"
+                ),
                 Err(why) => return Err(self.escalate(src, why)),
             }
         }

@@ -1,0 +1,215 @@
+//! Localised (logged) recovery against global restart, for the same heat2d
+//! job and the same rank failure: time to solution, the CPU each rank
+//! used (who recomputed), idle rank-seconds, the log the survivors held,
+//! and the fault-free cost of logging. Run: `cargo bench --bench localised
+//! [-- --runs N]`.
+//!
+//! heat2d 512x512 on 2 nodes x 2 ranks, 2000 steps, a checkpoint every
+//! 1000; rank 3 is killed at step 1990, so 990 steps are lost. In global
+//! mode every rank recomputes them; in logged mode only rank 3's
+//! replacement does, fed the halos it lost from its neighbours' logs,
+//! while the others wait blocked. The machine's cores are shared by all
+//! ranks, so wall-clock gains are bounded by them: the split is judged by
+//! CPU time. Each configuration runs `--runs` times (5), alternating;
+//! medians.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+use support::heat2d;
+
+const RANKS: usize = 4;
+const VICTIM: usize = 3;
+const GRID: [&str; 10] = [
+    "--nodes",
+    "2",
+    "--ranks-per-node",
+    "2",
+    "--nx",
+    "512",
+    "--ny",
+    "512",
+    "--steps",
+    "2000",
+];
+
+/// One job's figures.
+struct Run {
+    wall: f64,
+    cpu: Vec<f64>,
+    log_bytes: Vec<u64>,
+    checksum: String,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn run(exe: &Path, dir: &Path, mode: &str, fail: bool) -> Run {
+    let mut cmd = Command::new(exe);
+    cmd.args(GRID)
+        .args(["--every", "1000", "--recovery", mode])
+        .env("FRAME_STORAGE_LOCAL_DIR", dir.join("local"))
+        .env("RUST_LOG", "frame::comm::net::rejoin=info");
+    if fail {
+        cmd.args(["--inject", &format!("rank:{VICTIM}@iter=1990")]);
+    }
+    let began = Instant::now();
+    let out = cmd.output().expect("run heat2d");
+    let wall = began.elapsed().as_secs_f64();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "heat2d failed in {mode} mode:\n{text}"
+    );
+    let mut cpu = vec![0.0; RANKS];
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("heat2d: rank ") else {
+            continue;
+        };
+        let mut words = rest.split(' ');
+        let rank: Option<usize> = words.next().and_then(|w| w.parse().ok());
+        if let (Some(r), Some("used"), Some(s)) = (rank, words.next(), words.next()) {
+            cpu[r] = s.parse().unwrap_or(0.0);
+        }
+    }
+    let log_bytes = text
+        .lines()
+        .filter(|l| l.contains("replayed to a replacement"))
+        .filter_map(|l| {
+            l.split("log_bytes=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let checksum = text
+        .lines()
+        .find_map(|l| l.strip_prefix("final checksum: "))
+        .unwrap_or("none")
+        .to_string();
+    Run {
+        wall,
+        cpu,
+        log_bytes,
+        checksum,
+    }
+}
+
+fn main() {
+    let runs: usize = std::env::args()
+        .skip_while(|a| a != "--runs")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(5);
+    let exe = heat2d();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "heat2d 512x512, {RANKS} ranks on {cores} core(s), 2000 steps, checkpoint every 1000; rank {VICTIM} killed at step 1990 (990 steps lost); {runs} runs each, medians"
+    );
+    let cases = [
+        ("online", false),
+        ("logged", false),
+        ("online", true),
+        ("logged", true),
+    ];
+    let mut all: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
+    for _ in 0..runs {
+        for (i, (mode, fail)) in cases.iter().enumerate() {
+            all[i].push(run(&exe, dir.path(), mode, *fail));
+        }
+    }
+    let reference = all[0][0].checksum.clone();
+    for runs in &all {
+        for r in runs {
+            assert_eq!(r.checksum, reference, "a run's checksum differs");
+        }
+    }
+    let wall = |i: usize| median(all[i].iter().map(|r| r.wall).collect());
+    let cpu_of = |i: usize, rank: usize| median(all[i].iter().map(|r| r.cpu[rank]).collect());
+    let total = |i: usize| median(all[i].iter().map(|r| r.cpu.iter().sum()).collect());
+    let survivors = |i: usize| {
+        median(
+            all[i]
+                .iter()
+                .map(|r| {
+                    r.cpu
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| *k != VICTIM)
+                        .map(|(_, c)| c)
+                        .sum()
+                })
+                .collect(),
+        )
+    };
+    let idle = |i: usize| {
+        median(
+            all[i]
+                .iter()
+                .map(|r| r.wall * RANKS as f64 - r.cpu.iter().sum::<f64>())
+                .collect(),
+        )
+    };
+    println!(
+        "{:>22} | {:>8} {:>9} {:>12} {:>12} {:>11}",
+        "", "wall s", "CPU s", "survivors s", "rank 3 s", "idle rank-s"
+    );
+    let names = [
+        "global, no failure",
+        "logged, no failure",
+        "global, rank 3 killed",
+        "logged, rank 3 killed",
+    ];
+    for (i, name) in names.iter().enumerate() {
+        println!(
+            "{:>22} | {:>8.3} {:>9.3} {:>12.3} {:>12.3} {:>11.3}",
+            name,
+            wall(i),
+            total(i),
+            survivors(i),
+            cpu_of(i, VICTIM),
+            idle(i)
+        );
+    }
+    println!(
+        "fault-free cost of logging: {:+.1} % wall ({:.3} s against {:.3} s)",
+        (wall(1) / wall(0) - 1.0) * 100.0,
+        wall(1),
+        wall(0)
+    );
+    // The killed process's CPU before its death is not counted in either
+    // mode; the replacement does the same work in both (the lost steps
+    // and the rest of the run): the survivors tell the modes apart.
+    println!(
+        "survivors' CPU beyond the fault-free run: global {:+.3} s (each redid the lost steps), logged {:+.3} s (blocked while the replacement recomputed); the replacement used {:.3} s and {:.3} s",
+        survivors(2) - survivors(0),
+        survivors(3) - survivors(1),
+        cpu_of(2, VICTIM),
+        cpu_of(3, VICTIM)
+    );
+    println!(
+        "time to solution with the failure: global {:.3} s, logged {:.3} s ({:.2}x)",
+        wall(2),
+        wall(3),
+        wall(2) / wall(3)
+    );
+    let logs: Vec<f64> = all[3]
+        .iter()
+        .flat_map(|r| r.log_bytes.iter().map(|b| *b as f64))
+        .collect();
+    if !logs.is_empty() {
+        println!(
+            "log a survivor held when it replayed: median {:.1} KiB, at most {:.1} KiB",
+            median(logs.clone()) / 1024.0,
+            logs.iter().copied().fold(0.0, f64::max) / 1024.0
+        );
+    }
+}
