@@ -209,6 +209,16 @@ impl Agent {
     }
 
     /// The next control message for the main thread.
+    /// The next control message for the main thread if one came within
+    /// `limit`; `Err` when the daemon is gone.
+    pub(crate) fn next_within(&self, limit: Duration) -> Result<Option<ToRank>, ()> {
+        match self.from_daemon.recv_timeout(limit) {
+            Ok(m) => Ok(Some(m)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(()),
+        }
+    }
+
     pub(crate) fn next(&self) -> Option<ToRank> {
         self.from_daemon.recv().ok()
     }

@@ -16,6 +16,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// How long a finished logging rank waits for a replacement's request
+/// before it looks at its daemon's messages again.
+const SERVE_PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Text of a panic payload.
 fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
@@ -143,17 +147,32 @@ where
             fired.extend(faults.fired.into_inner());
         }
         drop(ctx);
-        drop(comm);
         if let Some(e) = agent.hub.interrupted().filter(|e| *e > epoch) {
             epoch = e;
             rejoin(e, &fired);
             continue;
         }
+        // A logging rank keeps its log until the job ends: a replacement
+        // still recomputing may ask for it.
+        let serving = env.spec.log_limit.is_some().then_some(comm);
         match outcome {
             Ok(Ok(())) => {
                 agent.send(FromRank::Done { epoch });
                 loop {
-                    match agent.next() {
+                    let next = match &serving {
+                        Some(comm) => {
+                            if let Err(e) = comm.serve_requests_within(SERVE_PERIOD) {
+                                tracing::warn!(error = %e, "could not serve a replacement");
+                            }
+                            match agent.next_within(std::time::Duration::ZERO) {
+                                Ok(None) => continue,
+                                Ok(Some(m)) => Some(m),
+                                Err(()) => None,
+                            }
+                        }
+                        None => agent.next(),
+                    };
+                    match next {
                         Some(ToRank::Finish) | None => return 0,
                         Some(ToRank::Reinit { epoch: e }) if e > epoch => {
                             epoch = e;

@@ -167,6 +167,18 @@ impl Hub {
         all
     }
 
+    /// Waits up to `limit` for a request, or a recovery into an epoch
+    /// newer than `epoch`.
+    pub(super) fn await_request(&self, epoch: u64, limit: Duration) {
+        let s = self.lock();
+        let _ = self
+            .ready
+            .wait_timeout_while(s, limit, |s| {
+                s.requests.is_empty() && s.interrupt.is_none_or(|e| e <= epoch)
+            })
+            .unwrap_or_else(|e| e.into_inner());
+    }
+
     /// Bytes of messages waiting to be received.
     #[cfg(test)]
     pub(super) fn queued_bytes(&self) -> usize {

@@ -89,6 +89,14 @@ impl NetComm {
         Ok(())
     }
 
+    /// Waits up to `limit` for a replacement's request and serves it: what
+    /// a rank whose program finished does until the job ends, so that a
+    /// replacement still recomputing gets its messages.
+    pub fn serve_requests_within(&self, limit: std::time::Duration) -> CommResult<()> {
+        self.hub.await_request(self.epoch, limit);
+        self.serve_requests()
+    }
+
     /// Hands a replay that cannot be done to the runtime and waits for the
     /// global recovery it starts.
     fn escalate(&self, rank: usize, why: Unreplayable) -> CommError {

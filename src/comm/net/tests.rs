@@ -490,3 +490,33 @@ fn a_request_the_log_cannot_serve_goes_to_the_fallback() {
         told[0]
     );
 }
+
+/// A rank whose program finished (it makes no more calls) still serves a
+/// replacement's request while it waits for the job's end.
+#[test]
+fn a_finished_rank_serves_a_request_while_it_waits() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let a = w.comm(0, 1).with_journal(1 << 20);
+    a.send(1, 1, b"last words").unwrap();
+    let b = w
+        .comm(1, 1)
+        .with_journal(1 << 20)
+        .with_own_endpoint(w.table[1].clone());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            b.resume_messages(&MessageCounts {
+                window: 0,
+                sent: vec![0, 0],
+                received: vec![0, 0],
+            })
+        });
+        // The wait ends when the request arrives, and serves it.
+        a.serve_requests_within(Duration::from_secs(30)).unwrap();
+        assert!(w.hubs[0].lock().requests.is_empty());
+    });
+    // The original and its replay: the hub keeps one.
+    assert_eq!(&b.recv(0, 1).unwrap()[..], b"last words");
+    assert_eq!(w.hubs[1].queued_bytes(), 0);
+}
