@@ -7,6 +7,7 @@
 //! | `promotion` | each node's manager, per level promoted | the checkpoint transformation |
 //! | `recovery` | rank 0, per recovery | the application recovery (identify, fetch, load) |
 //! | `runtime_recovery` | the runtime's root, per failure | the runtime recovery (detection to barrier) |
+//! | `rejoin` | a logged recovery's replacement | restoring alone, and recomputing until the next checkpoint |
 //!
 //! The writers build these records and `frame report` reads them back with
 //! the same types. Lines written before the `runtime_recovery` event had
@@ -27,6 +28,31 @@ pub enum Record {
     Recovery(RecoveryRecord),
     /// The runtime's recovery from one failure.
     RuntimeRecovery(RuntimeRecoveryRecord),
+    /// A replacement that restored alone (a logged recovery).
+    Rejoin(RejoinRecord),
+}
+
+/// What the replacement of a logged recovery measured (it restored its
+/// own checkpoint while the other ranks went on): written once the next
+/// checkpoint committed, the lost work recomputed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RejoinRecord {
+    /// Job id.
+    pub job: String,
+    /// The runtime's epoch (the same as before the failure).
+    pub epoch: u64,
+    /// The rank it replaced.
+    pub rank: u32,
+    /// The checkpoint it restored.
+    pub checkpoint: u64,
+    /// Loading the checkpoint and going through its commit again (the
+    /// survivors' logs feeding it), milliseconds.
+    pub restore_ms: f64,
+    /// From then until the next checkpoint committed: the lost interval
+    /// recomputed (and what followed it up to that checkpoint).
+    pub recompute_ms: f64,
+    /// The checkpoint whose commit ended the recomputation.
+    pub caught_up_at: u64,
 }
 
 /// The metrics of one checkpoint (written by rank 0, after one

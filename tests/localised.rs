@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{example, frame_run, scratch, serial, Job};
+use common::{example, frame_run, frame_run_with, scratch, serial, Job};
 use std::path::Path;
 
 /// 4 ranks, 300 steps, a checkpoint every 25.
@@ -38,8 +38,14 @@ fn checksum(job: &Job) -> String {
         .to_string()
 }
 
+/// heat2d under `frame run ARGS`; the ranks write their metrics into the
+/// runtime's file.
 fn heat(dir: &Path, args: &[&str], grid: &[&str]) -> Job {
-    let job = frame_run(dir, args, &example("heat2d"), grid);
+    let metrics = dir.join("metrics.jsonl");
+    let env = [("FRAME_METRICS_FILE", metrics.to_str())];
+    let began = std::time::Instant::now();
+    let job = frame_run_with(dir, args, &example("heat2d"), grid, &env);
+    eprintln!("{args:?}: {:.2} s", began.elapsed().as_secs_f64());
     assert!(job.status.success(), "{}", job.out);
     job
 }

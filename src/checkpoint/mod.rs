@@ -145,6 +145,9 @@ pub struct Checkpointer<'c> {
     /// This rank replaces a failed one while the others go on: it
     /// restores alone (see `rejoin.rs`).
     rejoining: bool,
+    /// After it restored alone: the checkpoint, when it was back, and how
+    /// long that took (for its metrics record at the next commit).
+    rejoined: Option<(u64, Instant, Duration)>,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -274,6 +277,7 @@ impl<'c> Checkpointer<'c> {
             restored_here: false,
             rollback: None,
             rejoining: false,
+            rejoined: None,
         };
         if rejoin {
             me.start_rejoin().map_err(|e| rejoin::give_up(comm, e))?;

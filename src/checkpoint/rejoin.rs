@@ -20,6 +20,7 @@ use crate::config::{Config, Interval};
 use crate::error::{problems, Error, Result};
 use crate::format::Metadata;
 use crate::level::Level;
+use crate::metrics::{Record, RejoinRecord};
 use std::time::Instant;
 
 /// A replacement that cannot rejoin asks for a global recovery instead
@@ -104,7 +105,41 @@ impl Checkpointer<'_> {
             checkpoint = id,
             "rejoined: the checkpoint's commit went through again"
         );
+        self.rejoined = Some((id, Instant::now(), started.elapsed()));
         Ok(id)
+    }
+
+    /// After checkpoint `id` committed: a replacement that rejoined
+    /// records how long restoring and recomputing took (the first commit
+    /// after the one it restored ends the recomputation).
+    pub(super) fn record_rejoin(&mut self, id: u64) {
+        let Some((restored, back, restore)) = self.rejoined else {
+            return;
+        };
+        if id <= restored {
+            return;
+        }
+        self.rejoined = None;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let recompute = back.elapsed();
+        tracing::info!(
+            restored,
+            caught_up_at = id,
+            recompute_ms = ms(recompute),
+            "replacement caught up"
+        );
+        if let Some(path) = self.cfg.metrics_file() {
+            Record::Rejoin(RejoinRecord {
+                job: self.cfg.job.id.clone(),
+                epoch: self.comm.failures().epoch,
+                rank: self.comm.rank() as u32,
+                checkpoint: restored,
+                restore_ms: ms(restore),
+                recompute_ms: ms(recompute),
+                caught_up_at: id,
+            })
+            .append(path);
+        }
     }
 
     /// Loads checkpoint `id` into the protected regions on this rank and

@@ -135,6 +135,7 @@ impl Checkpointer<'_> {
             self.adopt(&choice, "chosen again from the measured costs");
         }
         self.record_metrics(id, took, &meta, &promoted)?;
+        self.record_rejoin(id);
         self.stats.checkpoints += 1;
         self.stats.checkpoint_time += took;
         self.stats.last_checkpoint_time = took;

@@ -5,14 +5,17 @@
 //! checkpoint overheads and application recoveries, the managers'
 //! transformations, and the runtime's recoveries. A failure's runtime
 //! record and its application-recovery record are matched by the epoch
-//! the job recovered into; full recovery is their sum. Lines of other
-//! kinds, and lines that do not parse, are counted and skipped.
+//! the job recovered into; full recovery is their sum. A logged recovery
+//! (only the failed rank's replacement went back) has no recovery record
+//! from rank 0: its runtime record is matched with the replacement's
+//! rejoin record by rank and epoch. Lines of other kinds, and lines that
+//! do not parse, are counted and skipped.
 
 mod plot;
 
 pub use plot::svg;
 
-use frame::metrics::{Record, RecoveryRecord, RuntimeRecoveryRecord};
+use frame::metrics::{Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -77,8 +80,22 @@ pub struct Report {
     /// Checkpoint transformation per level (2 to 4): each node's promotion
     /// time, milliseconds.
     pub transform_ms: [Vec<f64>; 3],
+    /// Logged recoveries, in file and line order.
+    pub logged: Vec<LoggedRecovery>,
+    /// Global restarts a logged job made instead, with the reason.
+    pub fallbacks: Vec<(usize, String)>,
     /// Lines skipped (unknown kinds or unreadable).
     pub skipped: usize,
+}
+
+/// One logged recovery: the runtime's record and, when found, what the
+/// replacement measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoggedRecovery {
+    /// The runtime's record (mode `logged`).
+    pub runtime: RuntimeRecoveryRecord,
+    /// The replacement's record.
+    pub rejoin: Option<RejoinRecord>,
 }
 
 /// The records of one file awaiting their match.
@@ -86,6 +103,7 @@ pub struct Report {
 struct Lines {
     runtime: Vec<RuntimeRecoveryRecord>,
     recovered: Vec<RecoveryRecord>,
+    rejoined: Vec<RejoinRecord>,
 }
 
 impl Report {
@@ -150,6 +168,7 @@ impl Report {
         match Record::parse(line) {
             Some(Record::Recovery(r)) => lines.recovered.push(r),
             Some(Record::RuntimeRecovery(r)) => lines.runtime.push(r),
+            Some(Record::Rejoin(r)) => lines.rejoined.push(r),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -165,6 +184,22 @@ impl Report {
 
     /// Matches a file's recovery records with the runtime's.
     fn finish(&mut self, path: &Path, lines: Lines) {
+        for run in &lines.runtime {
+            if let Some(why) = &run.fallback {
+                self.fallbacks.push((run.failure, why.clone()));
+            }
+            if run.mode == "logged" {
+                let rejoin = lines
+                    .rejoined
+                    .iter()
+                    .find(|j| j.epoch == run.epoch && run.failed_ranks == [j.rank])
+                    .cloned();
+                self.logged.push(LoggedRecovery {
+                    runtime: run.clone(),
+                    rejoin,
+                });
+            }
+        }
         for r in lines.recovered {
             let run = lines
                 .runtime
@@ -239,10 +274,50 @@ impl Report {
                 );
             }
         }
+        self.logged_table(&mut out);
         if self.skipped > 0 {
             let _ = writeln!(out, "{} line(s) of other kinds skipped", self.skipped);
         }
         out
+    }
+
+    /// The logged recoveries and the global restarts made instead.
+    fn logged_table(&self, out: &mut String) {
+        if !self.logged.is_empty() {
+            let _ = writeln!(
+                out,
+                "logged recoveries (only the failed rank's replacement went back):"
+            );
+            let _ = writeln!(
+                out,
+                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12}",
+                "failure", "rank", "epoch", "runtime", "ckpt", "restore", "recompute"
+            );
+            for l in &self.logged {
+                let r = &l.runtime;
+                let rank = r.failed_ranks.first().map_or("-".into(), |x| x.to_string());
+                let (ckpt, restore, recompute) = match &l.rejoin {
+                    Some(j) => (
+                        j.checkpoint.to_string(),
+                        format!("{:.2}", j.restore_ms),
+                        format!("{:.2}", j.recompute_ms),
+                    ),
+                    None => ("-".into(), "-".into(), "-".into()),
+                };
+                let _ = writeln!(
+                    out,
+                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12}",
+                    r.failure, rank, r.epoch, r.runtime_recovery_ms, ckpt, restore, recompute
+                );
+            }
+            let _ = writeln!(
+                out,
+                "(milliseconds; recompute: from the restore to the next checkpoint's commit)"
+            );
+        }
+        for (failure, why) in &self.fallbacks {
+            let _ = writeln!(out, "failure {failure} restarted globally: {why}");
+        }
     }
 }
 

@@ -76,3 +76,29 @@ fn the_plot_holds_a_bar_per_series_and_level() {
     let bars = doc.matches("<rect").count();
     assert!(bars >= 5, "{bars} rectangles");
 }
+
+/// A logged recovery's runtime record meets its replacement's rejoin
+/// record (same rank and epoch); a global restart made instead is listed
+/// with its reason.
+#[test]
+fn a_logged_recovery_is_shown_with_its_replacements_figures() {
+    let lines = r#"{"event":"runtime_recovery","failure":1,"mode":"logged","kind":"rank","epoch":1,"failed_ranks":[3],"failed_nodes":[],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.25}
+{"event":"rejoin","job":"j","epoch":1,"rank":3,"checkpoint":5,"restore_ms":1.5,"recompute_ms":42.75,"caught_up_at":6}
+{"event":"rejoin","job":"j","epoch":1,"rank":2,"checkpoint":5,"restore_ms":9.0,"recompute_ms":99.0,"caught_up_at":6}
+{"event":"runtime_recovery","failure":2,"mode":"online","kind":"rank","epoch":2,"failed_ranks":[1],"failed_nodes":[],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.5,"fallback":"a second failure before the next checkpoint committed"}
+"#;
+    let mut r = Report::default();
+    r.add(Path::new("c.jsonl"), lines);
+    assert_eq!(r.logged.len(), 1);
+    assert_eq!(r.logged[0].rejoin.as_ref().map(|j| j.rank), Some(3));
+    assert_eq!(r.fallbacks.len(), 1);
+    let table = r.table();
+    assert!(
+        table.contains("42.75") && !table.contains("99.00"),
+        "{table}"
+    );
+    assert!(
+        table.contains("failure 2 restarted globally: a second failure"),
+        "{table}"
+    );
+}
