@@ -8,6 +8,7 @@
 //! | `recovery` | rank 0, per recovery | the application recovery (identify, fetch, load) |
 //! | `runtime_recovery` | the runtime's root, per failure | the runtime recovery (detection to barrier) |
 //! | `rejoin` | a logged recovery's replacement | restoring alone, and recomputing until the next checkpoint |
+//! | `idle` | the runtime's root, per rank that waited | a rank's wait during a logged recovery (wall and CPU time) |
 //!
 //! The writers build these records and `frame report` reads them back with
 //! the same types. Lines written before the `runtime_recovery` event had
@@ -30,6 +31,23 @@ pub enum Record {
     RuntimeRecovery(RuntimeRecoveryRecord),
     /// A replacement that restored alone (a logged recovery).
     Rejoin(RejoinRecord),
+    /// A rank that waited during a logged recovery.
+    Idle(IdleRecord),
+}
+
+/// How long one rank waited while another's logged recovery ran (from
+/// the failure to the next checkpoint's commit), and the CPU time its
+/// process used meanwhile: near zero when it waited blocked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IdleRecord {
+    /// The failure recovered (as in the runtime's record).
+    pub failure: usize,
+    /// The rank that waited.
+    pub rank: u32,
+    /// Wall time, milliseconds.
+    pub wall_ms: f64,
+    /// CPU time of its process meanwhile, milliseconds.
+    pub cpu_ms: f64,
 }
 
 /// What the replacement of a logged recovery measured (it restored its

@@ -51,7 +51,7 @@ fn heat(dir: &Path, args: &[&str], grid: &[&str]) -> Job {
 }
 
 /// The ranks that went back to a checkpoint, in the order they said so.
-fn restored(job: &Job) -> Vec<u32> {
+fn restored(job: &Job) -> Vec<u64> {
     job.out
         .lines()
         .filter_map(|l| l.strip_prefix("heat2d: rank "))
@@ -89,7 +89,14 @@ fn only_the_replacement_of_a_killed_rank_goes_back() {
     let dir = scratch();
     let clean = heat(dir.path(), &logged(&[]), &GRID);
     let want = checksum(&clean);
-    for (rank, iter) in [(0, 140), (1, 126), (2, 149), (3, 299), (1, 125), (2, 26)] {
+    for (rank, iter) in [
+        (0u64, 140u64),
+        (1, 126),
+        (2, 149),
+        (3, 299),
+        (1, 125),
+        (2, 26),
+    ] {
         let inject = format!("rank:{rank}@iter={iter}");
         let job = heat(dir.path(), &logged(&["--inject", &inject]), &GRID);
         assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
@@ -101,6 +108,34 @@ fn only_the_replacement_of_a_killed_rank_goes_back() {
             "{}",
             job.out
         );
+        // The replacement's own record: what it restored, until when it
+        // recomputed.
+        let rejoin: Vec<_> = job
+            .metrics
+            .iter()
+            .filter(|m| m["event"] == "rejoin")
+            .collect();
+        assert_eq!(rejoin.len(), 1, "{inject}: {:?}", job.metrics);
+        let (restored, caught_up) = (iter / 25, iter / 25 + 1);
+        assert_eq!(rejoin[0]["rank"], rank, "{inject}");
+        assert_eq!(rejoin[0]["checkpoint"], restored, "{inject}");
+        assert_eq!(rejoin[0]["caught_up_at"], caught_up, "{inject}");
+        // The others idled until that checkpoint, their hooks called.
+        let mut idle: Vec<u64> = job
+            .metrics
+            .iter()
+            .filter(|m| m["event"] == "idle")
+            .filter_map(|m| m["rank"].as_u64())
+            .collect();
+        idle.sort_unstable();
+        let others: Vec<u64> = (0..4).filter(|r| *r != rank).collect();
+        assert_eq!(idle, others, "{inject}: {:?}", job.metrics);
+        for r in others {
+            for what in ["waits for", "is done waiting for"] {
+                let line = format!("heat2d: rank {r} {what} another rank's recovery");
+                assert!(job.out.contains(&line), "{inject}: {line}\n{}", job.out);
+            }
+        }
     }
 }
 

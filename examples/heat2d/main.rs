@@ -152,6 +152,18 @@ fn rank_main(
 ) -> anyhow::Result<()> {
     let started = Instant::now();
     let comm = ctx.comm();
+    // Where the machine allows, a program could lower its CPU frequency
+    // here; heat2d says when it waits for another rank's recovery.
+    let me = comm.rank();
+    frame_runtime::set_idle_hook(move |idle| {
+        let what = if idle {
+            "waits for"
+        } else {
+            "is done waiting for"
+        };
+        let line = format!("heat2d: rank {me} {what} another rank's recovery\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    });
     let block = Block::new(args.size.nx, args.size.ny, comm.rank(), comm.size());
     let g = kept.get_or_insert_with(|| Grids {
         grid: frame::Protected::new(block.initial()),
@@ -262,7 +274,7 @@ fn rank_main(
     let line = format!(
         "heat2d: rank {} used {:.3} s of CPU\n",
         comm.rank(),
-        cpu_seconds()
+        frame_runtime::process_cpu_time().as_secs_f64()
     );
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     if let Some(sum) = checksum {
@@ -283,26 +295,6 @@ fn rank_main(
         }
     }
     Ok(())
-}
-
-/// CPU time this process used so far (user and system), seconds, from
-/// /proc/self/stat (0 where it cannot be read).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The name in parentheses may hold anything: fields follow the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / rustix::param::clock_ticks_per_second() as f64
 }
 
 /// The wall clock, in nanoseconds since 1970.

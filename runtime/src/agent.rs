@@ -10,6 +10,7 @@
 //! stopped or wedged process) is killed and replaced.
 
 use super::handoff::{RankEnv, Transport};
+use super::idle::Idle;
 use super::proto::{FromRank, Receiver, Sender, ToRank};
 use super::RuntimeError;
 use frame::comm::net::{listen, Bind, Endpoint, Hub};
@@ -69,15 +70,33 @@ impl Agent {
                 RuntimeError::Daemon(format!("cannot reach {}: {e}", env.daemon.display()))
             })?;
         let (read, write) = stream.into_split();
-        let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
         let progress = Arc::new(AtomicU64::new(NO_PROGRESS));
         let (inbox, from_daemon) = mpsc::channel();
         let flushed: Arc<Mutex<Option<mpsc::Sender<()>>>> = Arc::new(Mutex::new(None));
         let (interrupt, waiter) = (Arc::clone(&hub), Arc::clone(&flushed));
+        let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
+        let report = Arc::clone(&to_daemon);
         rt.spawn(async move {
             let mut rx = Receiver::new(read);
+            let mut idle = Idle::default();
             loop {
-                match rx.next::<ToRank>().await {
+                let msg = rx.next::<ToRank>().await;
+                // A recovery or an order to idle ends or starts an idle period.
+                let idling = match &msg {
+                    Ok(Some(ToRank::Idle { on })) => Some(*on),
+                    Ok(Some(ToRank::Reinit { .. } | ToRank::Finish)) => Some(false),
+                    _ => None,
+                };
+                if let Some(period) = idling.and_then(|on| idle.set(on)) {
+                    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+                    let msg = FromRank::Idled {
+                        wall_ms: ms(period.wall),
+                        cpu_ms: ms(period.cpu),
+                    };
+                    let _ = report.lock().await.send(&msg).await;
+                }
+                match msg {
+                    Ok(Some(ToRank::Idle { .. })) => {}
                     Ok(Some(ToRank::Reinit { epoch })) => {
                         interrupt.interrupt(epoch);
                         let _ = inbox.send(ToRank::Reinit { epoch });

@@ -38,6 +38,7 @@ mod agent;
 mod context;
 mod daemon;
 mod handoff;
+mod idle;
 pub mod inject;
 mod manager_process;
 pub mod placement;
@@ -51,6 +52,7 @@ pub mod ulfm;
 pub use context::Context;
 pub use daemon::serve_if_daemon;
 pub use handoff::{role, Role, Transport};
+pub use idle::{process_cpu_time, set_idle_hook};
 pub use inject::Injection;
 pub use root::{Launch, LaunchArgs, Launcher, Outcome, RecoveryMode, RunError};
 

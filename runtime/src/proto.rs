@@ -39,6 +39,9 @@ pub(crate) enum ToDaemon {
     Replace { epoch: u64, rank: u32 },
     /// A logged recovery's replacement is ready: release it alone.
     Release { rank: u32, go: Go },
+    /// A logged recovery of `rank` started (`on`) or ended: the other
+    /// ranks idle meanwhile.
+    Idle { on: bool, rank: u32 },
     /// Kill (or stop) this rank (time-triggered fault injection).
     Kill { rank: u32, action: Action },
     /// Kill (or stop) the whole node: its ranks, its manager and the daemon
@@ -116,6 +119,13 @@ pub(crate) enum ToRoot {
     /// A rank reported checkpoint `id` committed on every rank (`None`:
     /// the job is removing its checkpoints at its end).
     Committed { id: Option<u64> },
+    /// A rank idled this long (wall and CPU time, milliseconds) during
+    /// the last logged recovery.
+    Idled {
+        rank: u32,
+        wall_ms: f64,
+        cpu_ms: f64,
+    },
     /// A rank cannot feed a logged recovery's replacement: the job must
     /// restart globally.
     Fallback {
@@ -134,6 +144,8 @@ pub(crate) enum ToRank {
     Reinit { epoch: u64 },
     /// (To a standby process) become rank `rank`, joining `epoch`.
     Assign { rank: u32, epoch: u64 },
+    /// Another rank's logged recovery started (`true`) or ended.
+    Idle { on: bool },
     /// The job is over: exit.
     Finish,
     /// A message was written to the daemon (reply to a flush request).
@@ -167,6 +179,8 @@ pub(crate) enum FromRank {
     /// This rank cannot feed a logged recovery's replacement (its log
     /// cannot replay what it must): a global restart is needed.
     Fallback { epoch: u64, reason: String },
+    /// This rank idled this long while another rank's logged recovery ran.
+    Idled { wall_ms: f64, cpu_ms: f64 },
 }
 
 /// Longest a control message may wait for its peer to read.

@@ -15,7 +15,7 @@ mod plot;
 
 pub use plot::svg;
 
-use frame::metrics::{Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord};
+use frame::metrics::{IdleRecord, Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -96,6 +96,17 @@ pub struct LoggedRecovery {
     pub runtime: RuntimeRecoveryRecord,
     /// The replacement's record.
     pub rejoin: Option<RejoinRecord>,
+    /// The ranks that waited, each with its wait.
+    pub idle: Vec<IdleRecord>,
+}
+
+impl LoggedRecovery {
+    /// The waits summed: wall and CPU time, milliseconds.
+    pub fn idle_ms(&self) -> (f64, f64) {
+        self.idle
+            .iter()
+            .fold((0.0, 0.0), |(w, c), i| (w + i.wall_ms, c + i.cpu_ms))
+    }
 }
 
 /// The records of one file awaiting their match.
@@ -104,6 +115,7 @@ struct Lines {
     runtime: Vec<RuntimeRecoveryRecord>,
     recovered: Vec<RecoveryRecord>,
     rejoined: Vec<RejoinRecord>,
+    idle: Vec<IdleRecord>,
 }
 
 impl Report {
@@ -169,6 +181,7 @@ impl Report {
             Some(Record::Recovery(r)) => lines.recovered.push(r),
             Some(Record::RuntimeRecovery(r)) => lines.runtime.push(r),
             Some(Record::Rejoin(r)) => lines.rejoined.push(r),
+            Some(Record::Idle(r)) => lines.idle.push(r),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -194,9 +207,16 @@ impl Report {
                     .iter()
                     .find(|j| j.epoch == run.epoch && run.failed_ranks == [j.rank])
                     .cloned();
+                let idle = lines
+                    .idle
+                    .iter()
+                    .filter(|i| i.failure == run.failure)
+                    .cloned()
+                    .collect();
                 self.logged.push(LoggedRecovery {
                     runtime: run.clone(),
                     rejoin,
+                    idle,
                 });
             }
         }
@@ -290,8 +310,17 @@ impl Report {
             );
             let _ = writeln!(
                 out,
-                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12}",
-                "failure", "rank", "epoch", "runtime", "ckpt", "restore", "recompute"
+                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>6} {:>11} {:>9}",
+                "failure",
+                "rank",
+                "epoch",
+                "runtime",
+                "ckpt",
+                "restore",
+                "recompute",
+                "waited",
+                "idle rank-s",
+                "idle CPU"
             );
             for l in &self.logged {
                 let r = &l.runtime;
@@ -304,15 +333,25 @@ impl Report {
                     ),
                     None => ("-".into(), "-".into(), "-".into()),
                 };
+                let (wall, cpu) = l.idle_ms();
                 let _ = writeln!(
                     out,
-                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12}",
-                    r.failure, rank, r.epoch, r.runtime_recovery_ms, ckpt, restore, recompute
+                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>6} {:>11.3} {:>9.2}",
+                    r.failure,
+                    rank,
+                    r.epoch,
+                    r.runtime_recovery_ms,
+                    ckpt,
+                    restore,
+                    recompute,
+                    l.idle.len(),
+                    wall / 1e3,
+                    cpu
                 );
             }
             let _ = writeln!(
                 out,
-                "(milliseconds; recompute: from the restore to the next checkpoint's commit)"
+                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; waited: the ranks that idled meanwhile, with the CPU their processes used)"
             );
         }
         for (failure, why) in &self.fallbacks {

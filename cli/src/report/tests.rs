@@ -85,6 +85,9 @@ fn a_logged_recovery_is_shown_with_its_replacements_figures() {
     let lines = r#"{"event":"runtime_recovery","failure":1,"mode":"logged","kind":"rank","epoch":1,"failed_ranks":[3],"failed_nodes":[],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.25}
 {"event":"rejoin","job":"j","epoch":1,"rank":3,"checkpoint":5,"restore_ms":1.5,"recompute_ms":42.75,"caught_up_at":6}
 {"event":"rejoin","job":"j","epoch":1,"rank":2,"checkpoint":5,"restore_ms":9.0,"recompute_ms":99.0,"caught_up_at":6}
+{"event":"idle","failure":1,"rank":0,"wall_ms":1500.0,"cpu_ms":10.0}
+{"event":"idle","failure":1,"rank":1,"wall_ms":1500.0,"cpu_ms":0.0}
+{"event":"idle","failure":7,"rank":1,"wall_ms":9999.0,"cpu_ms":0.0}
 {"event":"runtime_recovery","failure":2,"mode":"online","kind":"rank","epoch":2,"failed_ranks":[1],"failed_nodes":[],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.5,"fallback":"a second failure before the next checkpoint committed"}
 "#;
     let mut r = Report::default();

@@ -50,6 +50,17 @@ impl Daemon {
                 }
                 self.fill_standby();
             }
+            ToDaemon::Idle { on, rank } => {
+                let others = self
+                    .procs
+                    .values_mut()
+                    .filter(|p| p.rank.is_some_and(|r| r != rank));
+                for p in others {
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Idle { on }).await;
+                    }
+                }
+            }
             ToDaemon::Kill { rank, action } => {
                 for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {
                     p.signal(*pid, action.signal());
@@ -113,6 +124,11 @@ impl Daemon {
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
+            FromRank::Idled { wall_ms, cpu_ms } => Some(ToRoot::Idled {
+                rank,
+                wall_ms,
+                cpu_ms,
+            }),
             FromRank::Fallback { epoch, reason } => Some(ToRoot::Fallback {
                 rank,
                 epoch,

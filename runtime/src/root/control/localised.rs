@@ -20,8 +20,9 @@
 use super::{Cluster, Failure};
 use crate::proto::{now_ns, Go, ToDaemon};
 use crate::root::RunError;
-use frame::metrics::RuntimeRecoveryRecord;
+use frame::metrics::{IdleRecord, Record, RuntimeRecoveryRecord};
 use std::collections::BTreeSet;
+use std::io::Write;
 
 /// Why a failure before an epoch's first checkpoint restarts globally.
 const NO_CHECKPOINT: &str =
@@ -38,6 +39,11 @@ pub(super) struct Logged {
     /// The checkpoint interval (the newest committed id, 0 for none) in
     /// which no logged recovery may start, and why.
     closed: Option<(u64, &'static str)>,
+    /// The logged recovery the other ranks idle for: the interval it
+    /// happened in, and the rank replaced.
+    idling: Option<(u64, u32)>,
+    /// The last logged recovery's failure number (for the idle records).
+    last_failure: usize,
 }
 
 impl Default for Logged {
@@ -46,6 +52,8 @@ impl Default for Logged {
             rejoining: BTreeSet::new(),
             replaced: BTreeSet::new(),
             closed: Some((0, NO_CHECKPOINT)),
+            idling: None,
+            last_failure: 0,
         }
     }
 }
@@ -58,6 +66,8 @@ impl Logged {
 
     /// A global restart to the newest checkpoint began (`committed`).
     pub(super) fn restarted(&mut self, committed: Option<u64>) {
+        // The REINIT ends every rank's idling.
+        self.idling = None;
         self.rejoining.clear();
         self.replaced.clear();
         // The checkpoints' message counts are of the epoch they were
@@ -124,7 +134,37 @@ impl Cluster<'_> {
         let node = self.placement[r];
         let epoch = self.epoch;
         self.send(node, &ToDaemon::Replace { epoch, rank }).await;
+        // The others wait for it until the next checkpoint commits.
+        self.logged.idling = Some((self.committed.unwrap_or(0), rank));
+        self.logged.last_failure = self.failures;
+        self.broadcast(&ToDaemon::Idle { on: true, rank }).await;
         Ok(())
+    }
+
+    /// Checkpoint `id` committed: a logged recovery before it is over, and
+    /// the ranks that waited for it stop idling.
+    pub(super) async fn end_idling(&mut self, id: u64) {
+        if let Some((interval, rank)) = self.logged.idling {
+            if id > interval {
+                self.logged.idling = None;
+                self.broadcast(&ToDaemon::Idle { on: false, rank }).await;
+            }
+        }
+    }
+
+    /// A rank reported how long it waited: one metrics record.
+    pub(super) fn record_idle(&mut self, rank: u32, wall_ms: f64, cpu_ms: f64) {
+        let record = Record::Idle(IdleRecord {
+            failure: self.logged.last_failure,
+            rank,
+            wall_ms,
+            cpu_ms,
+        });
+        if let Some(f) = self.metrics.as_mut() {
+            if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
+                eprintln!("frame: cannot write metrics: {e}");
+            }
+        }
     }
 
     /// The replacement of `rank` listens: release it alone, as a rank

@@ -461,7 +461,15 @@ impl Cluster<'_> {
             ToRoot::Heartbeat { progress } => self.nodes[node as usize].progress = progress,
             ToRoot::Committed { id } => {
                 self.committed = id.map(|id| id.max(self.committed.unwrap_or(0)));
+                if let Some(id) = id {
+                    self.end_idling(id).await;
+                }
             }
+            ToRoot::Idled {
+                rank,
+                wall_ms,
+                cpu_ms,
+            } => self.record_idle(rank, wall_ms, cpu_ms),
             ToRoot::NeverJoined { how, .. } => {
                 return Err(RunError::NeverJoined {
                     program: self.launch.program.clone(),
