@@ -79,6 +79,18 @@ fn fallbacks(job: &Job) -> Vec<String> {
     modes(job).into_iter().filter_map(|(_, f)| f).collect()
 }
 
+/// The job ended with `want` after exactly one global restart instead of
+/// a logged recovery, for a reason saying each of `why`.
+fn assert_fell_back(job: &Job, want: &str, why: &[&str]) {
+    assert_eq!(checksum(job), want, "{}", job.out);
+    let fell_back = fallbacks(job);
+    assert!(
+        fell_back.len() == 1 && why.iter().all(|w| fell_back[0].contains(w)),
+        "{fell_back:?}\n{}",
+        job.out
+    );
+}
+
 /// Every rank killed at an iteration inside the interval, at the
 /// iteration right after a checkpoint and at the last one: only its
 /// replacement restores (the survivors never roll back), in the same
@@ -198,13 +210,7 @@ fn what_a_logged_recovery_cannot_handle_restarts_globally() {
     ];
     for (args, why) in cases {
         let job = heat(dir.path(), &logged(args), &GRID);
-        assert_eq!(checksum(&job), want, "{args:?}:\n{}", job.out);
-        let fell_back = fallbacks(&job);
-        assert!(
-            fell_back.len() == 1 && fell_back[0].contains(why),
-            "{args:?}: {fell_back:?}\n{}",
-            job.out
-        );
+        assert_fell_back(&job, &want, &[why]);
         assert!(
             job.out.contains("frame: restarting globally: "),
             "{}",
@@ -256,15 +262,7 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
         "rank:3@iter=140",
     ];
     let job = heat(dir.path(), &args, &GRID);
-    assert_eq!(checksum(&job), want);
-    let fell_back = fallbacks(&job);
-    assert!(
-        fell_back.len() == 1
-            && fell_back[0].contains("rank 3 cannot rejoin")
-            && fell_back[0].contains("l2.interval"),
-        "{fell_back:?}\n{}",
-        job.out
-    );
+    assert_fell_back(&job, &want, &["rank 3 cannot rejoin", "l2.interval"]);
     let node = [
         "--nodes",
         "2",
@@ -278,13 +276,7 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
         "node:1@iter=140",
     ];
     let job = heat(dir.path(), &node, &GRID);
-    assert_eq!(checksum(&job), want);
-    let fell_back = fallbacks(&job);
-    assert!(
-        fell_back.len() == 1 && fell_back[0].contains("a node failed"),
-        "{fell_back:?}\n{}",
-        job.out
-    );
+    assert_fell_back(&job, &want, &["a node failed"]);
 
     let bad = dir.path().join("bad.toml");
     std::fs::write(

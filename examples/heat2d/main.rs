@@ -162,7 +162,7 @@ fn rank_main(
             "is done waiting for"
         };
         let line = format!("heat2d: rank {me} {what} another rank's recovery\n");
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        say(&line);
     });
     let block = Block::new(args.size.nx, args.size.ny, comm.rank(), comm.size());
     let g = kept.get_or_insert_with(|| Grids {
@@ -200,7 +200,6 @@ fn rank_main(
             .map_or("?".to_string(), |l| l.to_string());
         // Every rank that goes back says so (a survivor of a logged
         // recovery never does).
-        // One write, so that ranks' lines never interleave.
         let line = format!(
             "heat2d: rank {} restored checkpoint {id} (step {}) from {from}, entered {} in epoch {}\n",
             comm.rank(),
@@ -208,7 +207,7 @@ fn rank_main(
             ctx.state(),
             ctx.epoch()
         );
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        say(&line);
         recovered = Some((id, step.get(), from));
     }
     if comm.rank() == 0 {
@@ -276,7 +275,7 @@ fn rank_main(
         comm.rank(),
         frame_runtime::process_cpu_time().as_secs_f64()
     );
-    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    say(&line);
     if let Some(sum) = checksum {
         let mean_ms = if stats.checkpoints > 0 {
             stats.checkpoint_time.as_secs_f64() * 1e3 / stats.checkpoints as f64
@@ -295,6 +294,12 @@ fn rank_main(
         }
     }
     Ok(())
+}
+
+/// Writes `line` to standard error in one write, so that the ranks'
+/// lines never interleave.
+fn say(line: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
 /// The wall clock, in nanoseconds since 1970.

@@ -189,7 +189,9 @@ pub trait Comm: Send {
 
     /// Where this communicator's message log stands, for the checkpoint
     /// being written; `None` when it keeps no log (the default) or when its
-    /// receives are not in each sender's order at this point.
+    /// receives are not in each sender's order at this point. A logging
+    /// communicator also marks this point: the window the checkpoint's
+    /// commit opens keeps the messages sent from here on.
     fn message_counts(&self) -> Option<MessageCounts> {
         None
     }

@@ -466,6 +466,11 @@ impl Comm for NetComm {
         if self.journal.is_some() {
             self.serve_requests()?;
         }
+        if tag == rejoin::REQUEST_TAG {
+            return Err(CommError::Unsupported(format!(
+                "tag {tag} is reserved by frame for replacements' requests"
+            )));
+        }
         let max = self.security.limits.max_message;
         if data.len() as u64 > max {
             return Err(CommError::Unsupported(format!(

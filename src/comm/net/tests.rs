@@ -520,3 +520,13 @@ fn a_finished_rank_serves_a_request_while_it_waits() {
     assert_eq!(&b.recv(0, 1).unwrap()[..], b"last words");
     assert_eq!(w.hubs[1].queued_bytes(), 0);
 }
+
+/// A program cannot send with the tag of replacements' requests.
+#[test]
+fn the_request_tag_is_refused_to_programs() {
+    let w = world(2, false);
+    let _guard = w.rt.enter();
+    let a = w.comm(0, 1).with_journal(1 << 20);
+    let err = a.send_tagged(1, u64::MAX, b"x").unwrap_err().to_string();
+    assert!(err.contains("reserved by frame"), "{err}");
+}
