@@ -1,11 +1,14 @@
 //! Localised (logged) recovery against global restart, for the same heat2d
 //! job and the same rank failure: time to solution, the CPU each rank
 //! used (who recomputed), idle rank-seconds, the log the survivors held,
-//! and the fault-free cost of logging. Run: `cargo bench --bench localised
-//! [-- --runs N]`.
+//! and the fault-free cost of logging; then the same failure recovered by
+//! teams of k = 2 and 5 processes (`--spares`): the CPU each part used
+//! for the recomputation against the replacement's alone. Run: `cargo
+//! bench --bench localised [-- --runs N]`.
 //!
 //! heat2d 512x512 on 2 nodes x 2 ranks, 2000 steps, a checkpoint every
-//! 1000; rank 3 is killed at step 1990, so 990 steps are lost. In global
+//! 1000; rank 3 is killed at step 1990, so 990 steps are lost (the teams:
+//! 1024x1024, the same failure; their runs are compared with each other). In global
 //! mode every rank recomputes them; in logged mode only rank 3's
 //! replacement does, fed the halos it lost from its neighbours' logs,
 //! while the others wait blocked. The machine's cores are shared by all
@@ -22,18 +25,11 @@ use support::heat2d;
 
 const RANKS: usize = 4;
 const VICTIM: usize = 3;
-const GRID: [&str; 10] = [
-    "--nodes",
-    "2",
-    "--ranks-per-node",
-    "2",
-    "--nx",
-    "512",
-    "--ny",
-    "512",
-    "--steps",
-    "2000",
-];
+const GRID: [&str; 6] = ["--nodes", "2", "--ranks-per-node", "2", "--steps", "2000"];
+/// The grid's side: 512 for the modes; 1024 for the teams, whose split
+/// pays a few messages per step that a larger block hides.
+const SIDE: usize = 512;
+const TEAM_SIDE: usize = 1024;
 
 /// One job's figures.
 struct Run {
@@ -41,6 +37,10 @@ struct Run {
     cpu: Vec<f64>,
     log_bytes: Vec<u64>,
     checksum: String,
+    /// The recomputation, from the metrics: its wall time, and the CPU
+    /// time of each part (the replacement first, then its helpers).
+    recompute_ms: Option<f64>,
+    parts_cpu_ms: Vec<f64>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -48,10 +48,18 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn run(exe: &Path, dir: &Path, mode: &str, fail: bool) -> Run {
+fn run(exe: &Path, dir: &Path, mode: &str, fail: bool, spares: u32, side: usize) -> Run {
+    let metrics = dir.join("metrics.jsonl");
+    let _ = std::fs::remove_file(&metrics);
     let mut cmd = Command::new(exe);
+    let side = side.to_string();
     cmd.args(GRID)
+        .args(["--nx", &side, "--ny", &side])
         .args(["--every", "1000", "--recovery", mode])
+        .args(["--spares", &spares.to_string()])
+        .arg("--metrics")
+        .arg(&metrics)
+        .env("FRAME_METRICS_FILE", &metrics)
         .env("FRAME_STORAGE_LOCAL_DIR", dir.join("local"))
         .env("RUST_LOG", "frame::comm::net::rejoin=info");
     if fail {
@@ -94,11 +102,29 @@ fn run(exe: &Path, dir: &Path, mode: &str, fail: bool) -> Run {
         .find_map(|l| l.strip_prefix("final checksum: "))
         .unwrap_or("none")
         .to_string();
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(&metrics)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let rejoin = records.iter().find(|r| r["event"] == "rejoin");
+    let mut parts_cpu_ms: Vec<f64> = rejoin
+        .and_then(|r| r["recompute_cpu_ms"].as_f64())
+        .into_iter()
+        .collect();
+    parts_cpu_ms.extend(
+        records
+            .iter()
+            .filter(|r| r["event"] == "help")
+            .filter_map(|r| r["cpu_ms"].as_f64()),
+    );
     Run {
         wall,
         cpu,
         log_bytes,
         checksum,
+        recompute_ms: rejoin.and_then(|r| r["recompute_ms"].as_f64()),
+        parts_cpu_ms,
     }
 }
 
@@ -112,24 +138,27 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
-        "heat2d 512x512, {RANKS} ranks on {cores} core(s), 2000 steps, checkpoint every 1000; rank {VICTIM} killed at step 1990 (990 steps lost); {runs} runs each, medians"
+        "heat2d {SIDE}x{SIDE}, {RANKS} ranks on {cores} core(s), 2000 steps, checkpoint every 1000; rank {VICTIM} killed at step 1990 (990 steps lost); {runs} runs each, medians"
     );
     let cases = [
-        ("online", false),
-        ("logged", false),
-        ("online", true),
-        ("logged", true),
+        ("online", false, 1, SIDE),
+        ("logged", false, 1, SIDE),
+        ("online", true, 1, SIDE),
+        ("logged", true, 1, SIDE),
+        ("logged", true, 1, TEAM_SIDE),
+        ("logged", true, 2, TEAM_SIDE),
+        ("logged", true, 5, TEAM_SIDE),
     ];
     let mut all: Vec<Vec<Run>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..runs {
-        for (i, (mode, fail)) in cases.iter().enumerate() {
-            all[i].push(run(&exe, dir.path(), mode, *fail));
+        for (i, (mode, fail, spares, side)) in cases.iter().enumerate() {
+            all[i].push(run(&exe, dir.path(), mode, *fail, *spares, *side));
         }
     }
-    let reference = all[0][0].checksum.clone();
-    for runs in &all {
+    for (i, runs) in all.iter().enumerate() {
+        let reference = &all[if cases[i].3 == SIDE { 0 } else { 4 }][0].checksum;
         for r in runs {
-            assert_eq!(r.checksum, reference, "a run's checksum differs");
+            assert_eq!(&r.checksum, reference, "a run's checksum differs");
         }
     }
     let wall = |i: usize| median(all[i].iter().map(|r| r.wall).collect());
@@ -212,4 +241,51 @@ fn main() {
             logs.iter().copied().fold(0.0, f64::max) / 1024.0
         );
     }
+    teams(&all, cores);
+}
+
+/// The recomputation shared by teams: the most CPU one part used, its
+/// ratio to the replacement's alone times k (1.0: a perfect split), the
+/// recomputation's wall time and time to solution.
+fn teams(all: &[Vec<Run>], cores: usize) {
+    let recompute = |i: usize| median(all[i].iter().filter_map(|r| r.recompute_ms).collect());
+    let alone = median(
+        all[4]
+            .iter()
+            .filter_map(|r| r.parts_cpu_ms.first().copied())
+            .collect(),
+    );
+    println!(
+        "heat2d {TEAM_SIDE}x{TEAM_SIDE}, the same failure, the recomputation shared by k processes ({cores} core(s); 1000 steps to the next checkpoint, 990 of them lost):"
+    );
+    println!(
+        "{:>3} | {:>14} {:>15} {:>13} {:>13} {:>13} {:>8}",
+        "k",
+        "recompute ms",
+        "CPU per part ms",
+        "x k / alone",
+        "all / alone",
+        "parts found",
+        "wall s"
+    );
+    for (i, k) in [(4, 1usize), (5, 2), (6, 5)] {
+        let most = median(
+            all[i]
+                .iter()
+                .map(|r| r.parts_cpu_ms.iter().copied().fold(0.0, f64::max))
+                .collect(),
+        );
+        let found = median(all[i].iter().map(|r| r.parts_cpu_ms.len() as f64).collect());
+        let sum = median(all[i].iter().map(|r| r.parts_cpu_ms.iter().sum()).collect());
+        println!(
+            "{k:>3} | {:>14.1} {:>15.1} {:>13.2} {:>13.2} {:>13} {:>8.3}",
+            recompute(i),
+            most,
+            most * k as f64 / alone,
+            sum / alone,
+            found,
+            median(all[i].iter().map(|r| r.wall).collect())
+        );
+    }
+    println!("(CPU per part: the most one part used; target: x k / alone at most 1.10, each part at most 1/k of the work plus 10 %; all / alone: the CPU the split costs in all)");
 }

@@ -9,6 +9,7 @@
 //! | `runtime_recovery` | the runtime's root, per failure | the runtime recovery (detection to barrier) |
 //! | `rejoin` | a logged recovery's replacement | restoring alone, and recomputing until the next checkpoint |
 //! | `idle` | the runtime's root, per rank that waited | a rank's wait during a logged recovery (wall and CPU time) |
+//! | `help` | the runtime's root, per helper of a replacement | a helper's share of the recomputation (wall and CPU time) |
 //!
 //! The writers build these records and `frame report` reads them back with
 //! the same types. Lines written before the `runtime_recovery` event had
@@ -33,6 +34,38 @@ pub enum Record {
     Rejoin(RejoinRecord),
     /// A rank that waited during a logged recovery.
     Idle(IdleRecord),
+    /// A helper that recomputed with a replacement.
+    Help(HelpRecord),
+}
+
+/// CPU time this process used so far (user and system, all its threads);
+/// zero where the clock cannot be read. The idle, help and rejoin records
+/// measure with it; programs may too.
+pub fn process_cpu_time() -> std::time::Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    std::time::Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// What one helper of a logged recovery's replacement used (see
+/// `recovery.spares`): from when it became a helper until it finished
+/// its part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HelpRecord {
+    /// The failure recovered (as in the runtime's record).
+    pub failure: usize,
+    /// The failed rank whose replacement it helped.
+    pub rank: u32,
+    /// Its part (1 and up; the replacement is part 0).
+    pub part: u32,
+    /// Processes in the team, the replacement included.
+    pub parts: u32,
+    /// Wall time, milliseconds.
+    pub wall_ms: f64,
+    /// CPU time of its process, milliseconds.
+    pub cpu_ms: f64,
 }
 
 /// How long one rank waited while another's logged recovery ran (from
@@ -71,6 +104,10 @@ pub struct RejoinRecord {
     pub recompute_ms: f64,
     /// The checkpoint whose commit ended the recomputation.
     pub caught_up_at: u64,
+    /// CPU time of the replacement's process over `recompute_ms`,
+    /// milliseconds (its helpers' are in their `help` records).
+    #[serde(default)]
+    pub recompute_cpu_ms: f64,
 }
 
 /// The metrics of one checkpoint (written by rank 0, after one

@@ -294,3 +294,91 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     assert!(!job.status.success());
     assert!(job.out.contains("recovery.log_limit"), "{}", job.out);
 }
+
+/// The records of one event.
+fn records<'a>(job: &'a Job, event: &str) -> Vec<&'a serde_json::Value> {
+    job.metrics.iter().filter(|m| m["event"] == event).collect()
+}
+
+/// With `--spares K` the replacement shares its steps up to its next
+/// checkpoint with K - 1 helpers, each stepping one strip of its block:
+/// the result is the fault-free one, only the replacement restored, and
+/// each helper (parts 1 to K - 1, once each) has its record. A helper
+/// that dies takes its team with it: a global restart, the same result.
+/// Asking for helpers outside logged mode is an error naming the flag.
+#[test]
+fn helpers_share_a_replacements_recomputation() {
+    let _g = serial();
+    let dir = scratch();
+    let want = checksum(&heat(dir.path(), &logged(&[]), &GRID));
+    for (rank, iter, k) in [(1u64, 140u64, 2u32), (2, 126, 5), (0, 26, 3), (3, 299, 2)] {
+        let (inject, spares) = (format!("rank:{rank}@iter={iter}"), k.to_string());
+        let job = heat(
+            dir.path(),
+            &logged(&["--inject", &inject, "--spares", &spares]),
+            &GRID,
+        );
+        let case = format!("{inject} --spares {k}");
+        assert_eq!(checksum(&job), want, "{case}:\n{}", job.out);
+        assert_eq!(restored(&job), [rank], "{case}:\n{}", job.out);
+        assert_eq!(modes(&job), [("logged".into(), None)], "{case}");
+        // The steps up to the next checkpoint (every 25), shared.
+        let line = format!(
+            "heat2d: rank {rank} shares 25 steps with {} helper(s)",
+            k - 1
+        );
+        assert!(job.out.contains(&line), "{case}: {line}\n{}", job.out);
+        let rejoin = records(&job, "rejoin");
+        assert_eq!(rejoin.len(), 1, "{case}: {:?}", job.metrics);
+        assert_eq!(rejoin[0]["caught_up_at"], iter / 25 + 1, "{case}");
+        let help = records(&job, "help");
+        let mut parts: Vec<u64> = help.iter().filter_map(|h| h["part"].as_u64()).collect();
+        parts.sort_unstable();
+        assert_eq!(parts, (1..k as u64).collect::<Vec<_>>(), "{case}: {help:?}");
+        for h in &help {
+            assert_eq!(h["rank"], rank, "{case}: {h}");
+            assert_eq!(h["parts"], k, "{case}: {h}");
+            let part = h["part"].as_u64().unwrap_or(0);
+            let line = format!("heat2d: helper {part} of rank {rank} stepped rows ");
+            assert!(job.out.contains(&line), "{case}: {line}\n{}", job.out);
+        }
+    }
+    let dies = [&GRID[..], &["--helper-dies-after", "4"]].concat();
+    let job = heat(
+        dir.path(),
+        &logged(&["--inject", "rank:2@iter=140", "--spares", "3"]),
+        &dies,
+    );
+    assert_fell_back(
+        &job,
+        &want,
+        &["a second failure before the next checkpoint"],
+    );
+    assert!(
+        job.out.contains("heat2d: helper 1 of rank 2 dying"),
+        "{}",
+        job.out
+    );
+
+    let job = frame_run(
+        dir.path(),
+        &["--nodes", "2", "--ranks-per-node", "2", "--spares", "2"],
+        &example("heat2d"),
+        &GRID,
+    );
+    assert!(!job.status.success());
+    assert!(
+        job.out
+            .contains("--spares 2: helpers share only a logged recovery"),
+        "{}",
+        job.out
+    );
+    let job = frame_run(
+        dir.path(),
+        &logged(&["--spares", "65"]),
+        &example("heat2d"),
+        &GRID,
+    );
+    assert!(!job.status.success());
+    assert!(job.out.contains("recovery.spares"), "{}", job.out);
+}

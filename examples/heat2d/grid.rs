@@ -48,7 +48,7 @@ pub struct Block {
 }
 
 /// Splits `n` into `parts` nearly equal ranges; returns (start, len) of `i`.
-fn split(n: usize, parts: usize, i: usize) -> (usize, usize) {
+pub fn split(n: usize, parts: usize, i: usize) -> (usize, usize) {
     let base = n / parts;
     let extra = n % parts;
     (i * base + i.min(extra), base + usize::from(i < extra))
@@ -77,12 +77,23 @@ impl Block {
         }
     }
 
-    fn width(&self) -> usize {
-        self.cols + 2
+    /// Interior rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Interior columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Cells per row of the grid, halo included.
+    pub fn width(&self) -> usize {
+        self.cols() + 2
     }
 
     fn len(&self) -> usize {
-        (self.rows + 2) * self.width()
+        (self.rows() + 2) * self.width()
     }
 
     /// A grid with the plate's fixed edge temperatures in the halo cells that
@@ -156,13 +167,7 @@ impl Block {
 
     /// One Jacobi step from `u` into `next` (interior cells only).
     pub fn step(&self, u: &[f64], next: &mut [f64]) {
-        let w = self.width();
-        for i in 1..=self.rows {
-            for j in 1..=self.cols {
-                let k = i * w + j;
-                next[k] = 0.25 * (((u[k - w] + u[k + w]) + u[k - 1]) + u[k + 1]);
-            }
-        }
+        jacobi(u, next, self.rows, self.cols);
     }
 
     fn interior(&self, u: &[f64]) -> Vec<f64> {
@@ -170,6 +175,30 @@ impl Block {
         (1..=self.rows)
             .flat_map(|i| u[i * w + 1..i * w + 1 + self.cols].iter().copied())
             .collect()
+    }
+}
+
+/// One Jacobi step from `u` into `next` over the interior of a grid of
+/// `rows` x `cols` cells inside a ring of halo cells (the same arithmetic
+/// in the same order wherever the grid is cut, so results are bit-exact).
+pub fn jacobi(u: &[f64], next: &mut [f64], rows: usize, cols: usize) {
+    jacobi_cells(u, next, cols + 2, 1..=rows, 1..=cols);
+}
+
+/// The Jacobi step of the cells in `rows` x `cols` of a grid `w` cells
+/// wide (row and column 0 are halo cells).
+pub fn jacobi_cells(
+    u: &[f64],
+    next: &mut [f64],
+    w: usize,
+    rows: std::ops::RangeInclusive<usize>,
+    cols: std::ops::RangeInclusive<usize>,
+) {
+    for i in rows {
+        for j in cols.clone() {
+            let k = i * w + j;
+            next[k] = 0.25 * (((u[k - w] + u[k + w]) + u[k - 1]) + u[k + 1]);
+        }
     }
 }
 

@@ -24,6 +24,7 @@ use std::time::Instant;
 
 mod demo;
 mod grid;
+mod team;
 
 use grid::{checksum, Block, Size};
 
@@ -112,6 +113,10 @@ struct Args {
     /// partner copies exist, however slow the machine (benchmarks).
     #[arg(long, requires = "die_at")]
     die_after_promotions: bool,
+    /// A helper of a replacement (part 1, under --spares) SIGKILLs itself
+    /// after this many of its steps (a team that loses a member).
+    #[arg(long, value_name = "STEPS")]
+    helper_dies_after: Option<u64>,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -226,6 +231,21 @@ fn rank_main(
         }
     }
     next.copy_from_slice(&grid.read());
+    // A replacement with helpers shares its steps up to its next checkpoint.
+    let mut sharing = match ctx.team() {
+        Some(team) => {
+            let left = args.size.steps.saturating_sub(step.get());
+            let steps = ckpt.calls_to_checkpoint().unwrap_or(0).min(left);
+            let line = format!(
+                "heat2d: rank {} shares {steps} steps with {} helper(s)\n",
+                comm.rank(),
+                team.parts() - 1
+            );
+            say(&line);
+            team::Sharing::start(team.comm(), &block, &grid.read(), steps)?
+        }
+        None => None,
+    };
     while step.get() < args.size.steps {
         ctx.fault_point(step.get())?;
         let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
@@ -236,7 +256,11 @@ fn rank_main(
                 ctx.fault_point(step.get())?;
             }
         }
-        {
+        if let Some(shared) = sharing.as_mut() {
+            if shared.step(comm, &block, &mut grid.write())? {
+                sharing = None;
+            }
+        } else {
             let mut u = grid.write();
             block.exchange(comm, &mut u)?;
             block.step(&u, next);
@@ -298,7 +322,7 @@ fn rank_main(
 
 /// Writes `line` to standard error in one write, so that the ranks'
 /// lines never interleave.
-fn say(line: &str) {
+pub(crate) fn say(line: &str) {
     let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
 }
 
@@ -413,6 +437,9 @@ fn main() -> ExitCode {
         return under_ulfm(&args, &cfg);
     }
     if frame_runtime::role() != Role::Launcher {
+        // Helpers of a replacement (--spares) step a strip of its block.
+        let (size, dies) = (args.size.clone(), args.helper_dies_after);
+        frame_runtime::set_helper(move |t| team::help(t, &size, dies).map_err(Into::into));
         let mut kept = None;
         return frame_runtime::run(|ctx| rank_main(ctx, &args, &cfg, &mut kept));
     }

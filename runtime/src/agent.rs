@@ -31,6 +31,9 @@ pub(crate) struct Agent {
     rt: tokio::runtime::Runtime,
     pub(crate) hub: Arc<Hub>,
     pub(crate) endpoint: Endpoint,
+    /// The hubs of its teams' communicators (see `team.rs`), interrupted
+    /// with the rank's own.
+    team_hubs: Arc<Mutex<Vec<Arc<Hub>>>>,
     /// The last iteration the program passed to `fault_point`.
     pub(crate) progress: Arc<AtomicU64>,
     /// Written by the rank's own thread: no hand-off on the recovery path.
@@ -74,6 +77,8 @@ impl Agent {
         let (inbox, from_daemon) = mpsc::channel();
         let flushed: Arc<Mutex<Option<mpsc::Sender<()>>>> = Arc::new(Mutex::new(None));
         let (interrupt, waiter) = (Arc::clone(&hub), Arc::clone(&flushed));
+        let team_hubs: Arc<Mutex<Vec<Arc<Hub>>>> = Arc::default();
+        let teams = Arc::clone(&team_hubs);
         let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
         let report = Arc::clone(&to_daemon);
         rt.spawn(async move {
@@ -99,6 +104,9 @@ impl Agent {
                     Ok(Some(ToRank::Idle { .. })) => {}
                     Ok(Some(ToRank::Reinit { epoch })) => {
                         interrupt.interrupt(epoch);
+                        for h in teams.lock().map(|t| t.clone()).unwrap_or_default() {
+                            h.interrupt(epoch);
+                        }
                         let _ = inbox.send(ToRank::Reinit { epoch });
                     }
                     Ok(Some(ToRank::Flushed)) => {
@@ -124,6 +132,7 @@ impl Agent {
             rt,
             hub,
             endpoint,
+            team_hubs,
             progress,
             to_daemon,
             from_daemon,
@@ -217,6 +226,30 @@ impl Agent {
                 tx.send(&msg).await
             });
         })
+    }
+
+    /// Listens for a team's messages (a replacement with helpers) on a
+    /// mailbox of their own, which a recovery interrupts too.
+    pub(crate) fn listen_team(&self, env: &RankEnv) -> std::io::Result<(Arc<Hub>, Endpoint)> {
+        let hub = Hub::new();
+        let mut teams = self
+            .team_hubs
+            .lock()
+            .map_err(|_| std::io::Error::other("team hubs poisoned"))?;
+        let bind = match env.spec.transport {
+            Transport::Unix => Bind::Unix(env.spec.run_dir.join(format!(
+                "n{}-p{}-team{}.sock",
+                env.spec.node,
+                std::process::id(),
+                teams.len()
+            ))),
+            Transport::Tcp => Bind::Tcp(env.spec.bind),
+        };
+        let endpoint =
+            self.rt
+                .block_on(listen(bind, Arc::clone(&hub), Arc::clone(&env.security)))?;
+        teams.push(Arc::clone(&hub));
+        Ok((hub, endpoint))
     }
 
     /// Announces that this rank listens and waits for the `Go` of `epoch`.

@@ -53,12 +53,21 @@ pub struct Context<'a> {
     pub(crate) node_dir: PathBuf,
     pub(crate) launcher_pid: Option<u32>,
     pub(crate) faults: Option<Faults<'a>>,
+    pub(crate) team: Option<crate::Team<'a>>,
 }
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     /// The communicator of this epoch (world of all ranks).
     pub fn comm(&self) -> &dyn Comm {
         self.comm
+    }
+
+    /// The team that shares this replacement's recomputation, when the
+    /// rank replaces a failed one in a logged recovery with helpers
+    /// (`recovery.spares` above 1) and the program set a helper function
+    /// ([`set_helper`](crate::set_helper)); see [`Team`](crate::Team).
+    pub fn team(&self) -> Option<&crate::Team<'a>> {
+        self.team.as_ref()
     }
 
     /// How this rank entered: `New`, `Reinited` (survivor rolled back) or

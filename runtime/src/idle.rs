@@ -76,27 +76,7 @@ impl Idle {
     }
 }
 
-/// CPU time this process used so far (user and system, all its
-/// threads), from /proc/self/stat in the kernel's clock ticks; zero where
-/// it cannot be read. The idle records measure with it; programs may too.
-pub fn process_cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The name in parentheses may hold anything: fields follow the last ')'.
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let per_second = rustix::param::clock_ticks_per_second().max(1);
-    Duration::from_secs_f64((ticks(11) + ticks(12)) as f64 / per_second as f64)
-}
+pub use frame::metrics::process_cpu_time;
 
 #[cfg(test)]
 mod tests;

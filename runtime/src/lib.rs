@@ -46,6 +46,7 @@ mod proto;
 mod rank;
 mod root;
 mod rundir;
+mod team;
 #[cfg(feature = "ulfm")]
 pub mod ulfm;
 
@@ -55,6 +56,7 @@ pub use handoff::{role, Role, Transport};
 pub use idle::{process_cpu_time, set_idle_hook};
 pub use inject::Injection;
 pub use root::{Launch, LaunchArgs, Launcher, Outcome, RecoveryMode, RunError};
+pub use team::{set_helper, HelperError, Team};
 
 use serde::{Deserialize, Serialize};
 use std::fmt::Display;
@@ -79,6 +81,14 @@ impl std::fmt::Display for State {
             State::Restarted => "RESTARTED",
         })
     }
+}
+
+/// Text of a panic payload (a rank's or a helper's function).
+pub(crate) fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
 }
 
 /// Errors of a rank's runtime (not of the application).

@@ -36,9 +36,18 @@ pub(crate) enum ToDaemon {
     Go(Go),
     /// A logged recovery: replace failed rank `rank` in the same epoch
     /// (the other ranks go on).
-    Replace { epoch: u64, rank: u32 },
+    /// With `helpers` more processes of the program on its node, to
+    /// recompute with the replacement (`recovery.spares - 1`).
+    Replace { epoch: u64, rank: u32, helpers: u32 },
     /// A logged recovery's replacement is ready: release it alone.
     Release { rank: u32, go: Go },
+    /// Every member of the team recomputing for `rank` listens: release
+    /// its helpers (parts 1 and up), with where each member listens.
+    ReleaseHelpers {
+        rank: u32,
+        epoch: u64,
+        team: Vec<Endpoint>,
+    },
     /// A logged recovery of `rank` started (`on`) or ended: the other
     /// ranks idle meanwhile.
     Idle { on: bool, rank: u32 },
@@ -74,6 +83,10 @@ pub(crate) struct Go {
     /// (a logged recovery).
     #[serde(default)]
     pub rejoin: bool,
+    /// The helpers that recompute with this replacement: where each
+    /// listens, part 1 first (empty without helpers).
+    #[serde(default)]
+    pub helpers: Vec<Endpoint>,
 }
 
 /// What a daemon tells the root.
@@ -133,6 +146,22 @@ pub(crate) enum ToRoot {
         epoch: u64,
         reason: String,
     },
+    /// Member `part` of the team recomputing for `rank` listens for the
+    /// team's messages at `endpoint` (part 0 is the replacement).
+    Teamed {
+        rank: u32,
+        epoch: u64,
+        part: u32,
+        endpoint: Endpoint,
+    },
+    /// A helper of `rank`'s replacement finished (wall and CPU time of
+    /// its process, milliseconds, from its start as a helper).
+    Helped {
+        rank: u32,
+        part: u32,
+        wall_ms: f64,
+        cpu_ms: f64,
+    },
 }
 
 /// What a daemon tells one of its ranks.
@@ -144,6 +173,16 @@ pub(crate) enum ToRank {
     Reinit { epoch: u64 },
     /// (To a standby process) become rank `rank`, joining `epoch`.
     Assign { rank: u32, epoch: u64 },
+    /// (To a standby process) become helper `part` of the team of `parts`
+    /// processes recomputing failed rank `rank` with its replacement.
+    Help {
+        rank: u32,
+        epoch: u64,
+        part: u32,
+        parts: u32,
+    },
+    /// (To a helper) the team's members listen here, part 0 first: go.
+    TeamGo { team: Vec<Endpoint> },
     /// Another rank's logged recovery started (`true`) or ended.
     Idle { on: bool },
     /// The job is over: exit.
@@ -181,6 +220,15 @@ pub(crate) enum FromRank {
     Fallback { epoch: u64, reason: String },
     /// This rank idled this long while another rank's logged recovery ran.
     Idled { wall_ms: f64, cpu_ms: f64 },
+    /// This replacement or helper listens for its team's messages here.
+    Teamed {
+        epoch: u64,
+        part: u32,
+        endpoint: Endpoint,
+    },
+    /// This helper finished its part (wall and CPU time since it began
+    /// helping).
+    Helped { wall_ms: f64, cpu_ms: f64 },
 }
 
 /// Longest a control message may wait for its peer to read.

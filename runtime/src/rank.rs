@@ -20,14 +20,6 @@ use std::sync::Arc;
 /// before it looks at its daemon's messages again.
 const SERVE_PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// Text of a panic payload.
-fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<String>()
-        .cloned()
-        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "panic".into())
-}
-
 /// Runs `f` as a rank of a job started by a frame runtime.
 pub(crate) fn main<F, E>(mut f: F) -> u8
 where
@@ -58,6 +50,9 @@ where
         None => loop {
             match agent.next() {
                 Some(ToRank::Assign { rank, epoch }) => break (rank, epoch),
+                Some(ToRank::Help {
+                    rank, epoch, part, ..
+                }) => return super::team::help(&env, &agent, rank, epoch, part),
                 Some(ToRank::Finish) | None => return 0,
                 Some(_) => {}
             }
@@ -126,6 +121,35 @@ where
                 manager_peer: env.manager_peer,
                 secret: env.security.secret.clone(),
             });
+        // A replacement with helpers: its team's communicator.
+        let team_comm = if go.rejoin && !go.helpers.is_empty() && super::team::has_helper() {
+            match agent.listen_team(&env) {
+                Ok((hub, endpoint)) => {
+                    agent.send(FromRank::Teamed {
+                        epoch,
+                        part: 0,
+                        endpoint: endpoint.clone(),
+                    });
+                    let mut table = vec![endpoint];
+                    table.extend(go.helpers.iter().cloned());
+                    Some(NetComm::new(
+                        0,
+                        env.spec.node,
+                        epoch,
+                        hub,
+                        Arc::new(table),
+                        Arc::clone(&env.security),
+                    ))
+                }
+                Err(e) => {
+                    // Its helpers wait in vain; the recomputation is its own.
+                    tracing::warn!(error = %e, "cannot listen for the helpers");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let state = if entered { State::Reinited } else { env.state };
         entered = true;
         let mut ctx = Context {
@@ -140,6 +164,11 @@ where
                 agent: &agent,
                 injections: &env.spec.injections,
                 fired: RefCell::new(fired.clone()),
+            }),
+            team: team_comm.as_ref().map(|c| crate::Team {
+                comm: c,
+                rank: rank as usize,
+                world: env.spec.size as usize,
             }),
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut ctx)));
@@ -191,7 +220,7 @@ where
             }
             Err(p) => {
                 agent.send_flushed(FromRank::Abort {
-                    reason: format!("panicked: {}", panic_text(&*p)),
+                    reason: format!("panicked: {}", crate::panic_text(&*p)),
                 });
                 return 101;
             }
@@ -221,6 +250,7 @@ where
         node_dir,
         launcher_pid: None,
         faults: None,
+        team: None,
     };
     match f(&mut ctx) {
         Ok(()) => 0,

@@ -195,6 +195,7 @@ where
                     node_dir: options.node_dir.clone(),
                     launcher_pid: None,
                     faults: None,
+                    team: None,
                 };
                 if let Err(e) = f(&mut ctx) {
                     ok = false;

@@ -147,7 +147,7 @@ pub struct Checkpointer<'c> {
     rejoining: bool,
     /// After it restored alone: the checkpoint, when it was back, and how
     /// long that took (for its metrics record at the next commit).
-    rejoined: Option<(u64, Instant, Duration)>,
+    rejoined: Option<rejoin::Rejoined>,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its

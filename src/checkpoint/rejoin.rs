@@ -20,8 +20,19 @@ use crate::config::{Config, Interval};
 use crate::error::{problems, Error, Result};
 use crate::format::Metadata;
 use crate::level::Level;
-use crate::metrics::{Record, RejoinRecord};
+use crate::metrics::{process_cpu_time, Record, RejoinRecord};
 use std::time::Instant;
+
+/// A replacement that rejoined and has not caught up yet: the checkpoint
+/// it restored, when it was back at it (wall clock and the process's CPU
+/// time) and how long restoring took.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Rejoined {
+    restored: u64,
+    back: Instant,
+    back_cpu: std::time::Duration,
+    restore: std::time::Duration,
+}
 
 /// A replacement that cannot rejoin asks for a global recovery instead
 /// (and fails with its interrupt); without a runtime that does that, it
@@ -105,7 +116,12 @@ impl Checkpointer<'_> {
             checkpoint = id,
             "rejoined: the checkpoint's commit went through again"
         );
-        self.rejoined = Some((id, Instant::now(), started.elapsed()));
+        self.rejoined = Some(Rejoined {
+            restored: id,
+            back: Instant::now(),
+            back_cpu: process_cpu_time(),
+            restore: started.elapsed(),
+        });
         Ok(id)
     }
 
@@ -113,7 +129,13 @@ impl Checkpointer<'_> {
     /// records how long restoring and recomputing took (the first commit
     /// after the one it restored ends the recomputation).
     pub(super) fn record_rejoin(&mut self, id: u64) {
-        let Some((restored, back, restore)) = self.rejoined else {
+        let Some(Rejoined {
+            restored,
+            back,
+            back_cpu,
+            restore,
+        }) = self.rejoined
+        else {
             return;
         };
         if id <= restored {
@@ -137,6 +159,7 @@ impl Checkpointer<'_> {
                 restore_ms: ms(restore),
                 recompute_ms: ms(recompute),
                 caught_up_at: id,
+                recompute_cpu_ms: ms(process_cpu_time().saturating_sub(back_cpu)),
             })
             .append(path);
         }

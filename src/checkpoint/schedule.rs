@@ -81,6 +81,16 @@ impl Schedule {
         }
     }
 
+    /// How many more calls until the one that checkpoints (that one
+    /// included), when the schedule counts calls.
+    pub(crate) fn calls_left(&self) -> Option<u64> {
+        let n = match self.interval {
+            Interval::Calls(n) => n,
+            _ => self.calls_per_interval?,
+        };
+        Some(n.saturating_sub(self.calls).max(1))
+    }
+
     /// Counts one `snapshot()` call; returns whether it should checkpoint.
     /// Collective until a time interval is calibrated.
     pub(crate) fn due(&mut self, comm: &dyn Comm) -> CommResult<bool> {

@@ -27,6 +27,16 @@ impl Checkpointer<'_> {
         self.checkpoint().map(Some)
     }
 
+    /// How many more [`snapshot`](Self::snapshot) calls until the one that
+    /// writes the next checkpoint (that one included), when the schedule
+    /// counts calls (or has turned a time interval into calls); `None`
+    /// while it decides by the clock. A replacement that shares its
+    /// recomputation with helpers (`recovery.spares`) learns from it how
+    /// long to share: the state must be whole again for that checkpoint.
+    pub fn calls_to_checkpoint(&self) -> Option<u64> {
+        self.schedule.calls_left()
+    }
+
     /// Writes a checkpoint now, whatever the interval. Collective.
     pub fn checkpoint(&mut self) -> Result<u64> {
         self.checkpoint_with(None)

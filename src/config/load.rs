@@ -351,6 +351,13 @@ impl Config {
                 ),
             ));
         }
+        let spares = self.recovery.spares;
+        if !(1..=super::recovery::MAX_SPARES).contains(&spares) {
+            return Err(bad(
+                "recovery.spares",
+                format!("{spares} is outside 1..={}", super::recovery::MAX_SPARES),
+            ));
+        }
         self.validate_auto()?;
         let group = (self.l3.group_size, self.l3.parity);
         if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {

@@ -62,6 +62,9 @@ impl RecoveryMode {
 /// The smallest and largest `recovery.log_limit`.
 pub(super) const LOG_LIMITS: (u64, u64) = (4 << 10, 1 << 40);
 
+/// The most processes `recovery.spares` may give one failed rank.
+pub(super) const MAX_SPARES: u32 = 64;
+
 /// `[recovery]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -74,6 +77,11 @@ pub struct RecoveryConfig {
     /// one checkpoint interval (4 KiB to 1 TiB); past it, a failure in that
     /// interval falls back to a global restart.
     pub log_limit: ByteSize,
+    /// In `logged` mode, the processes that recompute a failed rank's lost
+    /// interval together (1 to 64): its replacement and `spares - 1`
+    /// helpers on its node, among which the program splits the work (see
+    /// docs/LOCALISED.md). 1: the replacement alone.
+    pub spares: u32,
 }
 
 impl Default for RecoveryConfig {
@@ -82,6 +90,7 @@ impl Default for RecoveryConfig {
             strategy: Strategy::default(),
             mode: RecoveryMode::default(),
             log_limit: ByteSize::mib(256),
+            spares: 1,
         }
     }
 }

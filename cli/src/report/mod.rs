@@ -8,14 +8,17 @@
 //! the job recovered into; full recovery is their sum. A logged recovery
 //! (only the failed rank's replacement went back) has no recovery record
 //! from rank 0: its runtime record is matched with the replacement's
-//! rejoin record by rank and epoch. Lines of other kinds, and lines that
+//! rejoin record by rank and epoch, and with its helpers' and the waiting
+//! ranks' records by failure number. Lines of other kinds, and lines that
 //! do not parse, are counted and skipped.
 
 mod plot;
 
 pub use plot::svg;
 
-use frame::metrics::{IdleRecord, Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord};
+use frame::metrics::{
+    HelpRecord, IdleRecord, Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord,
+};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -98,6 +101,8 @@ pub struct LoggedRecovery {
     pub rejoin: Option<RejoinRecord>,
     /// The ranks that waited, each with its wait.
     pub idle: Vec<IdleRecord>,
+    /// The helpers that recomputed with the replacement.
+    pub helped: Vec<HelpRecord>,
 }
 
 impl LoggedRecovery {
@@ -106,6 +111,19 @@ impl LoggedRecovery {
         self.idle
             .iter()
             .fold((0.0, 0.0), |(w, c), i| (w + i.wall_ms, c + i.cpu_ms))
+    }
+
+    /// Processes that recomputed (the replacement and its helpers), and
+    /// the most CPU time one of them used, milliseconds (`None` without
+    /// the replacement's record).
+    pub fn team_cpu_ms(&self) -> (usize, Option<f64>) {
+        let own = self.rejoin.as_ref().map(|j| j.recompute_cpu_ms);
+        let most = self
+            .helped
+            .iter()
+            .map(|h| h.cpu_ms)
+            .fold(own, |m, c| m.map(|m| m.max(c)));
+        (1 + self.helped.len(), most)
     }
 }
 
@@ -116,6 +134,7 @@ struct Lines {
     recovered: Vec<RecoveryRecord>,
     rejoined: Vec<RejoinRecord>,
     idle: Vec<IdleRecord>,
+    helped: Vec<HelpRecord>,
 }
 
 impl Report {
@@ -182,6 +201,7 @@ impl Report {
             Some(Record::RuntimeRecovery(r)) => lines.runtime.push(r),
             Some(Record::Rejoin(r)) => lines.rejoined.push(r),
             Some(Record::Idle(r)) => lines.idle.push(r),
+            Some(Record::Help(r)) => lines.helped.push(r),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -213,10 +233,17 @@ impl Report {
                     .filter(|i| i.failure == run.failure)
                     .cloned()
                     .collect();
+                let helped = lines
+                    .helped
+                    .iter()
+                    .filter(|h| h.failure == run.failure)
+                    .cloned()
+                    .collect();
                 self.logged.push(LoggedRecovery {
                     runtime: run.clone(),
                     rejoin,
                     idle,
+                    helped,
                 });
             }
         }
@@ -310,7 +337,7 @@ impl Report {
             );
             let _ = writeln!(
                 out,
-                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>6} {:>11} {:>9}",
+                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>5} {:>12} {:>6} {:>11} {:>9}",
                 "failure",
                 "rank",
                 "epoch",
@@ -318,6 +345,8 @@ impl Report {
                 "ckpt",
                 "restore",
                 "recompute",
+                "parts",
+                "CPU per part",
                 "waited",
                 "idle rank-s",
                 "idle CPU"
@@ -334,9 +363,10 @@ impl Report {
                     None => ("-".into(), "-".into(), "-".into()),
                 };
                 let (wall, cpu) = l.idle_ms();
+                let (parts, most) = l.team_cpu_ms();
                 let _ = writeln!(
                     out,
-                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>6} {:>11.3} {:>9.2}",
+                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>5} {:>12} {:>6} {:>11.3} {:>9.2}",
                     r.failure,
                     rank,
                     r.epoch,
@@ -344,6 +374,8 @@ impl Report {
                     ckpt,
                     restore,
                     recompute,
+                    parts,
+                    most.map_or("-".into(), |m| format!("{m:.2}")),
                     l.idle.len(),
                     wall / 1e3,
                     cpu
@@ -351,7 +383,7 @@ impl Report {
             }
             let _ = writeln!(
                 out,
-                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; waited: the ranks that idled meanwhile, with the CPU their processes used)"
+                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; parts: the replacement and its helpers, CPU per part the most one of them used; waited: the ranks that idled meanwhile, with the CPU their processes used)"
             );
         }
         for (failure, why) in &self.fallbacks {

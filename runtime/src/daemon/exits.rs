@@ -53,6 +53,20 @@ impl Daemon {
             return Ok(());
         }
         let clean = p.finishing && status.as_ref().is_ok_and(|s| s.success());
+        if let Some(help) = p.helps {
+            // A helper that finished its part exits; one that died ends
+            // its team (unless the daemon killed it, ending the team).
+            let done = status.as_ref().is_ok_and(|s| s.success());
+            if !done && p.killed_for.is_none() && !self.finishing {
+                self.end_team(help.rank, &format!("its helper (part {}) {how}", help.part));
+            }
+            self.fill_standby();
+            return Ok(());
+        }
+        if let Some(rank) = p.rank.filter(|_| !clean) {
+            // Its helpers cannot go on without it.
+            self.end_team(rank, "the replacement it helped ended");
+        }
         self.report_exit(p.rank, p.incarnation, how, clean).await
     }
 

@@ -14,6 +14,7 @@
 //! (parent-death signal) and its processes die with it.
 
 mod exits;
+mod helpers;
 mod manager;
 mod orders;
 mod procs;
@@ -142,6 +143,8 @@ struct Daemon {
     peers: Option<std::net::TcpListener>,
     /// The last commit note forwarded to the root (each is sent once).
     committed: Option<Option<u64>>,
+    /// Helpers asked for and not made yet: each waits for a standby.
+    waiting_help: std::collections::VecDeque<helpers::Helping>,
 }
 
 async fn serve(
@@ -236,6 +239,7 @@ async fn serve(
         program_broken: false,
         program_joins: false,
         committed: None,
+        waiting_help: std::collections::VecDeque::new(),
         unjoined: HashMap::new(),
         joiners: HashMap::new(),
         manager: None,
@@ -404,6 +408,9 @@ impl Daemon {
                         let _ = tx.send(&ToRank::Reinit { epoch: current }).await;
                     }
                     p.joined(conn, tx);
+                    if p.rank.is_none() {
+                        self.on_standby_joined(pid).await;
+                    }
                 }
             }
             Event::Rank(joiner, conn, msg) => {
@@ -414,6 +421,8 @@ impl Daemon {
                 p.heard();
                 if let Some(rank) = p.rank {
                     self.on_rank_message(pid, rank, msg).await?;
+                } else if let Some(help) = p.helps {
+                    self.on_helper_message(pid, help, msg).await?;
                 }
             }
             Event::Closed(joiner, conn) => {

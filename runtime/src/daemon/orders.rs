@@ -22,6 +22,7 @@ impl Daemon {
             ToDaemon::Reinit { epoch, spawn, .. } => {
                 self.epoch = epoch;
                 let by = Instant::now() + self.timeout;
+                self.end_helpers();
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
                     p.rejoin_by = Some((by, epoch));
                     if let Some((_, tx)) = p.conn.as_mut() {
@@ -42,7 +43,17 @@ impl Daemon {
                 // Recovery is over: restock standbys off the critical path.
                 self.fill_standby();
             }
-            ToDaemon::Replace { epoch, rank } => self.replace(rank, epoch).await?,
+            ToDaemon::Replace {
+                epoch,
+                rank,
+                helpers,
+            } => {
+                self.replace(rank, epoch).await?;
+                self.start_helpers(rank, epoch, helpers).await;
+            }
+            ToDaemon::ReleaseHelpers { rank, epoch, team } => {
+                self.release_helpers(rank, epoch, team).await
+            }
             ToDaemon::Release { rank, go } => {
                 let released = self.procs.values_mut().find(|p| p.rank == Some(rank));
                 if let Some((_, tx)) = released.and_then(|p| p.conn.as_mut()) {
@@ -134,6 +145,17 @@ impl Daemon {
                 epoch,
                 reason,
             }),
+            FromRank::Teamed {
+                epoch,
+                part,
+                endpoint,
+            } => Some(ToRoot::Teamed {
+                rank,
+                epoch,
+                part,
+                endpoint,
+            }),
+            FromRank::Helped { .. } => None,
             FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
                 self.committed = Some(id);
                 ToRoot::Committed { id }

@@ -28,6 +28,8 @@ pub(super) struct Proc {
     pub(super) progress: Option<u64>,
     /// The descendant that joined for it, when it is a wrapper.
     pub(super) joiner: Option<u32>,
+    /// The team it helps, when it is a helper.
+    pub(super) helps: Option<super::helpers::Helping>,
 }
 
 impl Proc {
@@ -44,6 +46,7 @@ impl Proc {
             killed_for: None,
             progress: None,
             joiner: None,
+            helps: None,
         }
     }
 
@@ -151,10 +154,9 @@ impl Daemon {
     /// Makes an idle standby rank `rank` in `epoch`, or starts a new process.
     pub(super) async fn replace(&mut self, rank: u32, epoch: u64) -> std::io::Result<()> {
         let by = Instant::now() + self.timeout;
-        let idle = self
-            .procs
-            .iter_mut()
-            .find(|(_, p)| p.rank.is_none() && p.has_joined() && p.killed_for.is_none());
+        let idle = self.procs.iter_mut().find(|(_, p)| {
+            p.rank.is_none() && p.helps.is_none() && p.has_joined() && p.killed_for.is_none()
+        });
         if let Some((pid, p)) = idle {
             let pid = *pid;
             let sent = match p.conn.as_mut() {
@@ -183,13 +185,22 @@ impl Daemon {
         if self.program_broken || self.shutting_down || self.finishing {
             return;
         }
-        let have = self.procs.values().filter(|p| p.rank.is_none()).count();
+        let have = self
+            .procs
+            .values()
+            .filter(|p| p.rank.is_none() && p.helps.is_none())
+            .count();
         for _ in have..self.spec.standby {
-            if let Err(e) = self.spawn_process(None, 0, State::Restarted) {
+            if let Err(e) = self.spawn_standby() {
                 eprintln!("frame daemon: cannot start a standby process: {e}");
                 return;
             }
         }
+    }
+
+    /// Starts one standby process.
+    pub(super) fn spawn_standby(&mut self) -> std::io::Result<()> {
+        self.spawn_process(None, 0, State::Restarted)
     }
 
     /// Starts a rank process and reports it, or reports why it could not start.

@@ -66,6 +66,12 @@ pub struct LaunchArgs {
     /// recovery.log_limit).
     #[arg(long, value_name = "SIZE")]
     pub log_limit: Option<ByteSize>,
+    /// In logged mode, the processes that recompute a failed rank's lost
+    /// interval together: its replacement and K - 1 helpers, among which
+    /// the program splits the work (1 to 64; default: the configuration's
+    /// recovery.spares).
+    #[arg(long, value_name = "K")]
+    pub spares: Option<u32>,
     /// How ranks reach each other (default unix on virtual nodes, tcp
     /// across hosts).
     #[arg(long, value_enum)]
@@ -155,6 +161,23 @@ impl LaunchArgs {
             }
             None => cfg.recovery.log_limit.as_u64(),
         };
+        let (spares, named) = match self.spares {
+            Some(k) => {
+                let mut checked = cfg.clone();
+                checked.recovery.spares = k;
+                checked
+                    .validate()
+                    .map_err(|e| invalid(format!("--spares {k}: {e}")))?;
+                (k, format!("--spares {k}"))
+            }
+            None => (cfg.recovery.spares, cfg.describe("recovery.spares")),
+        };
+        if spares > 1 && l.recovery != RecoveryMode::Logged {
+            return Err(invalid(format!(
+                "{named}: helpers share only a logged recovery (--recovery logged, or recovery.mode = \"logged\")"
+            )));
+        }
+        l.spares = spares;
         l.transport = self.transport.unwrap_or(if hosts.is_empty() {
             Transport::Unix
         } else {

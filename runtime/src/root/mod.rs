@@ -87,6 +87,10 @@ pub struct Launch {
     /// In logged mode, the bytes of messages each rank logs per checkpoint
     /// interval.
     pub log_limit: u64,
+    /// In logged mode, the processes that recompute a failed rank's lost
+    /// interval: its replacement and `spares - 1` helpers (see
+    /// `recovery.spares`).
+    pub spares: u32,
     /// How ranks reach each other.
     pub transport: Transport,
     /// Base of the node-local directories (`<local_dir>/node-<n>`).
@@ -147,6 +151,7 @@ impl Launch {
             injections: Vec::new(),
             recovery: RecoveryMode::Online,
             log_limit: frame::config::RecoveryConfig::default().log_limit.as_u64(),
+            spares: 1,
             transport: Transport::Unix,
             local_dir: frame::config::Config::default().storage.local_dir,
             run_dir: None,

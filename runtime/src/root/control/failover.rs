@@ -24,6 +24,7 @@ impl Cluster<'_> {
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
             rejoin: false,
+            helpers: Vec::new(),
         };
         self.broadcast(&ToDaemon::Go(go)).await;
         self.started = true;

@@ -42,8 +42,11 @@ pub(super) struct Logged {
     /// The logged recovery the other ranks idle for: the interval it
     /// happened in, and the rank replaced.
     idling: Option<(u64, u32)>,
-    /// The last logged recovery's failure number (for the idle records).
-    last_failure: usize,
+    /// The last logged recovery's failure number (for the idle and help
+    /// records).
+    pub(super) last_failure: usize,
+    /// Teams being formed for replacements, by failed rank (see `team.rs`).
+    pub(super) teams: std::collections::BTreeMap<u32, super::team::Forming>,
 }
 
 impl Default for Logged {
@@ -54,6 +57,7 @@ impl Default for Logged {
             closed: Some((0, NO_CHECKPOINT)),
             idling: None,
             last_failure: 0,
+            teams: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -70,6 +74,7 @@ impl Logged {
         self.idling = None;
         self.rejoining.clear();
         self.replaced.clear();
+        self.teams.clear();
         // The checkpoints' message counts are of the epoch they were
         // written in: the first checkpoint of the new one opens the logs.
         self.closed = Some((committed.unwrap_or(0), NO_CHECKPOINT));
@@ -133,7 +138,21 @@ impl Cluster<'_> {
         });
         let node = self.placement[r];
         let epoch = self.epoch;
-        self.send(node, &ToDaemon::Replace { epoch, rank }).await;
+        let helpers = self.launch.spares.saturating_sub(1);
+        if helpers > 0 {
+            self.logged
+                .teams
+                .insert(rank, super::team::Forming::new(helpers + 1));
+        }
+        self.send(
+            node,
+            &ToDaemon::Replace {
+                epoch,
+                rank,
+                helpers,
+            },
+        )
+        .await;
         // The others wait for it until the next checkpoint commits.
         self.logged.idling = Some((self.committed.unwrap_or(0), rank));
         self.logged.last_failure = self.failures;
@@ -179,6 +198,7 @@ impl Cluster<'_> {
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
             rejoin: true,
+            helpers: self.helpers_of(rank),
         };
         let node = self.placement[rank as usize];
         self.send(node, &ToDaemon::Release { rank, go }).await;

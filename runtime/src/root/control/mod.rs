@@ -3,11 +3,13 @@
 //! `mod.rs` starts the job and dispatches events; `join.rs` accepts the
 //! daemons' connections (each must prove the job's secret); `failover.rs`
 //! handles failures (online and redeploy), barrier releases and injections;
-//! `localised.rs` the logged recovery of one rank within an epoch.
+//! `localised.rs` the logged recovery of one rank within an epoch, and
+//! `team.rs` the helpers that share a replacement's recomputation.
 
 mod failover;
 mod join;
 mod localised;
+mod team;
 
 use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
@@ -488,8 +490,8 @@ impl Cluster<'_> {
             } => {
                 if epoch == self.epoch && (rank as usize) < self.size() {
                     self.ready[rank as usize] = Some(endpoint);
-                    if self.logged.rejoining.remove(&rank) {
-                        self.release_rejoining(rank).await;
+                    if self.logged.rejoining.contains(&rank) {
+                        self.replacement_ready(rank).await;
                     } else if self.ready.iter().all(Option::is_some)
                         && self.logged.rejoining.is_empty()
                     {
@@ -530,6 +532,18 @@ impl Cluster<'_> {
                 epoch,
                 reason,
             } => self.on_fallback(rank, epoch, reason).await?,
+            ToRoot::Teamed {
+                rank,
+                epoch,
+                part,
+                endpoint,
+            } => self.on_teamed(rank, epoch, part, endpoint).await,
+            ToRoot::Helped {
+                rank,
+                part,
+                wall_ms,
+                cpu_ms,
+            } => self.record_help(rank, part, wall_ms, cpu_ms),
             ToRoot::Fired { injection } => {
                 self.fired.insert(injection);
                 self.fire_other_nodes(injection).await;
