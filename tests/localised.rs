@@ -382,3 +382,51 @@ fn helpers_share_a_replacements_recomputation() {
     assert!(!job.status.success());
     assert!(job.out.contains("recovery.spares"), "{}", job.out);
 }
+
+/// A team loses a member at every step of its shared recomputation: the
+/// first helper dies before its first step and after each of its 25
+/// steps, and the replacement is killed again at each step after its
+/// first failure: each restarts globally as the interval's second
+/// failure. Killed again once the next checkpoint committed, it is a new
+/// logged recovery. Every case ends with the fault-free checksum.
+#[test]
+fn a_team_member_lost_at_any_step_restarts_globally_bit_exactly() {
+    let _g = serial();
+    let dir = scratch();
+    let want = checksum(&heat(dir.path(), &logged(&[]), &GRID));
+    let second = "a second failure before the next checkpoint committed";
+    // Rank 2 dies at step 140: its replacement shares steps 126 to 150.
+    for after in 0..=25u64 {
+        let steps = after.to_string();
+        let grid = [&GRID[..], &["--helper-dies-after", &steps]].concat();
+        let args = logged(&["--inject", "rank:2@iter=140", "--spares", "3"]);
+        let job = heat(dir.path(), &args, &grid);
+        assert_fell_back(&job, &want, &[second]);
+        assert!(
+            job.out.contains("heat2d: helper 1 of rank 2 dying"),
+            "helper dies after {after}:\n{}",
+            job.out
+        );
+    }
+    // Its iterations 141 to 149 are shared; from 150 on, checkpoint 6
+    // (step 150) committed: a new interval, a new logged recovery.
+    for again in 141..=160u64 {
+        let inject = format!("rank:2@iter={again}");
+        let args = logged(&[
+            "--inject",
+            "rank:2@iter=140",
+            "--inject",
+            &inject,
+            "--spares",
+            "3",
+        ]);
+        let job = heat(dir.path(), &args, &GRID);
+        if again < 150 {
+            assert_fell_back(&job, &want, &[second]);
+        } else {
+            assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
+            let logged = ("logged".to_string(), None);
+            assert_eq!(modes(&job), [logged.clone(), logged], "{inject}");
+        }
+    }
+}

@@ -114,7 +114,8 @@ struct Args {
     #[arg(long, requires = "die_at")]
     die_after_promotions: bool,
     /// A helper of a replacement (part 1, under --spares) SIGKILLs itself
-    /// after this many of its steps (a team that loses a member).
+    /// after this many of its steps, 0 before the first (a team that loses
+    /// a member).
     #[arg(long, value_name = "STEPS")]
     helper_dies_after: Option<u64>,
     #[command(flatten)]

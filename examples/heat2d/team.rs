@@ -351,6 +351,19 @@ pub fn help(
     strip.send_rows(comm)?;
     let last = part + 1 == parts;
     let mut halo = vec![0.0f64; halo_len(strip.rows, cols, part, parts)];
+    let die = |done: u64| {
+        if part == 1 && dies_after == Some(done) {
+            crate::say(&format!(
+                "heat2d: helper {part} of rank {} dying\n",
+                team.rank()
+            ));
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+        }
+    };
+    die(0);
     for left in (0..steps[0]).rev() {
         // What needs no new halo first, while the halo travels.
         strip.step_inner();
@@ -361,16 +374,7 @@ pub fn help(
             strip.north_mut().copy_from_slice(&halo[n - cols..]);
         }
         strip.step_ring(comm)?;
-        if part == 1 && dies_after == Some(steps[0] - left) {
-            crate::say(&format!(
-                "heat2d: helper {part} of rank {} dying\n",
-                team.rank()
-            ));
-            let _ = rustix::process::kill_process(
-                rustix::process::getpid(),
-                rustix::process::Signal::KILL,
-            );
-        }
+        die(steps[0] - left);
         if left > 0 {
             let mut edge = strip.edge(last);
             if part == 1 {
