@@ -10,6 +10,7 @@
 //! | `rejoin` | a logged recovery's replacement | restoring alone, and recomputing until the next checkpoint |
 //! | `idle` | the runtime's root, per rank that waited | a rank's wait during a logged recovery (wall and CPU time) |
 //! | `help` | the runtime's root, per helper of a replacement | a helper's share of the recomputation (wall and CPU time) |
+//! | `replay` | the runtime's root, per survivor that sent a replacement its log | messages and bytes sent again, and the log it held |
 //!
 //! The writers build these records and `frame report` reads them back with
 //! the same types. Lines written before the `runtime_recovery` event had
@@ -36,6 +37,25 @@ pub enum Record {
     Idle(IdleRecord),
     /// A helper that recomputed with a replacement.
     Help(HelpRecord),
+    /// A survivor that sent a replacement what it had lost.
+    Replay(ReplayRecord),
+}
+
+/// What one survivor sent a logged recovery's replacement from its log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayRecord {
+    /// The failure recovered (as in the runtime's record).
+    pub failure: usize,
+    /// The survivor.
+    pub rank: u32,
+    /// The replacement's rank.
+    pub to: u32,
+    /// Messages sent again.
+    pub messages: u64,
+    /// Their payload, bytes.
+    pub bytes: u64,
+    /// What the survivor's log held then, bytes.
+    pub log_bytes: u64,
 }
 
 /// CPU time this process used so far (user and system, all its threads);

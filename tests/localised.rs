@@ -142,6 +142,27 @@ fn only_the_replacement_of_a_killed_rank_goes_back() {
         idle.sort_unstable();
         let others: Vec<u64> = (0..4).filter(|r| *r != rank).collect();
         assert_eq!(idle, others, "{inject}: {:?}", job.metrics);
+        // Each of them sent the replacement what it had lost, from its log.
+        let replays = records(&job, "replay");
+        let mut sent: Vec<u64> = replays.iter().filter_map(|r| r["rank"].as_u64()).collect();
+        sent.sort_unstable();
+        assert_eq!(sent, others, "{inject}: {replays:?}");
+        for r in &replays {
+            assert_eq!(r["to"], rank, "{inject}: {r}");
+            assert!(
+                r["log_bytes"].as_u64() >= r["bytes"].as_u64(),
+                "{inject}: {r}"
+            );
+        }
+        // Its neighbours sent it halos: messages and bytes.
+        assert!(
+            replays
+                .iter()
+                .filter(|r| r["bytes"].as_u64() > Some(0))
+                .count()
+                >= 2,
+            "{inject}: {replays:?}"
+        );
         for r in others {
             for what in ["waits for", "is done waiting for"] {
                 let line = format!("heat2d: rank {r} {what} another rank's recovery");

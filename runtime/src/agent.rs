@@ -252,6 +252,25 @@ impl Agent {
         Ok((hub, endpoint))
     }
 
+    /// What the rank's communicator calls after it sent a replacement
+    /// what it had lost: a note to the root's metrics.
+    pub(crate) fn replay_notes(&self) -> frame::comm::net::ReplayNotes {
+        let handle = self.rt.handle().clone();
+        let to_daemon = Arc::clone(&self.to_daemon);
+        Arc::new(move |r: &frame::comm::net::Replay| {
+            let msg = FromRank::Replayed {
+                to: r.to as u32,
+                messages: r.messages as u64,
+                bytes: r.bytes,
+                log_bytes: r.log_bytes,
+            };
+            let _ = handle.block_on(async {
+                let mut tx = to_daemon.lock().await;
+                tx.send(&msg).await
+            });
+        })
+    }
+
     /// Announces that this rank listens and waits for the `Go` of `epoch`.
     pub(crate) fn ready(&self, epoch: u64) {
         self.send(FromRank::Ready {

@@ -154,6 +154,14 @@ pub(crate) enum ToRoot {
         part: u32,
         endpoint: Endpoint,
     },
+    /// Rank `rank` sent rank `to`'s replacement what it had lost.
+    Replayed {
+        rank: u32,
+        to: u32,
+        messages: u64,
+        bytes: u64,
+        log_bytes: u64,
+    },
     /// A helper of `rank`'s replacement finished (wall and CPU time of
     /// its process, milliseconds, from its start as a helper).
     Helped {
@@ -220,6 +228,13 @@ pub(crate) enum FromRank {
     Fallback { epoch: u64, reason: String },
     /// This rank idled this long while another rank's logged recovery ran.
     Idled { wall_ms: f64, cpu_ms: f64 },
+    /// This rank sent rank `to`'s replacement what it had lost.
+    Replayed {
+        to: u32,
+        messages: u64,
+        bytes: u64,
+        log_bytes: u64,
+    },
     /// This replacement or helper listens for its team's messages here.
     Teamed {
         epoch: u64,

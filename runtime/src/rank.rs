@@ -104,7 +104,8 @@ where
             comm = comm
                 .with_journal(limit)
                 .with_own_endpoint(agent.endpoint.clone())
-                .with_fallback(agent.fallback(epoch));
+                .with_fallback(agent.fallback(epoch))
+                .with_replay_notes(agent.replay_notes());
         }
         let comm = comm
             .with_failures(frame::comm::Failures {

@@ -8,8 +8,8 @@
 //! the job recovered into; full recovery is their sum. A logged recovery
 //! (only the failed rank's replacement went back) has no recovery record
 //! from rank 0: its runtime record is matched with the replacement's
-//! rejoin record by rank and epoch, and with its helpers' and the waiting
-//! ranks' records by failure number. Lines of other kinds, and lines that
+//! rejoin record by rank and epoch, and with its helpers', the waiting
+//! ranks' and the replaying ranks' records by failure number. Lines of other kinds, and lines that
 //! do not parse, are counted and skipped.
 
 mod plot;
@@ -17,7 +17,8 @@ mod plot;
 pub use plot::svg;
 
 use frame::metrics::{
-    HelpRecord, IdleRecord, Record, RecoveryRecord, RejoinRecord, RuntimeRecoveryRecord,
+    HelpRecord, IdleRecord, Record, RecoveryRecord, RejoinRecord, ReplayRecord,
+    RuntimeRecoveryRecord,
 };
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -103,6 +104,8 @@ pub struct LoggedRecovery {
     pub idle: Vec<IdleRecord>,
     /// The helpers that recomputed with the replacement.
     pub helped: Vec<HelpRecord>,
+    /// The ranks that sent the replacement what it had lost.
+    pub replays: Vec<ReplayRecord>,
 }
 
 impl LoggedRecovery {
@@ -135,6 +138,7 @@ struct Lines {
     rejoined: Vec<RejoinRecord>,
     idle: Vec<IdleRecord>,
     helped: Vec<HelpRecord>,
+    replays: Vec<ReplayRecord>,
 }
 
 impl Report {
@@ -202,6 +206,7 @@ impl Report {
             Some(Record::Rejoin(r)) => lines.rejoined.push(r),
             Some(Record::Idle(r)) => lines.idle.push(r),
             Some(Record::Help(r)) => lines.helped.push(r),
+            Some(Record::Replay(r)) => lines.replays.push(r),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -239,11 +244,18 @@ impl Report {
                     .filter(|h| h.failure == run.failure)
                     .cloned()
                     .collect();
+                let replays = lines
+                    .replays
+                    .iter()
+                    .filter(|r| r.failure == run.failure)
+                    .cloned()
+                    .collect();
                 self.logged.push(LoggedRecovery {
                     runtime: run.clone(),
                     rejoin,
                     idle,
                     helped,
+                    replays,
                 });
             }
         }
@@ -337,7 +349,7 @@ impl Report {
             );
             let _ = writeln!(
                 out,
-                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>5} {:>12} {:>6} {:>11} {:>9}",
+                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11} {:>9}",
                 "failure",
                 "rank",
                 "epoch",
@@ -347,6 +359,8 @@ impl Report {
                 "recompute",
                 "parts",
                 "CPU per part",
+                "sent logs",
+                "log KiB",
                 "waited",
                 "idle rank-s",
                 "idle CPU"
@@ -364,9 +378,10 @@ impl Report {
                 };
                 let (wall, cpu) = l.idle_ms();
                 let (parts, most) = l.team_cpu_ms();
+                let log = l.replays.iter().map(|r| r.log_bytes).max();
                 let _ = writeln!(
                     out,
-                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>5} {:>12} {:>6} {:>11.3} {:>9.2}",
+                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11.3} {:>9.2}",
                     r.failure,
                     rank,
                     r.epoch,
@@ -376,6 +391,8 @@ impl Report {
                     recompute,
                     parts,
                     most.map_or("-".into(), |m| format!("{m:.2}")),
+                    l.replays.len(),
+                    log.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1024.0)),
                     l.idle.len(),
                     wall / 1e3,
                     cpu
@@ -383,7 +400,7 @@ impl Report {
             }
             let _ = writeln!(
                 out,
-                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; parts: the replacement and its helpers, CPU per part the most one of them used; waited: the ranks that idled meanwhile, with the CPU their processes used)"
+                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; parts: the replacement and its helpers, CPU per part the most one of them used; sent logs: the ranks that replayed to the replacement, log KiB the largest log one held; waited: the ranks that idled meanwhile, with the CPU their processes used)"
             );
         }
         for (failure, why) in &self.fallbacks {

@@ -105,3 +105,33 @@ fn a_logged_recovery_is_shown_with_its_replacements_figures() {
         "{table}"
     );
 }
+
+/// A logged recovery's helpers and replaying ranks (same failure number)
+/// give its parts, the busiest part's CPU, the ranks that sent logs and
+/// the largest log; another failure's records are not counted.
+#[test]
+fn a_logged_recovery_shows_its_team_and_the_logs_sent() {
+    let lines = r#"{"event":"runtime_recovery","failure":1,"mode":"logged","kind":"rank","epoch":1,"failed_ranks":[3],"failed_nodes":[],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.25}
+{"event":"rejoin","job":"j","epoch":1,"rank":3,"checkpoint":5,"restore_ms":1.5,"recompute_ms":42.75,"caught_up_at":6,"recompute_cpu_ms":20.5}
+{"event":"help","failure":1,"rank":3,"part":1,"parts":3,"wall_ms":40.0,"cpu_ms":21.25}
+{"event":"help","failure":1,"rank":3,"part":2,"parts":3,"wall_ms":40.0,"cpu_ms":19.0}
+{"event":"help","failure":4,"rank":3,"part":1,"parts":3,"wall_ms":40.0,"cpu_ms":555.0}
+{"event":"replay","failure":1,"rank":1,"to":3,"messages":12,"bytes":4096,"log_bytes":5120}
+{"event":"replay","failure":1,"rank":2,"to":3,"messages":12,"bytes":4096,"log_bytes":6144}
+{"event":"replay","failure":4,"rank":2,"to":3,"messages":1,"bytes":1,"log_bytes":99999}
+"#;
+    let mut r = Report::default();
+    r.add(Path::new("t.jsonl"), lines);
+    assert_eq!(r.logged.len(), 1);
+    let l = &r.logged[0];
+    assert_eq!(l.team_cpu_ms(), (3, Some(21.25)));
+    assert_eq!(l.replays.len(), 2);
+    let table = r.table();
+    let row = table
+        .lines()
+        .find(|x| x.contains("42.75"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // parts, CPU per part, sent logs, log KiB
+    assert_eq!(cells[7..11], ["3", "21.25", "2", "6.0"], "{table}");
+}

@@ -156,6 +156,18 @@ impl Daemon {
                 endpoint,
             }),
             FromRank::Helped { .. } => None,
+            FromRank::Replayed {
+                to,
+                messages,
+                bytes,
+                log_bytes,
+            } => Some(ToRoot::Replayed {
+                rank,
+                to,
+                messages,
+                bytes,
+                log_bytes,
+            }),
             FromRank::Committed { id } => (self.committed != Some(id)).then(|| {
                 self.committed = Some(id);
                 ToRoot::Committed { id }

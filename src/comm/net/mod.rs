@@ -41,7 +41,7 @@ pub use hub::Hub;
 pub use journal::Unreplayable;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
-pub use rejoin::Fallback;
+pub use rejoin::{Fallback, Replay, ReplayNotes};
 
 use super::{
     check_rank, Bytes, Comm, CommError, CommResult, Failures, MessageCounts, NodeId, Rank,
@@ -204,6 +204,7 @@ pub struct NetComm {
     /// Where this rank listens (sent with a replacement's requests).
     endpoint: Option<Endpoint>,
     fallback: Option<Fallback>,
+    replay_notes: Option<ReplayNotes>,
 }
 
 /// Where a rank is reached, and the connection to it once opened.
@@ -260,6 +261,7 @@ impl NetComm {
             runtime_node: None,
             endpoint: None,
             fallback: None,
+            replay_notes: None,
         }
     }
 
@@ -325,18 +327,25 @@ impl NetComm {
 
     /// Sends rank `dest` again, in order and with their numbers, the logged
     /// messages numbered after `after` (the last it received before the
-    /// checkpoint it was restored from); how many, or why they cannot be.
-    pub fn replay_to(&self, dest: Rank, after: u64) -> CommResult<Result<usize, Unreplayable>> {
+    /// checkpoint it was restored from); how many and how many bytes of
+    /// payload, or why they cannot be.
+    pub fn replay_to(
+        &self,
+        dest: Rank,
+        after: u64,
+    ) -> CommResult<Result<(usize, u64), Unreplayable>> {
         check_rank(self, dest)?;
         let entries = match self.logged().map(|l| l.journal.replay(dest, after)) {
-            None => return Ok(Ok(0)),
+            None => return Ok(Ok((0, 0))),
             Some(Err(e)) => return Ok(Err(e)),
             Some(Ok(entries)) => entries,
         };
+        let mut bytes = 0;
         for e in &entries {
             self.write_to(dest, e.tag, e.seq, &e.data)?;
+            bytes += e.data.len() as u64;
         }
-        Ok(Ok(entries.len()))
+        Ok(Ok((entries.len(), bytes)))
     }
 
     /// Writes one frame to `dest` on its connection (opened on first use).

@@ -24,6 +24,23 @@ struct Request {
     endpoint: Endpoint,
 }
 
+/// What a survivor sent a replacement from its log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
+    /// The replacement's rank.
+    pub to: super::Rank,
+    /// Messages sent again.
+    pub messages: usize,
+    /// Their payload, bytes.
+    pub bytes: u64,
+    /// What the log held then, bytes (payload and bookkeeping).
+    pub log_bytes: u64,
+}
+
+/// What a communicator calls after each replay (the runtime's record of
+/// who sent logs).
+pub type ReplayNotes = Arc<dyn Fn(&Replay) + Send + Sync>;
+
 /// What a communicator calls when a replacement cannot be fed its messages
 /// again, with the reason: the runtime's fallback to a global recovery,
 /// whose interrupt the communicator then waits for.
@@ -41,6 +58,12 @@ impl NetComm {
     /// messages cannot be replayed.
     pub fn with_fallback(mut self, fallback: Fallback) -> Self {
         self.fallback = Some(fallback);
+        self
+    }
+
+    /// The same communicator, calling `notes` after each replay.
+    pub fn with_replay_notes(mut self, notes: ReplayNotes) -> Self {
+        self.replay_notes = Some(notes);
         self
     }
 
@@ -77,12 +100,24 @@ impl NetComm {
             };
             self.replace_peer(src, request.endpoint)?;
             match self.replay_to(src, request.after)? {
-                Ok(n) => tracing::info!(
-                    rank = src,
-                    messages = n,
-                    log_bytes = self.journal_bytes(),
-                    "replayed to a replacement"
-                ),
+                Ok((messages, bytes)) => {
+                    let replay = Replay {
+                        to: src,
+                        messages,
+                        bytes,
+                        log_bytes: self.journal_bytes(),
+                    };
+                    tracing::info!(
+                        rank = src,
+                        messages,
+                        bytes,
+                        log_bytes = replay.log_bytes,
+                        "replayed to a replacement"
+                    );
+                    if let Some(notes) = &self.replay_notes {
+                        notes(&replay);
+                    }
+                }
                 Err(why) => return Err(self.escalate(src, why)),
             }
         }

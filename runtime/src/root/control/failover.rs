@@ -8,7 +8,6 @@ use crate::proto::{now_ns, Go, ToDaemon};
 use crate::root::{RecoveryMode, RunError};
 use crate::State;
 use frame::metrics::{Record, RuntimeRecoveryRecord};
-use std::io::Write;
 
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
@@ -39,12 +38,7 @@ impl Cluster<'_> {
         let at = now_ns();
         for mut rec in records {
             rec.close(at);
-            if let Some(f) = self.metrics.as_mut() {
-                let line = Record::RuntimeRecovery(rec.clone()).to_line();
-                if let Err(e) = f.write_all(&line).and_then(|()| f.flush()) {
-                    eprintln!("frame: cannot write metrics: {e}");
-                }
-            }
+            self.record(Record::RuntimeRecovery(rec.clone()));
             eprintln!(
                 "frame: recovered from failure {} ({} {:?}) in {:.2} ms ({} recovery, epoch {})",
                 rec.failure,

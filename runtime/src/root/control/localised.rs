@@ -173,12 +173,16 @@ impl Cluster<'_> {
 
     /// A rank reported how long it waited: one metrics record.
     pub(super) fn record_idle(&mut self, rank: u32, wall_ms: f64, cpu_ms: f64) {
-        let record = Record::Idle(IdleRecord {
+        self.record(Record::Idle(IdleRecord {
             failure: self.logged.last_failure,
             rank,
             wall_ms,
             cpu_ms,
-        });
+        }));
+    }
+
+    /// Appends one line to the metrics file, if there is one.
+    pub(super) fn record(&mut self, record: Record) {
         if let Some(f) = self.metrics.as_mut() {
             if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
                 eprintln!("frame: cannot write metrics: {e}");

@@ -19,7 +19,7 @@ use crate::proto::{now_ns, Sender, ToDaemon, ToRoot};
 use crate::State;
 use frame::comm::net::Endpoint;
 use frame::internals::auth::Secret;
-use frame::metrics::RuntimeRecoveryRecord;
+use frame::metrics::{Record, ReplayRecord, RuntimeRecoveryRecord};
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -538,6 +538,20 @@ impl Cluster<'_> {
                 part,
                 endpoint,
             } => self.on_teamed(rank, epoch, part, endpoint).await,
+            ToRoot::Replayed {
+                rank,
+                to,
+                messages,
+                bytes,
+                log_bytes,
+            } => self.record(Record::Replay(ReplayRecord {
+                failure: self.logged.last_failure,
+                rank,
+                to,
+                messages,
+                bytes,
+                log_bytes,
+            })),
             ToRoot::Helped {
                 rank,
                 part,

@@ -7,7 +7,6 @@ use super::Cluster;
 use crate::proto::ToDaemon;
 use frame::comm::net::Endpoint;
 use frame::metrics::{HelpRecord, Record};
-use std::io::Write;
 
 /// A team being formed: where each part listens, once it said.
 #[derive(Debug)]
@@ -83,18 +82,13 @@ impl Cluster<'_> {
 
     /// A helper of `rank`'s replacement finished: one metrics record.
     pub(super) fn record_help(&mut self, rank: u32, part: u32, wall_ms: f64, cpu_ms: f64) {
-        let record = Record::Help(HelpRecord {
+        self.record(Record::Help(HelpRecord {
             failure: self.logged.last_failure,
             rank,
             part,
             parts: self.launch.spares,
             wall_ms,
             cpu_ms,
-        });
-        if let Some(f) = self.metrics.as_mut() {
-            if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
-                eprintln!("frame: cannot write metrics: {e}");
-            }
-        }
+        }));
     }
 }
