@@ -178,19 +178,31 @@ fn only_the_replacement_of_a_killed_rank_goes_back() {
 fn kills_at_any_moment_of_the_commit_protocol_recover_bit_exactly() {
     let _g = serial();
     let dir = scratch();
+    kills_at_times(
+        dir.path(),
+        &logged(&[]),
+        &[(1, 40), (2, 95), (3, 150), (0, 205)],
+    );
+}
+
+/// heat2d under `frame run BASE` with a checkpoint every 5 of 4000 steps,
+/// each rank of `kills` killed at its time (ms) in a run of its own: the
+/// fault-free checksum every time; a kill before the first checkpoint
+/// restarts globally, any other is logged and only the killed rank goes
+/// back.
+fn kills_at_times(dir: &Path, base: &[&str], kills: &[(u64, u64)]) {
     let grid = [
         "--nx", "128", "--ny", "128", "--steps", "4000", "--every", "5",
     ];
-    let want = checksum(&heat(dir.path(), &logged(&[]), &grid));
-    for (rank, ms) in [(1, 40), (2, 95), (3, 150), (0, 205)] {
+    let want = checksum(&heat(dir, base, &grid));
+    for (rank, ms) in kills {
         let inject = format!("rank:{rank}@{ms}ms");
-        let job = heat(dir.path(), &logged(&["--inject", &inject]), &grid);
+        let args = [base, &["--inject", &inject]].concat();
+        let job = heat(dir, &args, &grid);
         assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
-        // A kill before the first checkpoint restarts globally; any other
-        // is logged, and only the killed rank goes back.
         match modes(&job).as_slice() {
             [(mode, None)] if mode == "logged" => {
-                assert_eq!(restored(&job), [rank], "{inject}:\n{}", job.out)
+                assert_eq!(restored(&job), [*rank], "{inject}:\n{}", job.out)
             }
             [(mode, Some(why))] if mode == "online" => {
                 assert!(why.contains("no checkpoint committed yet"), "{why}")
@@ -248,9 +260,9 @@ fn what_a_logged_recovery_cannot_handle_restarts_globally() {
 }
 
 /// `[recovery] mode = "logged"` in the configuration selects the mode;
-/// a replacement whose configuration has levels above 1 cannot rejoin
-/// alone and asks for a global restart, naming the key; a node failure
-/// (level 2 has the checkpoint) restarts globally at once.
+/// a replacement whose promotions are timed cannot rejoin alone and asks
+/// for a global restart, naming the key; a node failure (level 2 has the
+/// checkpoint) restarts globally at once.
 #[test]
 fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     let _g = serial();
@@ -265,6 +277,25 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     assert_eq!(checksum(&job), want);
     assert_eq!(modes(&job), [("logged".into(), None)], "{}", job.out);
 
+    let timed = dir.path().join("timed.toml");
+    std::fs::write(
+        &timed,
+        "[recovery]\nmode = \"logged\"\n[l2]\ninterval = \"1h\"\n",
+    )
+    .unwrap();
+    let timed = timed.to_str().unwrap();
+    let args = [
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--config",
+        timed,
+        "--inject",
+        "rank:3@iter=140",
+    ];
+    let job = heat(dir.path(), &args, &GRID);
+    assert_fell_back(&job, &want, &["rank 3 cannot rejoin", "l2.interval"]);
     let levels = dir.path().join("levels.toml");
     std::fs::write(
         &levels,
@@ -272,18 +303,6 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     )
     .unwrap();
     let levels = levels.to_str().unwrap();
-    let args = [
-        "--nodes",
-        "2",
-        "--ranks-per-node",
-        "2",
-        "--config",
-        levels,
-        "--inject",
-        "rank:3@iter=140",
-    ];
-    let job = heat(dir.path(), &args, &GRID);
-    assert_fell_back(&job, &want, &["rank 3 cannot rejoin", "l2.interval"]);
     let node = [
         "--nodes",
         "2",
@@ -450,4 +469,47 @@ fn a_team_member_lost_at_any_step_restarts_globally_bit_exactly() {
             assert_eq!(modes(&job), [logged.clone(), logged], "{inject}");
         }
     }
+}
+
+/// With level 2 promoting every other checkpoint, each rank killed inside
+/// an interval (the node leaders 0 and 2 among them) is a logged
+/// recovery: its replacement takes up the promotion bookkeeping saved
+/// with its checkpoint, goes through the commit with the others' answers,
+/// and the job ends bit-exact with level 2 still committing after it.
+#[test]
+fn with_level_2_a_killed_rank_is_still_a_logged_recovery() {
+    let _g = serial();
+    let dir = scratch();
+    let levels = dir.path().join("l2.toml");
+    std::fs::write(
+        &levels,
+        "[recovery]\nmode = \"logged\"\n[l2]\ninterval = 2\n",
+    )
+    .unwrap();
+    let levels = levels.to_str().unwrap();
+    let base = ["--nodes", "2", "--ranks-per-node", "2", "--config", levels];
+    let want = checksum(&heat(dir.path(), &base, &GRID));
+    for (rank, iter) in [(0u64, 140u64), (1, 126), (2, 176), (3, 230)] {
+        let inject = format!("rank:{rank}@iter={iter}");
+        let args = [&base[..], &["--inject", &inject]].concat();
+        let job = heat(dir.path(), &args, &GRID);
+        assert_eq!(checksum(&job), want, "{inject}:\n{}", job.out);
+        assert_eq!(restored(&job), [rank], "{inject}:\n{}", job.out);
+        assert_eq!(
+            modes(&job),
+            [("logged".into(), None)],
+            "{inject}:\n{}",
+            job.out
+        );
+        // Level 2 committed checkpoints after the one restored, on both
+        // nodes.
+        let after: Vec<_> = records(&job, "promotion")
+            .into_iter()
+            .filter(|p| p["level"] == 2 && p["ok"] == true)
+            .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
+            .collect();
+        assert!(after.len() >= 2, "{inject}: {:?}", job.metrics);
+    }
+    // Kills at times that fall anywhere, commits and promotions included.
+    kills_at_times(dir.path(), &base, &[(2, 60), (0, 115), (3, 170), (1, 225)]);
 }

@@ -23,9 +23,16 @@ pub(super) fn encode(counts: &MessageCounts) -> (RegionInfo, Vec<u8>) {
     (info, bytes)
 }
 
+/// The region ids frame keeps for localised recovery: the counts, and
+/// the promotion bookkeeping (see `promotion/state.rs`).
+pub(super) const RESERVED: [RegionId; 2] = [REGION, super::promotion::state::REGION];
+
 /// Why a program's region cannot be stored beside the counts.
 pub(super) fn reserved() -> String {
-    format!("region id {REGION} is reserved by frame for the message counts of localised recovery")
+    format!(
+        "region ids {} and {REGION} are reserved by frame for localised recovery",
+        super::promotion::state::REGION
+    )
 }
 
 #[cfg(test)]

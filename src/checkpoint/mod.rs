@@ -255,7 +255,9 @@ impl<'c> Checkpointer<'c> {
                 ));
             }
         }
-        let levels = if promotion::enabled(cfg) {
+        // A replacement rejoining alone takes the others' bookkeeping up
+        // from the checkpoint it restores (see `rejoin.rs`): no collective.
+        let levels = if promotion::enabled(cfg) && !rejoin {
             Some(promotion::Promotions::init(cfg, comm, link.as_ref())?)
         } else {
             None

@@ -23,12 +23,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 mod settle;
+pub(crate) mod state;
 
 /// The levels above 1, in order.
 pub(crate) const HIGHER: [Level; 3] = [Level::L2, Level::L3, Level::L4];
 
 /// A promotion not yet known to have committed or failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct InFlight {
     id: u64,
     stamp: u64,
@@ -63,6 +64,9 @@ pub(crate) struct Promotions {
     /// The round of the last level-3 promotion asked (see
     /// [`Task::round`]).
     round: u64,
+    /// The managers' answers sampled before the checkpoint being written
+    /// (see [`Promotions::sample_status`]).
+    sample: Option<state::Sample>,
 }
 
 /// Whether any level above 1 is configured.
@@ -242,6 +246,7 @@ impl Promotions {
             since: [now; 3],
             in_flight: Vec::new(),
             newest_committed: BTreeMap::new(),
+            sample: None,
         })
     }
 

@@ -8,12 +8,17 @@
 //! the others stood when the checkpoint committed, and recomputes from
 //! there with the messages the survivors' logs feed it.
 //!
-//! What it takes: level 1 only (levels 2 to 4 keep state of their own
-//! across ranks) and a schedule counted in calls (a timed one is agreed at
-//! run time); otherwise the replacement refuses at `init`, naming the key.
+//! With levels 2 and 4 the replacement takes up the ranks' promotion
+//! bookkeeping saved with the checkpoint (see `promotion/state.rs`),
+//! including the managers' answers its commit used, so that going through
+//! it again takes the same decisions. What it takes: no level 3 (its
+//! rounds come from every rank's clock) and checkpoints and promotions
+//! counted in calls (a timed schedule is agreed at run time); otherwise
+//! the replacement refuses at `init`, naming the key.
 //!
 //! [`Failures::rejoin`]: crate::comm::Failures::rejoin
 
+use super::promotion::Promotions;
 use super::{messages, Checkpointer, Pending, Phase};
 use crate::comm::{Comm, MessageCounts};
 use crate::config::{Config, Interval};
@@ -44,19 +49,25 @@ pub(super) fn give_up(comm: &dyn Comm, error: Error) -> Error {
 
 /// Why a replacement with this configuration cannot rejoin, if it cannot.
 pub(super) fn refusal(cfg: &Config) -> Option<String> {
-    let above = [Level::L2, Level::L3, Level::L4]
-        .into_iter()
-        .find(|l| !cfg.level_interval(*l).is_zero());
-    if let Some(level) = above {
+    // Level 3's promotion agrees on a round from every rank's clock: a
+    // replacement going through it again would not agree on the same one.
+    if !cfg.l3.interval.is_zero() {
         return Some(format!(
-            "a replacement rejoining the others (recovery mode logged) needs level 1 alone, and {level} is configured: {}",
-            cfg.describe(&format!("l{}.interval", level.number()))
+            "a replacement rejoining the others (recovery mode logged) cannot take part in level 3 yet: {}",
+            cfg.describe("l3.interval")
         ));
     }
-    if !matches!(cfg.snapshot.interval, Interval::Calls(_)) {
+    let timed = [
+        ("snapshot.interval", cfg.snapshot.interval),
+        ("l2.interval", cfg.l2.interval),
+        ("l4.interval", cfg.l4.interval),
+    ]
+    .into_iter()
+    .find(|(_, i)| !matches!(i, Interval::Calls(_)));
+    if let Some((key, _)) = timed {
         return Some(format!(
-            "a replacement rejoining the others (recovery mode logged) needs checkpoints counted in calls ({})",
-            cfg.describe("snapshot.interval")
+            "a replacement rejoining the others (recovery mode logged) needs checkpoints and promotions counted in calls ({})",
+            cfg.describe(key)
         ));
     }
     None
@@ -171,14 +182,21 @@ impl Checkpointer<'_> {
         let unreadable = |reason: String| Error::Unreadable { id, reason };
         self.load_all()
             .map_err(|f| unreadable(f.text().to_string()))?;
+        let (cfg, comm) = (self.cfg.clone(), self.comm);
         let (_, file) = self
             .recovery_file()
             .map_err(|f| unreadable(f.text().to_string()))?;
         let counts = messages::decode(id, file).map_err(unreadable)?;
+        let levels = if super::promotion::enabled(&cfg) {
+            Some(Promotions::resume(&cfg, comm, id, file)?)
+        } else {
+            None
+        };
         let (_, meta) = self
             .store
             .open_checkpoint(id)
             .map_err(|e| unreadable(e.to_string()))?;
+        self.levels = levels;
         Ok((counts, meta))
     }
 }

@@ -353,7 +353,7 @@ pub(super) fn load_regions(
     }
     if let Some(extra) = stored
         .iter()
-        .filter(|s| s.id != super::messages::REGION)
+        .filter(|s| !super::messages::RESERVED.contains(&s.id))
         .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
     {
         return Err(LoadFailure::Mismatch(format!(

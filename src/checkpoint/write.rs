@@ -81,6 +81,10 @@ impl Checkpointer<'_> {
         let id = self.next_id;
 
         let stamp = self.next_stamp();
+        if let Some(levels) = self.levels.as_mut() {
+            // Saved with the checkpoint (see `promotion/state.rs`).
+            levels.sample_status();
+        }
         let written = self.write_local(id, stamp);
         self.commit(id, stamp, written, forced, started)
     }
@@ -187,7 +191,17 @@ impl Checkpointer<'_> {
             .comm
             .message_counts()
             .map(|c| super::messages::encode(&c));
-        if counts.is_some() && self.registry.get(super::messages::REGION).is_some() {
+        // A logging communicator's checkpoints also keep the promotion
+        // bookkeeping, for a replacement that restores one alone.
+        let bookkeeping = match (&counts, &self.levels) {
+            (Some(_), Some(levels)) => Some(levels.saved_region()),
+            _ => None,
+        };
+        if counts.is_some()
+            && super::messages::RESERVED
+                .iter()
+                .any(|id| self.registry.get(*id).is_some())
+        {
             return Err(super::messages::reserved());
         }
         let mut held = Vec::with_capacity(self.registry.len());
@@ -215,7 +229,9 @@ impl Checkpointer<'_> {
                 }
             })
             .collect();
-        if let Some((info, bytes)) = &counts {
+        // In ascending ids, as the format wants: the bookkeeping, then the
+        // counts.
+        for (info, bytes) in bookkeeping.iter().chain(&counts) {
             sources.push(RegionSource { info: *info, bytes });
         }
         let opts = WriteOptions {

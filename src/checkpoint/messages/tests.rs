@@ -75,14 +75,16 @@ fn a_checkpoint_keeps_the_message_counts_beside_the_programs_regions() {
 }
 
 #[test]
-fn a_program_cannot_protect_the_counts_region_of_a_logging_job() {
+fn a_program_cannot_protect_the_regions_frame_keeps_for_a_logging_job() {
     let dir = crate::testing::scratch();
     let comm = Counting {
         inner: LocalComm::world(1, 1).pop().unwrap(),
         counts: MessageCounts::default(),
     };
-    let mut ckpt = Checkpointer::init(&config(dir.path()), &comm).unwrap();
-    let _mine = ckpt.protect(REGION, 1u64);
-    let err = ckpt.snapshot().unwrap_err().to_string();
-    assert!(err.contains("reserved by frame"), "{err}");
+    for reserved in RESERVED {
+        let mut ckpt = Checkpointer::init(&config(dir.path()), &comm).unwrap();
+        let _mine = ckpt.protect(reserved, 1u64);
+        let err = ckpt.snapshot().unwrap_err().to_string();
+        assert!(err.contains("reserved by frame"), "{reserved}: {err}");
+    }
 }

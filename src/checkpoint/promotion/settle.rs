@@ -2,6 +2,7 @@
 //! all-reduce of the managers' answers), the commits the managers are told
 //! about, waiting for every node's queue, and removing a job's files.
 
+use super::state::Sample;
 use super::{InFlight, Promotions};
 use crate::comm::{Comm, ReduceOp};
 use crate::error::Result;
@@ -13,12 +14,10 @@ use crate::manager::{CommitOrder, Progress, RemoveOrder, Reply, Request};
 const DRAIN_ROUNDS: u64 = 1200;
 
 impl Promotions {
-    /// Learns, with every rank, which promotions in flight committed or
-    /// failed; tells the managers about the committed ones. Collective.
-    pub(crate) fn settle(&mut self, comm: &dyn Comm) -> Result<()> {
-        if self.in_flight.is_empty() {
-            return Ok(());
-        }
+    /// What the node's manager says of the promotions in flight (the
+    /// lowest rank of each node asks; the others answer "committed", which
+    /// the all-reduce in [`settle`](Self::settle) does not count).
+    fn ask(&mut self) -> Sample {
         let keys: Vec<(u64, Level)> = self.in_flight.iter().map(|f| (f.id, f.level)).collect();
         let mut codes = vec![0u64; keys.len()];
         let mut reasons = vec![String::new(); keys.len()];
@@ -46,6 +45,29 @@ impl Promotions {
                 }
             }
         }
+        Sample { codes, reasons }
+    }
+
+    /// Asks the node's manager now, for the next [`settle`](Self::settle)
+    /// (before a checkpoint is written: its answers are saved with the
+    /// checkpoint, so a replacement that goes through the commit again
+    /// gives the same ones).
+    pub(crate) fn sample_status(&mut self) {
+        self.sample = (!self.in_flight.is_empty()).then(|| self.ask());
+    }
+
+    /// Learns, with every rank, which promotions in flight committed or
+    /// failed (from the answers sampled before the checkpoint, else asked
+    /// now); tells the managers about the committed ones. Collective.
+    pub(crate) fn settle(&mut self, comm: &dyn Comm) -> Result<()> {
+        let sample = self.sample.take();
+        if self.in_flight.is_empty() {
+            return Ok(());
+        }
+        let Sample { mut codes, reasons } = match sample {
+            Some(s) if s.codes.len() == self.in_flight.len() => s,
+            _ => self.ask(),
+        };
         comm.all_reduce_u64(&mut codes, ReduceOp::Max)?;
         let failed: Vec<usize> = (0..codes.len()).filter(|i| codes[*i] >= 2).collect();
         if !failed.is_empty() {
