@@ -471,19 +471,24 @@ fn a_team_member_lost_at_any_step_restarts_globally_bit_exactly() {
     }
 }
 
-/// With level 2 promoting every other checkpoint, each rank killed inside
-/// an interval (the node leaders 0 and 2 among them) is a logged
-/// recovery: its replacement takes up the promotion bookkeeping saved
-/// with its checkpoint, goes through the commit with the others' answers,
-/// and the job ends bit-exact with level 2 still committing after it.
+/// With level 2 promoting every other checkpoint and level 4 every
+/// third, each rank killed inside an interval (the node leaders 0 and 2
+/// among them) is a logged recovery: its replacement takes up the
+/// promotion bookkeeping saved with its checkpoint, goes through the
+/// commit with the others' answers, and the job ends bit-exact with both
+/// levels still committing after it.
 #[test]
-fn with_level_2_a_killed_rank_is_still_a_logged_recovery() {
+fn with_levels_2_and_4_a_killed_rank_is_still_a_logged_recovery() {
     let _g = serial();
     let dir = scratch();
     let levels = dir.path().join("l2.toml");
+    let global = dir.path().join("global");
     std::fs::write(
         &levels,
-        "[recovery]\nmode = \"logged\"\n[l2]\ninterval = 2\n",
+        format!(
+            "[storage]\nglobal_dir = {:?}\n[recovery]\nmode = \"logged\"\n[l2]\ninterval = 2\n[l4]\ninterval = 3\n",
+            global.display().to_string()
+        ),
     )
     .unwrap();
     let levels = levels.to_str().unwrap();
@@ -509,6 +514,13 @@ fn with_level_2_a_killed_rank_is_still_a_logged_recovery() {
             .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
             .collect();
         assert!(after.len() >= 2, "{inject}: {:?}", job.metrics);
+        // And level 4.
+        let l4 = records(&job, "promotion")
+            .into_iter()
+            .filter(|p| p["level"] == 4 && p["ok"] == true)
+            .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
+            .count();
+        assert!(l4 >= 1, "{inject}: {:?}", job.metrics);
     }
     // Kills at times that fall anywhere, commits and promotions included.
     kills_at_times(dir.path(), &base, &[(2, 60), (0, 115), (3, 170), (1, 225)]);
