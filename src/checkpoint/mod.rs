@@ -255,8 +255,7 @@ impl<'c> Checkpointer<'c> {
                 ));
             }
         }
-        // A replacement rejoining alone takes the others' bookkeeping up
-        // from the checkpoint it restores (see `rejoin.rs`): no collective.
+        // A replacement rejoining alone resumes it at `recover` (rejoin.rs).
         let levels = if promotion::enabled(cfg) && !rejoin {
             Some(promotion::Promotions::init(cfg, comm, link.as_ref())?)
         } else {

@@ -93,6 +93,9 @@ impl Daemon {
         help: Helping,
         msg: FromRank,
     ) -> std::io::Result<()> {
+        // A helper waits for the daemon's answer to these two only, then
+        // exits (an answer to any other would end a later wait early).
+        let flush = matches!(msg, FromRank::Helped { .. } | FromRank::Abort { .. });
         let forward = match msg {
             FromRank::Teamed {
                 epoch,
@@ -128,9 +131,10 @@ impl Daemon {
         if let Some(m) = forward {
             self.to_root.send(&m).await?;
         }
-        // It waits for this answer before it exits.
-        if let Some((_, tx)) = self.procs.get_mut(&pid).and_then(|p| p.conn.as_mut()) {
-            let _ = tx.send(&ToRank::Flushed).await;
+        if flush {
+            if let Some((_, tx)) = self.procs.get_mut(&pid).and_then(|p| p.conn.as_mut()) {
+                let _ = tx.send(&ToRank::Flushed).await;
+            }
         }
         Ok(())
     }

@@ -84,9 +84,9 @@ impl Promotions {
         file: &crate::format::CheckpointFile,
     ) -> Result<Self> {
         let unreadable = |reason: String| Error::Unreadable { id, reason };
-        let info = file
-            .region(REGION)
-            .ok_or_else(|| unreadable(format!("checkpoint {id} holds no promotion bookkeeping")))?;
+        let info = file.region(REGION).ok_or_else(|| {
+            unreadable("it holds no promotion bookkeeping (its rank kept no message log)".into())
+        })?;
         if info.count > MAX_BYTES {
             return Err(unreadable(format!(
                 "its promotion bookkeeping claims {} bytes",

@@ -22,7 +22,6 @@ use crate::proto::{now_ns, Go, ToDaemon};
 use crate::root::RunError;
 use frame::metrics::{IdleRecord, Record, RuntimeRecoveryRecord};
 use std::collections::BTreeSet;
-use std::io::Write;
 
 /// Why a failure before an epoch's first checkpoint restarts globally.
 const NO_CHECKPOINT: &str =
@@ -179,15 +178,6 @@ impl Cluster<'_> {
             wall_ms,
             cpu_ms,
         }));
-    }
-
-    /// Appends one line to the metrics file, if there is one.
-    pub(super) fn record(&mut self, record: Record) {
-        if let Some(f) = self.metrics.as_mut() {
-            if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
-                eprintln!("frame: cannot write metrics: {e}");
-            }
-        }
     }
 
     /// The replacement of `rank` listens: release it alone, as a rank

@@ -21,6 +21,7 @@ use frame::comm::net::Endpoint;
 use frame::internals::auth::Secret;
 use frame::metrics::{Record, ReplayRecord, RuntimeRecoveryRecord};
 use std::collections::BTreeSet;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -283,6 +284,15 @@ fn spawn_timers(launch: &Launch, events: &UnboundedSender<Event>) -> Result<(), 
 }
 
 impl Cluster<'_> {
+    /// Appends one line to the metrics file, if there is one.
+    fn record(&mut self, record: Record) {
+        if let Some(f) = self.metrics.as_mut() {
+            if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
+                eprintln!("frame: cannot write metrics: {e}");
+            }
+        }
+    }
+
     fn size(&self) -> usize {
         self.placement.len()
     }
