@@ -261,8 +261,8 @@ fn what_a_logged_recovery_cannot_handle_restarts_globally() {
 
 /// `[recovery] mode = "logged"` in the configuration selects the mode;
 /// a replacement whose promotions are timed cannot rejoin alone and asks
-/// for a global restart, naming the key; a node failure (level 2 has the
-/// checkpoint) restarts globally at once.
+/// for a global restart, naming the key (node failures: see
+/// `localised_nodes.rs`).
 #[test]
 fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     let _g = serial();
@@ -296,27 +296,6 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     ];
     let job = heat(dir.path(), &args, &GRID);
     assert_fell_back(&job, &want, &["rank 3 cannot rejoin", "l2.interval"]);
-    let levels = dir.path().join("levels.toml");
-    std::fs::write(
-        &levels,
-        "[recovery]\nmode = \"logged\"\n[l2]\ninterval = 1\n",
-    )
-    .unwrap();
-    let levels = levels.to_str().unwrap();
-    let node = [
-        "--nodes",
-        "2",
-        "--ranks-per-node",
-        "2",
-        "--spare-nodes",
-        "1",
-        "--config",
-        levels,
-        "--inject",
-        "node:1@iter=140",
-    ];
-    let job = heat(dir.path(), &node, &GRID);
-    assert_fell_back(&job, &want, &["a node failed"]);
 
     let bad = dir.path().join("bad.toml");
     std::fs::write(

@@ -50,10 +50,11 @@ struct Args {
     /// Also write the final checksum into this file (rank 0).
     #[arg(long, value_name = "FILE")]
     checksum_file: Option<std::path::PathBuf>,
-    /// Every rank waits before this step until a recovery begins: the
-    /// first value in the first epoch, the second in the second, and so
-    /// on (for tests that fail a node once something has happened,
-    /// however long it takes to happen).
+    /// Every rank waits before this step until a recovery begins (a
+    /// global one, or a logged one it waits for): the first value in the
+    /// first epoch, the second in the second, and so on (for tests that
+    /// fail a node once something has happened, however long it takes to
+    /// happen). A replacement rejoining the others does not wait.
     #[arg(long, value_name = "STEP")]
     hold_at: Vec<u64>,
     /// Run as an MPI job started by `mpirun --with-ft ulfm` that repairs
@@ -149,6 +150,11 @@ struct Grids {
     next: Vec<f64>,
 }
 
+/// This rank was told to wait for another's logged recovery (its idle
+/// hook ran): a `--hold-at` is over.
+static WAITS_FOR_RECOVERY: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// The resilient function of every rank.
 fn rank_main(
     ctx: &mut Context<'_>,
@@ -162,6 +168,9 @@ fn rank_main(
     // here; heat2d says when it waits for another rank's recovery.
     let me = comm.rank();
     frame_runtime::set_idle_hook(move |idle| {
+        if idle {
+            WAITS_FOR_RECOVERY.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let what = if idle {
             "waits for"
         } else {
@@ -250,9 +259,14 @@ fn rank_main(
     while step.get() < args.size.steps {
         ctx.fault_point(step.get())?;
         let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
-        if args.hold_at.get(epoch.wrapping_sub(1)) == Some(&step.get()) {
-            // Left only by the recovery's interruption.
-            loop {
+        // A replacement rejoining the others is part of the recovery the
+        // hold waits for.
+        let rejoined = comm.failures().rejoin;
+        if args.hold_at.get(epoch.wrapping_sub(1)) == Some(&step.get()) && !rejoined {
+            // Left by a global recovery's interruption, or once a logged
+            // recovery makes this rank wait for the replacements.
+            use std::sync::atomic::Ordering;
+            while !WAITS_FOR_RECOVERY.load(Ordering::SeqCst) {
                 std::thread::sleep(std::time::Duration::from_millis(5));
                 ctx.fault_point(step.get())?;
             }

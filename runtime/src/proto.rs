@@ -48,9 +48,9 @@ pub(crate) enum ToDaemon {
         epoch: u64,
         team: Vec<Endpoint>,
     },
-    /// A logged recovery of `rank` started (`on`) or ended: the other
+    /// A logged recovery of `ranks` started (`on`) or ended: the other
     /// ranks idle meanwhile.
-    Idle { on: bool, rank: u32 },
+    Idle { on: bool, ranks: Vec<u32> },
     /// Kill (or stop) this rank (time-triggered fault injection).
     Kill { rank: u32, action: Action },
     /// Kill (or stop) the whole node: its ranks, its manager and the daemon
@@ -87,6 +87,11 @@ pub(crate) struct Go {
     /// listens, part 1 first (empty without helpers).
     #[serde(default)]
     pub helpers: Vec<Endpoint>,
+    /// The rank released replaces one of a node that died, on a spare
+    /// node that takes the failed one's place (a logged recovery of a node
+    /// failure).
+    #[serde(default)]
+    pub stand_in: Option<Box<frame::comm::StandIn>>,
 }
 
 /// What a daemon tells the root.
@@ -94,7 +99,14 @@ pub(crate) struct Go {
 pub(crate) enum ToRoot {
     /// First message on the connection, with the ticket of the daemon's
     /// start (from its spec).
-    Hello { node: u32, pid: u32, ticket: u64 },
+    /// With where the managers of other nodes reach this node's manager.
+    Hello {
+        node: u32,
+        pid: u32,
+        ticket: u64,
+        #[serde(default)]
+        manager: Option<Endpoint>,
+    },
     /// A rank process was started (or a standby assigned) at this time.
     Spawned { rank: u32, epoch: u64, at_ns: u64 },
     /// A rank is rolled back or started and listening, waiting for `Go`.

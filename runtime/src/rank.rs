@@ -114,6 +114,7 @@ where
                 nodes: go.failed_nodes.clone(),
                 committed: go.committed,
                 rejoin: go.rejoin,
+                stand_in: go.stand_in.as_deref().cloned(),
             })
             .with_commit_notes(agent.commit_notes())
             .with_runtime_node(frame::internals::node::RuntimeNode {

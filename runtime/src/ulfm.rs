@@ -138,6 +138,7 @@ where
                 nodes: standing.failed_nodes,
                 committed: None,
                 rejoin: false,
+                stand_in: None,
             },
         ),
         None => match first_job(world, options) {
@@ -321,6 +322,7 @@ where
             nodes: repair.failed_nodes,
             committed: None,
             rejoin: false,
+            stand_in: None,
         };
     };
     if !died {

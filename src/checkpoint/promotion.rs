@@ -404,6 +404,9 @@ impl Promotions {
         for &level in levels {
             self.in_flight.push(InFlight { id, stamp, level });
         }
+        // A node's manager that moved to a spare node (a logged recovery
+        // of a node failure) is reached there.
+        self.peers.extend(comm.moved_managers());
         let Some(topology) = self.topology() else {
             return Ok(());
         };

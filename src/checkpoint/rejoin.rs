@@ -8,6 +8,11 @@
 //! the others stood when the checkpoint committed, and recomputes from
 //! there with the messages the survivors' logs feed it.
 //!
+//! A replacement on a spare node, whose failed rank's node died with its
+//! level 1 ([`Failures::stand_in`]), first brings that checkpoint from the
+//! level-2 copy the failed node's partner keeps, through that node's
+//! manager, and goes on as above.
+//!
 //! With levels 2 and 4 the replacement takes up the ranks' promotion
 //! bookkeeping saved with the checkpoint (see `promotion/state.rs`),
 //! including the managers' answers its commit used, so that going through
@@ -17,15 +22,18 @@
 //! the replacement refuses at `init`, naming the key.
 //!
 //! [`Failures::rejoin`]: crate::comm::Failures::rejoin
+//! [`Failures::stand_in`]: crate::comm::Failures::stand_in
 
 use super::promotion::Promotions;
 use super::{messages, Checkpointer, Pending, Phase};
-use crate::comm::{Comm, MessageCounts};
+use crate::comm::{Comm, MessageCounts, StandIn};
 use crate::config::{Config, Interval};
 use crate::error::{problems, Error, Result};
 use crate::format::Metadata;
 use crate::level::Level;
+use crate::manager::Client;
 use crate::metrics::{process_cpu_time, Record, RejoinRecord};
+use crate::topology::Topology;
 use std::time::Instant;
 
 /// A replacement that rejoined and has not caught up yet: the checkpoint
@@ -78,9 +86,15 @@ impl Checkpointer<'_> {
     /// at least the newest the runtime saw committed (a rank rejoins from
     /// a checkpoint; the runtime restarts globally before the first).
     pub(super) fn start_rejoin(&mut self) -> Result<()> {
-        let committed = self.comm.failures().committed.unwrap_or(0);
-        let inventory = self.store.inventory();
-        let newest = inventory.valid.iter().map(|h| h.id).max();
+        let failures = self.comm.failures();
+        let committed = failures.committed.unwrap_or(0);
+        let mut inventory = self.store.inventory();
+        let mut newest = inventory.valid.iter().map(|h| h.id).max();
+        if let Some(stand_in) = failures.stand_in.filter(|_| newest < Some(committed)) {
+            self.fetch_from_partner(committed, &stand_in)?;
+            inventory = self.store.inventory();
+            newest = inventory.valid.iter().map(|h| h.id).max();
+        }
         match newest {
             Some(id) if id >= committed => {
                 tracing::info!(checkpoint = id, "rejoining from this rank's own checkpoint");
@@ -106,6 +120,74 @@ impl Checkpointer<'_> {
         }
     }
 
+    /// A replacement on a spare node, its failed rank's node gone with its
+    /// level 1: brings checkpoint `id` into level 1 from the level-2 copy
+    /// the failed node's partner keeps, through that node's manager (see
+    /// `manager/copy_back.rs`), checked as it is installed.
+    fn fetch_from_partner(&mut self, id: u64, stand_in: &StandIn) -> Result<()> {
+        let rank = self.comm.rank() as u32;
+        let lost = |why: String| Error::Unreadable {
+            id,
+            reason: format!("node {} died with it, and {why}", stand_in.node),
+        };
+        if self.cfg.l2.interval.is_zero() {
+            return Err(lost(format!(
+                "no copy of it is kept on another node: {}",
+                self.cfg.describe("l2.interval")
+            )));
+        }
+        let topology = Topology::new(
+            stand_in.placement.clone(),
+            self.cfg.l3.group_size,
+            self.cfg.l3.parity,
+        )
+        .map_err(|e| lost(format!("the job's placement is unusable: {e}")))?;
+        let partner = topology
+            .partner(stand_in.node)
+            .ok_or_else(|| lost("the job ran on a single node".into()))?;
+        let endpoint = stand_in
+            .managers
+            .get(&partner)
+            .ok_or_else(|| lost(format!("no manager is known for node {partner}")))?;
+        let secret = (self.comm.place().runtime)
+            .map(|r| r.secret)
+            .ok_or_else(|| lost("no runtime gave the job's secret".into()))?;
+        let started = Instant::now();
+        let mut client = Client::connect(endpoint, &secret)
+            .map_err(|e| lost(format!("node {partner}'s manager cannot be reached: {e}")))?;
+        let world = self.comm.size() as u32;
+        let (meta, mut arriving) =
+            client
+                .get_copy(&self.cfg.job.id, id, rank, world)
+                .map_err(|e| {
+                    lost(format!(
+                        "node {partner} cannot give its level-2 copy: {}",
+                        e.0
+                    ))
+                })?;
+        if (meta.checkpoint_id, meta.rank) != (id, rank) {
+            return Err(lost(format!(
+                "node {partner} gave checkpoint {} of rank {}",
+                meta.checkpoint_id, meta.rank
+            )));
+        }
+        self.store.install_from(&meta, &mut arriving).map_err(|e| {
+            lost(format!(
+                "its level-2 copy from node {partner} failed: {}",
+                e.0
+            ))
+        })?;
+        self.stats.fetch_time += started.elapsed();
+        self.stats.recovered_from = Some(Level::L2);
+        tracing::info!(
+            checkpoint = id,
+            partner,
+            bytes = meta.file_len,
+            "took the checkpoint from the failed node's partner (level 2)"
+        );
+        Ok(())
+    }
+
     /// Restores the checkpoint picked at init on this rank alone, resumes
     /// the communicator's numbering and goes through the checkpoint's
     /// commit again (collective with the others' logs).
@@ -120,7 +202,7 @@ impl Checkpointer<'_> {
         self.session = meta.stamp;
         self.attempts = 0;
         self.comm.resume_messages(&counts);
-        self.stats.recovered_from = Some(Level::L1);
+        self.stats.recovered_from.get_or_insert(Level::L1);
         self.stats.recovery_time += started.elapsed();
         self.commit(id, meta.stamp, Ok(meta), None, started)?;
         tracing::info!(

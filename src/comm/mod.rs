@@ -127,6 +127,25 @@ pub struct Failures {
     /// recovery): it restores its own newest checkpoint alone, and its
     /// communicator asks the survivors for the messages it lost.
     pub rejoin: bool,
+    /// Such a replacement started on a spare node, its failed rank's node
+    /// gone with its storage (a logged recovery of a node failure).
+    pub stand_in: Option<StandIn>,
+}
+
+/// A replacement started on another node than its failed rank's, which
+/// died: the node it stands in for, where its checkpoint's copies are,
+/// and where the job's node managers listen now. Node ids are the ones
+/// the ranks' promotions know (those of the epoch's start): the spare
+/// node takes the failed one's place among them.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StandIn {
+    /// The failed node whose ranks the spare node now runs.
+    pub node: u32,
+    /// Every rank's node at the epoch's start.
+    pub placement: Vec<u32>,
+    /// Where each node's manager listens now (the failed node's: the
+    /// spare node's manager).
+    pub managers: std::collections::BTreeMap<u32, net::Endpoint>,
 }
 
 /// Where a logging communicator stands (see
@@ -210,6 +229,15 @@ pub trait Comm: Send {
     fn fall_back(&self, reason: &str) -> Option<CommError> {
         let _ = reason;
         None
+    }
+
+    /// The node managers that moved since the epoch began, by the node id
+    /// the ranks' promotions know: a logged recovery of a node failure
+    /// runs the failed node's ranks on a spare node, whose manager takes
+    /// the failed one's place (see [`StandIn`]). Its replacements say so
+    /// when they ask for their messages.
+    fn moved_managers(&self) -> std::collections::BTreeMap<u32, net::Endpoint> {
+        std::collections::BTreeMap::new()
     }
 
     /// Transport primitive: sends bytes with a 64-bit tag. User tags occupy the

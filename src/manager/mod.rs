@@ -17,6 +17,7 @@
 //! the process and never spins: its threads sleep on a socket or a
 //! condition variable.
 
+pub(crate) mod copy_back;
 #[cfg(feature = "mpi")]
 pub mod dedicated;
 pub mod inline;

@@ -65,6 +65,19 @@ pub enum Request {
     Data,
     /// The end of a `Put`.
     End,
+    /// Send back the level-2 copy this node keeps of rank `rank`'s file of
+    /// checkpoint `id` (see `copy_back.rs`): answered by [`Reply::Copy`]
+    /// and the file's bytes in [`Reply::Data`] frames, or by an error.
+    Get {
+        /// Job id.
+        job_id: String,
+        /// Checkpoint id.
+        id: u64,
+        /// Whose file.
+        rank: u32,
+        /// Ranks in the job.
+        world: u32,
+    },
     /// A group member's blob layout, for level 3.
     Layout {
         /// Job id.
@@ -198,6 +211,11 @@ pub enum Reply {
     Status(Vec<Progress>),
     /// The request failed.
     Error(String),
+    /// The copy a [`Request::Get`] asked for: its level-1 record; its
+    /// `file_len` bytes follow in [`Reply::Data`] frames.
+    Copy(Box<Metadata>),
+    /// A piece of the bytes of a [`Reply::Copy`] (the payload).
+    Data,
 }
 
 /// Splits a frame into its header and payload.
@@ -311,12 +329,17 @@ impl Client {
     }
 
     /// Sends `req` (with `payload`) without waiting for a reply.
-    fn send(&mut self, req: &Request, payload: &[u8]) -> io::Result<()> {
+    pub(super) fn send(&mut self, req: &Request, payload: &[u8]) -> io::Result<()> {
         let frame = join(req, payload);
         self.rt.block_on(self.conn.send(frame))
     }
 
     fn reply(&mut self) -> io::Result<Reply> {
+        Ok(self.reply_frame()?.0)
+    }
+
+    /// The next reply, with its payload.
+    pub(super) fn reply_frame(&mut self) -> io::Result<(Reply, Bytes)> {
         let endpoint = self.endpoint.clone();
         let next = self
             .rt
@@ -330,7 +353,7 @@ impl Client {
                 io::ErrorKind::ConnectionAborted,
                 format!("manager at {endpoint} closed the connection"),
             )),
-            Ok(Some(frame)) => Ok(split::<Reply>(frame?)?.0),
+            Ok(Some(frame)) => split::<Reply>(frame?),
         }
     }
 

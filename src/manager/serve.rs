@@ -252,6 +252,17 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 None
             }
+            Request::Get {
+                job_id,
+                id,
+                rank,
+                world,
+            } => {
+                if !super::copy_back::give(&mut conn, &shared, job_id, id, rank, world).await {
+                    return;
+                }
+                None
+            }
             Request::End => {
                 let Some(inc) = incoming.take() else {
                     return;
@@ -326,7 +337,7 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
             Ok(()) => Reply::Ok,
             Err(e) => Reply::Error(e),
         },
-        Request::Put { .. } | Request::Data | Request::End => {
+        Request::Put { .. } | Request::Data | Request::End | Request::Get { .. } => {
             Reply::Error("unexpected data frame".into())
         }
     })

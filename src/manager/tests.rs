@@ -110,3 +110,82 @@ fn long_job_ids_get_sockets_that_fit() {
     assert!(a.as_os_str().len() <= 88, "{}", a.display());
     assert_ne!(a, b);
 }
+
+/// A level-2 copy a manager keeps comes back from it whole, in several
+/// data frames, byte for byte; a copy it does not keep is refused with a
+/// reason naming the rank and checkpoint.
+#[test]
+fn a_kept_copy_comes_back_bit_for_bit_in_pieces() {
+    use super::proto::Put;
+    use crate::auth::Secret;
+    let dir = tempfile::tempdir().unwrap();
+    let (written, kept) = (dir.path().join("written"), dir.path().join("kept"));
+    std::fs::create_dir_all(&kept).unwrap();
+    let mut cfg = Config::default();
+    cfg.storage.local_dir = written.clone();
+    cfg.job.id = "job".into();
+    cfg.snapshot.interval = Interval::Calls(1);
+    let shared = cfg.clone();
+    LocalComm::run(1, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&shared, &comm).unwrap();
+        // Larger than two data frames, and not a multiple of one.
+        let data: Vec<u8> = (0..(2 * super::proto::DATA_PIECE + 12_345))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let _data = ckpt.protect(0, data);
+        ckpt.snapshot().unwrap();
+    })
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let l1 = Dir::open(&written)
+        .and_then(|d| d.sub("job", false))
+        .and_then(|d| d.sub(names::L1_DIR, false))
+        .and_then(|d| d.sub(&names::ckpt_dir(1), false))
+        .unwrap();
+    let (file, meta) = open_rank_file_in(&l1, "job", 1, 0, Level::L1, 1).unwrap();
+    let bytes = std::fs::read(file.path()).unwrap();
+    assert_eq!(bytes.len() as u64, meta.file_len);
+
+    let secret = Secret::generate().unwrap();
+    let listen = super::inline::Listen::Local;
+    let manager = super::inline::ensure(
+        "job",
+        1,
+        &kept,
+        &listen,
+        &secret,
+        1,
+        crate::config::WhenFull::Wait,
+    )
+    .unwrap();
+    let mut client = super::Client::connect(manager.endpoint(), &secret).unwrap();
+    let what = Put::File {
+        level: Level::L2,
+        meta: Box::new(meta.clone()),
+    };
+    let reply = client.put_from("job", what, &mut bytes.as_slice()).unwrap();
+    assert!(matches!(reply, super::Reply::Ok), "{reply:?}");
+
+    let mut client = super::Client::connect(manager.endpoint(), &secret).unwrap();
+    let (back, mut arriving) = client.get_copy("job", 1, 0, 1).unwrap();
+    assert_eq!(
+        (back.checkpoint_id, back.rank, back.file_len),
+        (1, 0, meta.file_len)
+    );
+    let mut got = Vec::new();
+    let mut pieces = 0;
+    use crate::level::stream::PieceSource;
+    while let Some(piece) = arriving.next_piece().unwrap() {
+        assert!(piece.len() <= super::proto::DATA_PIECE);
+        got.extend_from_slice(piece);
+        pieces += 1;
+    }
+    assert!(pieces >= 3, "{pieces} pieces");
+    assert!(got == bytes, "the copy came back different");
+
+    // The same connection serves the next request: a copy not kept.
+    let Err(missing) = client.get_copy("job", 2, 0, 1) else {
+        panic!("a copy of checkpoint 2 was given");
+    };
+    assert!(missing.0.contains("rank 0's checkpoint 2"), "{}", missing.0);
+}

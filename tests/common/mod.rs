@@ -429,6 +429,20 @@ pub fn frame_run_with(
     program_args: &[&str],
     env: &[(&str, Option<&str>)],
 ) -> Job {
+    let mut cmd = frame_run_command(scratch, args, program, program_args, env);
+    let (status, out, err) = run_with_deadline(&mut cmd);
+    finished_run(scratch, status, out + &err)
+}
+
+/// The `frame run` command of [`frame_run_with`], to be watched while it
+/// runs ([`Watched`]); [`finished_run`] checks what it left.
+pub fn frame_run_command(
+    scratch: &Path,
+    args: &[&str],
+    program: &Path,
+    program_args: &[&str],
+    env: &[(&str, Option<&str>)],
+) -> Command {
     let run = scratch.join("run");
     let local = scratch.join("local");
     let metrics = scratch.join("metrics.jsonl");
@@ -450,7 +464,15 @@ pub fn frame_run_with(
             None => cmd.env_remove(k),
         };
     }
-    let (status, out, err) = run_with_deadline(&mut cmd);
+    cmd
+}
+
+/// A `frame run` of [`frame_run_command`] in `scratch` ended with `status`
+/// and output `out`: checks that none of its processes survive and its run
+/// directory is gone, and reads its metrics.
+pub fn finished_run(scratch: &Path, status: ExitStatus, out: String) -> Job {
+    let run = scratch.join("run");
+    let metrics = scratch.join("metrics.jsonl");
     assert_no_survivors(&run, Duration::from_secs(30));
     let left: Vec<_> = std::fs::read_dir(&run)
         .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -469,7 +491,7 @@ pub fn frame_run_with(
         .collect();
     Job {
         status,
-        out: out + &err,
+        out,
         metrics,
     }
 }
@@ -688,12 +710,19 @@ impl Watched {
     }
 
     /// Waits for the job to end (failing after `deadline`): (success, output).
-    pub fn finish(mut self, deadline: Duration) -> (bool, String) {
+    pub fn finish(self, deadline: Duration) -> (bool, String) {
+        let (status, out) = self.finish_status(deadline);
+        (status.success(), out)
+    }
+
+    /// Waits for the job to end (failing after `deadline`): its status and
+    /// output.
+    pub fn finish_status(mut self, deadline: Duration) -> (ExitStatus, String) {
         let status = self.guard.wait(deadline);
         for r in self.readers.drain(..) {
             let _ = r.join();
         }
-        (status.success(), self.output())
+        (status, self.output())
     }
 }
 

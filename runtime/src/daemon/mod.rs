@@ -22,6 +22,7 @@ mod procs;
 use super::handoff::{self, Handoff, NodeSpec, Role};
 use super::proto::{FromRank, Receiver, Sender, ToDaemon, ToRank, ToRoot};
 use exits::{describe, Unjoined};
+use frame::comm::net::Endpoint;
 use frame::internals::auth::{self, Channel, Secret};
 use procs::Proc;
 use std::collections::HashMap;
@@ -177,11 +178,18 @@ async fn serve(
     };
     let (read, write) = stream.into_split();
     let mut to_root = Sender::new(write);
+    // Where other nodes' managers reach this node's: its TCP listener on a
+    // host of its own, its socket otherwise.
+    let manager = match peers.as_ref().map(std::net::TcpListener::local_addr) {
+        Some(addr) => Endpoint::Tcp(addr?),
+        None => Endpoint::Unix(manager::socket(&spec)),
+    };
     to_root
         .send(&ToRoot::Hello {
             node: spec.node,
             pid: std::process::id(),
             ticket: spec.ticket,
+            manager: Some(manager),
         })
         .await?;
 

@@ -61,11 +61,11 @@ impl Daemon {
                 }
                 self.fill_standby();
             }
-            ToDaemon::Idle { on, rank } => {
+            ToDaemon::Idle { on, ranks } => {
                 let others = self
                     .procs
                     .values_mut()
-                    .filter(|p| p.rank.is_some_and(|r| r != rank));
+                    .filter(|p| p.rank.is_some_and(|r| !ranks.contains(&r)));
                 for p in others {
                     if let Some((_, tx)) = p.conn.as_mut() {
                         let _ = tx.send(&ToRank::Idle { on }).await;

@@ -100,11 +100,17 @@ impl Promotions {
             .map_err(|e| unreadable(format!("its promotion bookkeeping does not parse: {e}")))?;
         let rank = comm.rank() as u32;
         let node = saved.placement.get(rank as usize).copied();
-        if saved.placement.len() != comm.size() || node != Some(comm.node()) {
+        // A replacement on a spare node runs there as the failed node.
+        let stand_in = comm.failures().stand_in;
+        let here = stand_in.as_ref().map_or(comm.node(), |s| s.node);
+        if saved.placement.len() != comm.size() || node != Some(here) {
             return Err(unreadable(format!(
-                "its promotion bookkeeping places rank {rank} on node {node:?}, and it runs on node {}",
-                comm.node()
+                "its promotion bookkeeping places rank {rank} on node {node:?}, and it runs as node {here}"
             )));
+        }
+        let mut peers = saved.peers;
+        if let Some(s) = stand_in {
+            peers.extend(s.managers);
         }
         let place = comm.place();
         let secret: Secret = place
@@ -137,7 +143,7 @@ impl Promotions {
             rank,
             leader,
             placement: saved.placement,
-            peers: saved.peers,
+            peers,
             client,
             secret,
             manager_away: false,

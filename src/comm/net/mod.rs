@@ -205,6 +205,8 @@ pub struct NetComm {
     endpoint: Option<Endpoint>,
     fallback: Option<Fallback>,
     replay_notes: Option<ReplayNotes>,
+    /// Node managers that moved, as replacements on a spare node said.
+    moved: Mutex<std::collections::BTreeMap<u32, Endpoint>>,
 }
 
 /// Where a rank is reached, and the connection to it once opened.
@@ -262,6 +264,7 @@ impl NetComm {
             endpoint: None,
             fallback: None,
             replay_notes: None,
+            moved: Mutex::default(),
         }
     }
 
@@ -458,6 +461,10 @@ impl Comm for NetComm {
 
     fn fall_back(&self, reason: &str) -> Option<CommError> {
         self.give_up(reason)
+    }
+
+    fn moved_managers(&self) -> std::collections::BTreeMap<u32, Endpoint> {
+        self.moved.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     fn note_committed(&self, id: Option<u64>) {

@@ -22,6 +22,10 @@ struct Request {
     after: u64,
     /// Where the replacement listens.
     endpoint: Endpoint,
+    /// A replacement on a spare node: the failed node it stands in for,
+    /// and where that node's manager listens now.
+    #[serde(default)]
+    manager: Option<(u32, Endpoint)>,
 }
 
 /// What a survivor sent a replacement from its log.
@@ -74,10 +78,15 @@ impl NetComm {
             tracing::warn!("a replacement without its own address cannot ask for its messages");
             return;
         };
+        let manager = self.failures.stand_in.as_ref().and_then(|s| {
+            let at = s.managers.get(&s.node)?;
+            Some((s.node, at.clone()))
+        });
         for dest in (0..self.peers.len()).filter(|d| *d != self.rank) {
             let request = Request {
                 after: counts.received.get(dest).copied().unwrap_or(0),
                 endpoint: endpoint.clone(),
+                manager: manager.clone(),
             };
             let body = serde_json::to_vec(&request).unwrap_or_default();
             if let Err(e) = self.write_to(dest, REQUEST_TAG, 0, &body) {
@@ -99,6 +108,10 @@ impl NetComm {
                 continue;
             };
             self.replace_peer(src, request.endpoint)?;
+            if let Some((node, at)) = request.manager {
+                let mut moved = self.moved.lock().unwrap_or_else(|p| p.into_inner());
+                moved.insert(node, at);
+            }
             match self.replay_to(src, request.after)? {
                 Ok((messages, bytes)) => {
                     let replay = Replay {

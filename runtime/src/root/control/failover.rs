@@ -24,9 +24,12 @@ impl Cluster<'_> {
             committed: self.committed,
             rejoin: false,
             helpers: Vec::new(),
+            stand_in: None,
         };
         self.broadcast(&ToDaemon::Go(go)).await;
         self.started = true;
+        // The ranks' promotions know them where they are now.
+        self.logged.began(self.placement.clone());
         let open = std::mem::take(&mut self.open);
         self.close_records(open).await;
     }
@@ -116,6 +119,14 @@ impl Cluster<'_> {
 
     /// Handles one failure: new placement, new epoch, REINIT (or relaunch).
     pub(super) async fn fail(&mut self, failure: Failure) -> Result<(), RunError> {
+        if let Failure::Node { node, why, .. } = &failure {
+            if self.ranks_on(*node).is_empty() {
+                // A spare node that ran nothing yet: one spare fewer.
+                eprintln!("frame: spare node {node} died ({why}); it ran no ranks");
+                self.bury(*node);
+                return Ok(());
+            }
+        }
         if !matches!(failure, Failure::Fallback { .. }) {
             self.failures += 1;
             if self.failures > self.launch.max_failures {
@@ -133,8 +144,9 @@ impl Cluster<'_> {
         let replaced_already = matches!(failure, Failure::Fallback { .. });
         let (kind, at_ns, failed_ranks, failed_nodes) = match failure {
             Failure::Fallback { at_ns, .. } => {
-                let ranks = self.logged.replaced_ranks();
-                ("rank", at_ns, ranks, vec![])
+                let (ranks, nodes) = self.logged.replaced();
+                let kind = if nodes.is_empty() { "rank" } else { "node" };
+                (kind, at_ns, ranks, nodes)
             }
             Failure::Rank { rank, how, at_ns } => {
                 eprintln!("frame: rank {rank} died ({how})");
@@ -142,44 +154,13 @@ impl Cluster<'_> {
             }
             Failure::Node { node, why, at_ns } => {
                 eprintln!("frame: node {node} died ({why})");
-                let n = &mut self.nodes[node as usize];
-                n.alive = false;
-                n.tx = None;
-                // On another host, the end of its standard input stops
-                // whatever of the node still runs.
-                n.remote = None;
-                if let Some(pid) = n.pid {
-                    daemons::kill_group(pid);
-                }
-                // A dead node's local storage is gone with it (removed in
-                // the background: it is not on the recovery's critical path;
-                // another host's is out of reach, and gone with the host).
-                if n.host.is_none() {
-                    let dir = n.dir.clone();
-                    self.cleanup.push(tokio::task::spawn_blocking(move || {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }));
-                }
+                self.bury(node);
                 ("node", at_ns, self.ranks_on(node), vec![node])
             }
         };
-        let slots: Vec<NodeSlots> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(id, n)| NodeSlots {
-                id: id as u32,
-                alive: n.alive,
-                slots: self.launch.ranks_per_node,
-            })
-            .collect();
         // A fallback's ranks were replaced already: nobody to start.
         let dead: &[u32] = if replaced_already { &[] } else { &failed_ranks };
-        let (placement, spawn) =
-            placement::place(&slots, &self.placement, dead).map_err(|nr| RunError::NoSpare {
-                node: nr.node,
-                ranks: nr.ranks,
-            })?;
+        let (placement, spawn) = self.place(dead, None)?;
         self.placement = placement;
         self.epoch += 1;
         let size = self.size();
@@ -242,6 +223,52 @@ impl Cluster<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Node `node` died: it is marked so, whatever of it still runs is
+    /// killed, and its local storage removed.
+    pub(super) fn bury(&mut self, node: u32) {
+        let n = &mut self.nodes[node as usize];
+        n.alive = false;
+        n.tx = None;
+        // On another host, the end of its standard input stops whatever of
+        // the node still runs.
+        n.remote = None;
+        if let Some(pid) = n.pid {
+            daemons::kill_group(pid);
+        }
+        // A dead node's local storage is gone with it (removed in the
+        // background: it is not on the recovery's critical path; another
+        // host's is out of reach, and gone with the host).
+        if n.host.is_none() {
+            let dir = n.dir.clone();
+            self.cleanup.push(tokio::task::spawn_blocking(move || {
+                let _ = std::fs::remove_dir_all(dir);
+            }));
+        }
+    }
+
+    /// Where every rank runs once `dead` ranks start again (`dying`: a
+    /// node to count as dead already), and which node starts which.
+    pub(super) fn place(
+        &self,
+        dead: &[u32],
+        dying: Option<u32>,
+    ) -> Result<(Vec<u32>, placement::Spawns), RunError> {
+        let slots: Vec<NodeSlots> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(id, n)| NodeSlots {
+                id: id as u32,
+                alive: n.alive && dying != Some(id as u32),
+                slots: self.launch.ranks_per_node,
+            })
+            .collect();
+        placement::place(&slots, &self.placement, dead).map_err(|nr| RunError::NoSpare {
+            node: nr.node,
+            ranks: nr.ranks,
+        })
     }
 
     /// The baseline: stop every daemon and rank, start them all again.

@@ -9,6 +9,7 @@ use crate::handoff::Handoff;
 use crate::proto::{Receiver, Sender, ToRoot};
 use crate::root::RunError;
 use crate::root::{daemons, remote};
+use frame::comm::net::Endpoint;
 use frame::internals::auth::{self, Channel, Secret};
 use std::time::{Duration, Instant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -20,6 +21,7 @@ pub(super) struct Joined {
     node: u32,
     pid: u32,
     ticket: u64,
+    manager: Option<Endpoint>,
     rx: Receiver<OwnedReadHalf>,
     tx: Sender<OwnedWriteHalf>,
 }
@@ -59,10 +61,16 @@ async fn handshake(mut stream: tokio::net::TcpStream, secret: &Secret) -> std::i
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no hello"))??;
     match hello {
-        Some(ToRoot::Hello { node, pid, ticket }) => Ok(Joined {
+        Some(ToRoot::Hello {
             node,
             pid,
             ticket,
+            manager,
+        }) => Ok(Joined {
+            node,
+            pid,
+            ticket,
+            manager,
             rx,
             tx: Sender::new(write),
         }),
@@ -158,6 +166,7 @@ impl Cluster<'_> {
                 continue;
             }
             slot.tx = Some(j.tx);
+            slot.manager = j.manager;
             let (node, gen, ev, mut rx) = (j.node, slot.gen, self.events.clone(), j.rx);
             tokio::spawn(async move {
                 while let Ok(Some(msg)) = rx.next::<ToRoot>().await {

@@ -79,6 +79,8 @@ struct Node {
     remote: Option<super::remote::Link>,
     /// The address that host reaches the root at (found at its first start).
     reach: Option<SocketAddr>,
+    /// Where the managers of other nodes reach its manager (its hello).
+    manager: Option<Endpoint>,
 }
 
 impl Node {
@@ -177,6 +179,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 host: launch.hosts.get(n).cloned(),
                 remote: None,
                 reach: None,
+                manager: None,
             })
             .collect(),
         placement: (0..size)

@@ -40,8 +40,7 @@ impl Cluster<'_> {
                 return;
             }
         }
-        self.logged.rejoining.remove(&rank);
-        self.release_rejoining(rank).await;
+        self.ready_to_rejoin(rank).await;
     }
 
     /// The helpers the replacement of `rank` is released with.
@@ -75,8 +74,7 @@ impl Cluster<'_> {
                     .await;
             }
         } else if forming.replacement_ready && forming.helpers().is_some() {
-            self.logged.rejoining.remove(&rank);
-            self.release_rejoining(rank).await;
+            self.ready_to_rejoin(rank).await;
         }
     }
 

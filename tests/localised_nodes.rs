@@ -1,0 +1,193 @@
+//! Logged recovery of node failures with real processes: `frame run
+//! --recovery logged --spare-nodes 1` on heat2d, a whole node (daemon,
+//! manager, ranks, storage) SIGKILLed once its newest checkpoint reached
+//! its partner at level 2. Its ranks start again on the spare node, take
+//! that checkpoint from the partner and recompute with the survivors'
+//! logs; the survivors never roll back. Each run ends with the fault-free
+//! checksum, bit for bit.
+
+mod common;
+
+use common::{example, final_checksum, finished_run, frame_run_command, scratch, serial, Watched};
+use std::path::Path;
+use std::time::Duration;
+
+/// 4 ranks, 300 steps, a checkpoint every 25 (checkpoint 5 at step 125).
+const GRID: [&str; 8] = [
+    "--nx", "96", "--ny", "80", "--steps", "300", "--every", "25",
+];
+
+/// Two nodes of two ranks and a spare node.
+const SHAPE: [&str; 6] = [
+    "--nodes",
+    "2",
+    "--ranks-per-node",
+    "2",
+    "--spare-nodes",
+    "1",
+];
+
+const DEADLINE: Duration = Duration::from_secs(240);
+
+/// heat2d under `frame run ARGS` with level 2 every checkpoint, watched.
+fn start(dir: &Path, args: &[&str], heat2d: &[&str]) -> Watched {
+    let program = example("heat2d");
+    // The ranks write their metrics into the runtime's file.
+    let metrics = dir.join("metrics.jsonl");
+    let env = [
+        ("FRAME_L2_INTERVAL", Some("1")),
+        ("RUST_LOG", Some("frame=info")),
+        ("FRAME_METRICS_FILE", metrics.to_str()),
+    ];
+    Watched::spawn(&mut frame_run_command(dir, args, &program, heat2d, &env))
+}
+
+/// The ranks that went back to a checkpoint, and from which level.
+fn restored(out: &str) -> Vec<(u32, String)> {
+    let mut ranks: Vec<(u32, String)> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("heat2d: rank "))
+        .filter(|l| l.contains(" restored checkpoint "))
+        .filter_map(|l| {
+            let rank = l.split(' ').next()?.parse().ok()?;
+            let from = l.split(" from ").nth(1)?.split(',').next()?;
+            Some((rank, from.to_string()))
+        })
+        .collect();
+    ranks.sort();
+    ranks
+}
+
+/// The ranks of the records of `event`.
+fn ranks_of(job: &common::Job, event: &str) -> Vec<u64> {
+    let mut ranks: Vec<u64> = (job.metrics.iter())
+        .filter(|m| m["event"] == event)
+        .filter_map(|m| m["rank"].as_u64())
+        .collect();
+    ranks.sort();
+    ranks
+}
+
+/// A node dies with its storage while every rank holds before a step,
+/// once its manager promoted checkpoint 5 to level 2 (the copies are on
+/// its partner): node 1 before step 140 (mid-interval), node 0 (rank 0's)
+/// right after the checkpoint and right before the next. Its two ranks
+/// restart on spare node 2 without a new epoch, restore checkpoint 5 from
+/// the partner's copies and recompute; the other two wait without rolling
+/// back and send their logs. After it node 2 takes the lost node's place
+/// in the promotions: the partner's copies go to it.
+#[test]
+fn a_lost_node_is_a_logged_recovery_from_its_partners_copies() {
+    let _g = serial();
+    let dir = scratch();
+    let reference = start(dir.path(), &SHAPE, &GRID);
+    let (ok, out) = reference.finish(DEADLINE);
+    assert!(ok, "{out}");
+    let want = final_checksum(&out);
+    for (node, hold) in [(1u32, "140"), (0, "126"), (0, "150")] {
+        let job = lose_node(dir.path(), node, hold);
+        assert_eq!(final_checksum(&job.out), want, "{}", job.out);
+        let lost: Vec<u64> = [2 * node, 2 * node + 1].map(u64::from).to_vec();
+        let kept: Vec<u64> = [2 - 2 * node, 3 - 2 * node].map(u64::from).to_vec();
+        let back = restored(&job.out);
+        let from_l2: Vec<(u32, String)> = lost.iter().map(|r| (*r as u32, "L2".into())).collect();
+        assert_eq!(back, from_l2, "node {node}:\n{}", job.out);
+        let recoveries: Vec<_> = (job.metrics.iter())
+            .filter(|m| m["event"] == "runtime_recovery")
+            .collect();
+        assert_eq!(recoveries.len(), 1, "{}", job.out);
+        let r = recoveries[0];
+        assert_eq!(
+            (
+                &r["mode"],
+                &r["kind"],
+                &r["failed_nodes"],
+                &r["failed_ranks"]
+            ),
+            (
+                &"logged".into(),
+                &"node".into(),
+                &serde_json::json!([node]),
+                &serde_json::json!(lost)
+            ),
+            "{r}"
+        );
+        assert!(r["fallback"].is_null(), "{r}");
+        // Both replacements recomputed from checkpoint 5; the others
+        // idled, and the neighbour of the lost block sent its log.
+        assert_eq!(ranks_of(&job, "rejoin"), lost, "{}", job.out);
+        assert_eq!(ranks_of(&job, "idle"), kept, "{}", job.out);
+        // (The replacements answer each other's requests too, with what
+        // they sent each other anew before the request came: the
+        // receiver drops those numbers as had.)
+        let replays: Vec<(u64, u64)> = (job.metrics.iter())
+            .filter(|m| m["event"] == "replay")
+            .filter_map(|m| Some((m["rank"].as_u64()?, m["messages"].as_u64()?)))
+            .collect();
+        assert!(
+            replays.iter().any(|(r, n)| kept.contains(r) && *n > 0),
+            "{replays:?}"
+        );
+        assert!(!job.out.contains("restarting globally"), "{}", job.out);
+    }
+}
+
+/// heat2d holding before step `hold` loses node `node` once its manager
+/// promoted checkpoint 5 to level 2, and runs to its end; promotions after
+/// the recovery reach the spare in the lost node's place.
+fn lose_node(dir: &Path, node: u32, hold: &str) -> common::Job {
+    let args = [&SHAPE[..], &["--recovery", "logged"]].concat();
+    let heat2d = [&GRID[..], &["--hold-at", hold]].concat();
+    let job = start(dir, &args, &heat2d);
+    let wait = Duration::from_secs(120);
+    let this = format!("node={node}");
+    job.wait_for(&["promoted", "checkpoint=5", "level=L2", &this], wait);
+    assert!(common::kill_node(dir, node), "node {node} not found");
+    let partner = format!("node={}", 1 - node);
+    job.wait_for(&["promoted", "checkpoint=8", "level=L2", &partner], wait);
+    let (status, out) = job.finish_status(DEADLINE);
+    finished_run(dir, status, out)
+}
+
+/// Without level 2 nothing of the lost node's checkpoint survives on
+/// another node: its replacements say so, naming the key, and the job
+/// restarts globally from level 4, bit for bit.
+#[test]
+fn a_lost_node_without_level_2_restarts_globally_and_says_why() {
+    let _g = serial();
+    let dir = scratch();
+    let global = dir.path().join("global");
+    let program = example("heat2d");
+    let env = [
+        ("FRAME_L2_INTERVAL", Some("0")),
+        ("FRAME_L4_INTERVAL", Some("1")),
+        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str()),
+    ];
+    let run = |args: &[&str]| {
+        let mut cmd = frame_run_command(dir.path(), args, &program, &GRID, &env);
+        let job = Watched::spawn(&mut cmd);
+        let (status, out) = job.finish_status(DEADLINE);
+        finished_run(dir.path(), status, out)
+    };
+    let reference = run(&SHAPE);
+    assert!(reference.status.success(), "{}", reference.out);
+    let args = [
+        &SHAPE[..],
+        &["--recovery", "logged", "--inject", "node:1@iter=140"],
+    ]
+    .concat();
+    let job = run(&args);
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(final_checksum(&job.out), final_checksum(&reference.out));
+    let fallbacks: Vec<&str> = (job.metrics.iter())
+        .filter(|m| m["event"] == "runtime_recovery")
+        .filter_map(|m| m["fallback"].as_str())
+        .collect();
+    assert!(
+        fallbacks.len() == 1
+            && fallbacks[0].contains("node 1 died")
+            && fallbacks[0].contains("l2.interval"),
+        "{fallbacks:?}\n{}",
+        job.out
+    );
+}
