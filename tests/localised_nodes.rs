@@ -71,7 +71,8 @@ fn ranks_of(job: &common::Job, event: &str) -> Vec<u64> {
 /// A node dies with its storage while every rank holds before a step,
 /// once its manager promoted checkpoint 5 to level 2 (the copies are on
 /// its partner): node 1 before step 140 (mid-interval), node 0 (rank 0's)
-/// right after the checkpoint and right before the next. Its two ranks
+/// right after the checkpoint and right before the next, and node 1 with
+/// two spares per failed rank (`--spares 2`). Its two ranks
 /// restart on spare node 2 without a new epoch, restore checkpoint 5 from
 /// the partner's copies and recompute; the other two wait without rolling
 /// back and send their logs. After it node 2 takes the lost node's place
@@ -84,8 +85,16 @@ fn a_lost_node_is_a_logged_recovery_from_its_partners_copies() {
     let (ok, out) = reference.finish(DEADLINE);
     assert!(ok, "{out}");
     let want = final_checksum(&out);
-    for (node, hold) in [(1u32, "140"), (0, "126"), (0, "150")] {
-        let job = lose_node(dir.path(), node, hold);
+    let cases: [(u32, &str, &[&str]); 4] = [
+        (1, "140", &[]),
+        (0, "126", &[]),
+        (0, "150", &[]),
+        // Each replacement shares its recomputation with a helper on the
+        // spare node.
+        (1, "140", &["--spares", "2"]),
+    ];
+    for (node, hold, extra) in cases {
+        let job = lose_node(dir.path(), node, hold, extra);
         assert_eq!(final_checksum(&job.out), want, "{}", job.out);
         let lost: Vec<u64> = [2 * node, 2 * node + 1].map(u64::from).to_vec();
         let kept: Vec<u64> = [2 - 2 * node, 3 - 2 * node].map(u64::from).to_vec();
@@ -129,14 +138,21 @@ fn a_lost_node_is_a_logged_recovery_from_its_partners_copies() {
             "{replays:?}"
         );
         assert!(!job.out.contains("restarting globally"), "{}", job.out);
+        if !extra.is_empty() {
+            for rank in &lost {
+                let line = format!("heat2d: rank {rank} shares 25 steps with 1 helper(s)");
+                assert!(job.out.contains(&line), "{}", job.out);
+            }
+            assert_eq!(ranks_of(&job, "help"), lost, "{}", job.out);
+        }
     }
 }
 
 /// heat2d holding before step `hold` loses node `node` once its manager
 /// promoted checkpoint 5 to level 2, and runs to its end; promotions after
 /// the recovery reach the spare in the lost node's place.
-fn lose_node(dir: &Path, node: u32, hold: &str) -> common::Job {
-    let args = [&SHAPE[..], &["--recovery", "logged"]].concat();
+fn lose_node(dir: &Path, node: u32, hold: &str, extra: &[&str]) -> common::Job {
+    let args = [&SHAPE[..], &["--recovery", "logged"], extra].concat();
     let heat2d = [&GRID[..], &["--hold-at", hold]].concat();
     let job = start(dir, &args, &heat2d);
     let wait = Duration::from_secs(120);
