@@ -104,15 +104,21 @@ struct Running {
 
 impl Running {
     fn start(c: &Cluster, tag: &str, env: &[(&str, &str)]) -> Self {
-        let args = host_args(c);
+        // Rank 0 logs each level's commits.
+        Self::start_with(c, tag, env, &[], "warn,frame::checkpoint::promotion=info")
+    }
+
+    /// [`Running::start`] with more heat2d arguments and this log filter.
+    fn start_with(c: &Cluster, tag: &str, env: &[(&str, &str)], more: &[&str], log: &str) -> Self {
+        let mut args = host_args(c);
+        args.extend(more.iter().map(|a| a.to_string()));
         let mut cmd = heat2d(
             &LONG,
             &c.shared_dir().join(format!("global-{tag}")),
             &strs(&args),
         );
         cmd.envs(env.iter().copied());
-        // Rank 0 logs each level's commits.
-        cmd.env("RUST_LOG", "warn,frame::checkpoint::promotion=info")
+        cmd.env("RUST_LOG", log)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut guard = ChildGuard::spawn(&mut cmd);
@@ -236,6 +242,48 @@ fn a_killed_rank_is_recovered_online_from_level_1() {
 fn a_killed_host_is_recovered_from_its_partner_copies() {
     // Level 2 takes every checkpoint: none above is newer.
     kill_hosts_and_recover(&[2], 2, "L2", &[]);
+}
+
+/// In logged mode a killed host is one logged recovery: once its manager
+/// promoted checkpoint 15 to level 2 (the ranks hold before step 155
+/// until then), host 2 dies; its ranks 4 and 5 restart on a spare host
+/// and take checkpoint 15 from their partner host's manager over TCP; the
+/// others never roll back; bit-exact.
+#[test]
+fn a_killed_host_is_a_logged_recovery_from_its_partner_copies() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let mut c = Cluster::start(6);
+    let env = [
+        ("FRAME_RECOVERY_MODE", "logged"),
+        ("FRAME_L3_INTERVAL", "0"),
+        ("FRAME_L4_INTERVAL", "0"),
+    ];
+    let log = "warn,frame::manager=info,frame::checkpoint::rejoin=info";
+    let job = Running::start_with(&c, "logged", &env, &["--hold-at", "155"], log);
+    let promoted = "promoted checkpoint=15 level=L2 node=2 ";
+    let seen = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for_line(&job.lines, promoted, Duration::from_secs(120))
+    }));
+    if seen.is_err() {
+        let (_, out) = job.finish();
+        panic!("no {promoted:?} in:\n{out}");
+    }
+    c.kill_together(&[2]);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    assert!(out.contains("(logged recovery"), "{out}");
+    assert!(!out.contains("restarting globally"), "{out}");
+    let back: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" restored checkpoint "))
+        .collect();
+    assert_eq!(back.len(), 2, "{out}");
+    for rank in [4, 5] {
+        let line = format!("heat2d: rank {rank} restored checkpoint 15 (step 150) from L2");
+        assert!(out.contains(&line), "{out}");
+    }
 }
 
 #[test]

@@ -450,14 +450,15 @@ fn a_team_member_lost_at_any_step_restarts_globally_bit_exactly() {
     }
 }
 
-/// With level 2 promoting every other checkpoint and level 4 every
-/// third, each rank killed inside an interval (the node leaders 0 and 2
-/// among them) is a logged recovery: its replacement takes up the
-/// promotion bookkeeping saved with its checkpoint, goes through the
-/// commit with the others' answers, and the job ends bit-exact with both
+/// With levels 2 and 3 promoting every other checkpoint (level 3 in one
+/// group of the two nodes) and level 4 every third, each rank killed
+/// inside an interval (the node leaders 0 and 2 among them) is a logged
+/// recovery: its replacement takes up the promotion bookkeeping saved
+/// with its checkpoint, goes through the commit with the others' answers
+/// (level 3's rounds included), and the job ends bit-exact with the three
 /// levels still committing after it.
 #[test]
-fn with_levels_2_and_4_a_killed_rank_is_still_a_logged_recovery() {
+fn with_levels_2_to_4_a_killed_rank_is_still_a_logged_recovery() {
     let _g = serial();
     let dir = scratch();
     let levels = dir.path().join("l2.toml");
@@ -465,7 +466,7 @@ fn with_levels_2_and_4_a_killed_rank_is_still_a_logged_recovery() {
     std::fs::write(
         &levels,
         format!(
-            "[storage]\nglobal_dir = {:?}\n[recovery]\nmode = \"logged\"\n[l2]\ninterval = 2\n[l4]\ninterval = 3\n",
+            "[storage]\nglobal_dir = {:?}\n[recovery]\nmode = \"logged\"\n[l2]\ninterval = 2\n[l3]\ninterval = 2\ngroup_size = 2\n[l4]\ninterval = 3\n",
             global.display().to_string()
         ),
     )
@@ -493,13 +494,16 @@ fn with_levels_2_and_4_a_killed_rank_is_still_a_logged_recovery() {
             .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
             .collect();
         assert!(after.len() >= 2, "{inject}: {:?}", job.metrics);
-        // And level 4.
-        let l4 = records(&job, "promotion")
-            .into_iter()
-            .filter(|p| p["level"] == 4 && p["ok"] == true)
-            .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
-            .count();
-        assert!(l4 >= 1, "{inject}: {:?}", job.metrics);
+        // And levels 3 (both nodes' parts) and 4.
+        for (level, least) in [(3, 2), (4, 1)] {
+            let n = records(&job, "promotion")
+                .into_iter()
+                .filter(|p| p["level"] == level && p["ok"] == true)
+                .filter(|p| p["checkpoint"].as_u64() > Some(iter / 25 + 1))
+                .count();
+            assert!(n >= least, "{inject}: level {level}: {:?}", job.metrics);
+        }
+        assert!(!job.out.contains("twice"), "{inject}:\n{}", job.out);
     }
     // Kills at times that fall anywhere, commits and promotions included.
     kills_at_times(dir.path(), &base, &[(2, 60), (0, 115), (3, 170), (1, 225)]);

@@ -67,6 +67,9 @@ pub(crate) struct Promotions {
     /// The managers' answers sampled before the checkpoint being written
     /// (see [`Promotions::sample_status`]).
     sample: Option<state::Sample>,
+    /// A replacement goes through a commit again (localised recovery):
+    /// its promotions were asked of the managers already.
+    replaying: bool,
 }
 
 /// Whether any level above 1 is configured.
@@ -176,11 +179,23 @@ impl Promotions {
             Some(l) => l.secret.clone(),
             None => job_secret(comm, &place)?,
         };
-        let nodes = comm.all_gather(&comm.node().to_le_bytes())?;
-        let placement: Vec<u32> = nodes
-            .iter()
-            .map(|b| u32::from_le_bytes(b[..4].try_into().unwrap_or([0; 4])))
-            .collect();
+        // Every rank's node, and its wall clock in microseconds: level 3's
+        // rounds start above the highest (see `promote`).
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let mut mine = comm.node().to_le_bytes().to_vec();
+        mine.extend_from_slice(&now.to_le_bytes());
+        let gathered = comm.all_gather(&mine)?;
+        let word = |b: &[u8], at: usize, len: usize| -> u64 {
+            let mut w = [0u8; 8];
+            if let Some(bytes) = b.get(at..at + len) {
+                w[..len].copy_from_slice(bytes);
+            }
+            u64::from_le_bytes(w)
+        };
+        let placement: Vec<u32> = gathered.iter().map(|b| word(b, 0, 4) as u32).collect();
+        let first_round = gathered.iter().map(|b| word(b, 4, 8)).max().unwrap_or(0);
         let rank = comm.rank() as u32;
         let node = comm.node();
         let leader = placement.iter().position(|n| *n == node) == Some(rank as usize);
@@ -240,7 +255,8 @@ impl Promotions {
             secret,
             manager_away: false,
             auto_every: [1; 3],
-            round: 0,
+            round: first_round,
+            replaying: false,
             _manager: manager,
             counts: [0; 3],
             since: [now; 3],
@@ -313,6 +329,12 @@ impl Promotions {
         Ok(due)
     }
 
+    /// Whether a replacement is going through a commit again (see
+    /// `rejoin.rs`): its promotions are counted, not asked again.
+    pub(crate) fn set_replaying(&mut self, on: bool) {
+        self.replaying = on;
+    }
+
     /// The newest checkpoint `level` committed in this run (0 for none).
     pub(crate) fn newest_committed(&self, level: Level) -> u64 {
         self.newest_committed.get(&level).copied().unwrap_or(0)
@@ -376,30 +398,22 @@ impl Promotions {
         }
         let mut blob_lens = BTreeMap::new();
         if levels.contains(&Level::L3) {
-            // Every rank's blob length, and its candidate round: the
-            // wall clock in microseconds, above its own last round. All
-            // take the highest, so a promotion after a recovery (asked by
-            // checkpointers made anew, some in new processes) has a higher
-            // round than the one before it, as long as no clock stepped
-            // back by more than the time between the two; if one did, the
-            // managers refuse the newer round as superseded and the level
-            // keeps its previous checkpoint.
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_micros() as u64);
-            let mut mine = blob_len.to_le_bytes().to_vec();
-            mine.extend_from_slice(&now.max(self.round + 1).to_le_bytes());
-            let mut highest = 0;
-            for (r, b) in comm.all_gather(&mine)?.iter().enumerate() {
-                let word = |i: usize| {
-                    b.get(i * 8..i * 8 + 8)
-                        .and_then(|w| w.try_into().ok())
-                        .map_or(0, u64::from_le_bytes)
-                };
-                *blob_lens.entry(self.placement[r]).or_insert(0) += word(0);
-                highest = highest.max(word(1));
+            // Every rank's blob length. The round is the next one: the
+            // first above every rank's clock when these promotions were
+            // set up (a promotion after a recovery, asked by checkpointers
+            // made anew, some in new processes, has a higher round than
+            // any before it, as long as no clock stepped back by more
+            // than the time between the two; if one did, the managers
+            // refuse the newer round as superseded and the level keeps
+            // its previous checkpoint), then one more each time: the same
+            // on every rank, and on a replacement that goes through a
+            // commit again.
+            for (r, b) in comm.all_gather(&blob_len.to_le_bytes())?.iter().enumerate() {
+                let len =
+                    (b.get(..8).and_then(|w| w.try_into().ok())).map_or(0, u64::from_le_bytes);
+                *blob_lens.entry(self.placement[r]).or_insert(0) += len;
             }
-            self.round = highest;
+            self.round += 1;
         }
         for &level in levels {
             self.in_flight.push(InFlight { id, stamp, level });
@@ -410,7 +424,10 @@ impl Promotions {
         let Some(topology) = self.topology() else {
             return Ok(());
         };
-        if self.client.is_none() {
+        // A replacement going through a commit again counts what was asked
+        // then, and asks nothing: its manager has the task already (or
+        // lost it with its node, and then the level does not commit it).
+        if self.client.is_none() || self.replaying {
             return Ok(());
         }
         let task = Task {

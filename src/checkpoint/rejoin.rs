@@ -16,8 +16,9 @@
 //! With levels 2 and 4 the replacement takes up the ranks' promotion
 //! bookkeeping saved with the checkpoint (see `promotion/state.rs`),
 //! including the managers' answers its commit used, so that going through
-//! it again takes the same decisions. What it takes: no level 3 (its
-//! rounds come from every rank's clock) and checkpoints and promotions
+//! it again takes the same decisions (level 3's rounds included: they
+//! follow the one agreed when the promotions were set up); it asks its
+//! manager for nothing again. What it takes: checkpoints and promotions
 //! counted in calls (a timed schedule is agreed at run time); otherwise
 //! the replacement refuses at `init`, naming the key.
 //!
@@ -57,14 +58,6 @@ pub(super) fn give_up(comm: &dyn Comm, error: Error) -> Error {
 
 /// Why a replacement with this configuration cannot rejoin, if it cannot.
 pub(super) fn refusal(cfg: &Config) -> Option<String> {
-    // Level 3's promotion agrees on a round from every rank's clock: a
-    // replacement going through it again would not agree on the same one.
-    if !cfg.l3.interval.is_zero() {
-        return Some(format!(
-            "a replacement rejoining the others (recovery mode logged) cannot take part in level 3 yet: {}",
-            cfg.describe("l3.interval")
-        ));
-    }
     let timed = [
         ("snapshot.interval", cfg.snapshot.interval),
         ("l2.interval", cfg.l2.interval),
@@ -204,7 +197,14 @@ impl Checkpointer<'_> {
         self.comm.resume_messages(&counts);
         self.stats.recovered_from.get_or_insert(Level::L1);
         self.stats.recovery_time += started.elapsed();
-        self.commit(id, meta.stamp, Ok(meta), None, started)?;
+        if let Some(levels) = self.levels.as_mut() {
+            levels.set_replaying(true);
+        }
+        let committed = self.commit(id, meta.stamp, Ok(meta), None, started);
+        if let Some(levels) = self.levels.as_mut() {
+            levels.set_replaying(false);
+        }
+        committed?;
         tracing::info!(
             checkpoint = id,
             "rejoined: the checkpoint's commit went through again"

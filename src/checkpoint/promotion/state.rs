@@ -155,6 +155,7 @@ impl Promotions {
             in_flight: saved.in_flight,
             newest_committed: saved.newest_committed.into_iter().collect(),
             sample: saved.sample,
+            replaying: false,
         })
     }
 }
