@@ -248,7 +248,8 @@ fn a_killed_host_is_recovered_from_its_partner_copies() {
 /// promoted checkpoint 15 to level 2 (the ranks hold before step 155
 /// until then), host 2 dies; its ranks 4 and 5 restart on a spare host
 /// and take checkpoint 15 from their partner host's manager over TCP; the
-/// others never roll back; bit-exact.
+/// others never roll back; bit-exact. The hosts whose ranks all wait try
+/// to set the idle governor.
 #[test]
 fn a_killed_host_is_a_logged_recovery_from_its_partner_copies() {
     let _g = serial();
@@ -256,6 +257,7 @@ fn a_killed_host_is_a_logged_recovery_from_its_partner_copies() {
     let mut c = Cluster::start(6);
     let env = [
         ("FRAME_RECOVERY_MODE", "logged"),
+        ("FRAME_RECOVERY_IDLE_GOVERNOR", "powersave"),
         ("FRAME_L3_INTERVAL", "0"),
         ("FRAME_L4_INTERVAL", "0"),
     ];
@@ -284,6 +286,16 @@ fn a_killed_host_is_a_logged_recovery_from_its_partner_copies() {
         let line = format!("heat2d: rank {rank} restored checkpoint 15 (step 150) from L2");
         assert!(out.contains(&line), "{out}");
     }
+    // The hosts whose ranks all waited tried to lower their CPUs (this
+    // machine has no cpufreq interface, which they say); the spare running
+    // the replacements did not.
+    for node in [0, 1, 3] {
+        let line = format!(
+            "node {node}: cannot set governor powersave while its ranks wait: no cpufreq interface"
+        );
+        assert!(out.contains(&line), "{out}");
+    }
+    assert!(!out.contains("node 4: cannot set governor"), "{out}");
 }
 
 #[test]

@@ -269,13 +269,21 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     let dir = scratch();
     let want = checksum(&heat(dir.path(), &logged(&[]), &GRID));
     let config = dir.path().join("logged.toml");
-    std::fs::write(&config, "[recovery]\nmode = \"logged\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[recovery]\nmode = \"logged\"\nidle_governor = \"powersave\"\n",
+    )
+    .unwrap();
     let config = config.to_str().unwrap();
     let args = ["--nodes", "2", "--ranks-per-node", "2", "--config", config];
     let inject = [&args[..], &["--inject", "rank:3@iter=140"]].concat();
     let job = heat(dir.path(), &inject, &GRID);
     assert_eq!(checksum(&job), want);
     assert_eq!(modes(&job), [("logged".into(), None)], "{}", job.out);
+    // Virtual nodes share the machine's CPUs: the governor is left alone,
+    // and each node whose ranks all waited says so.
+    let left = "recovery.idle_governor left alone: a virtual node shares";
+    assert!(job.out.contains(left), "{}", job.out);
 
     let timed = dir.path().join("timed.toml");
     std::fs::write(
@@ -312,6 +320,18 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     );
     assert!(!job.status.success());
     assert!(job.out.contains("recovery.log_limit"), "{}", job.out);
+    let job = frame_run(
+        dir.path(),
+        &logged(&["--idle-governor", "Power Save"]),
+        &example("heat2d"),
+        &GRID,
+    );
+    assert!(!job.status.success());
+    assert!(
+        job.out.contains("--idle-governor \"Power Save\"") && job.out.contains("cpufreq"),
+        "{}",
+        job.out
+    );
 }
 
 /// The records of one event.

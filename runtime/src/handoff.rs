@@ -82,6 +82,10 @@ pub(crate) struct NodeSpec {
     /// checkpoint interval; `None` when ranks keep no log.
     #[serde(default)]
     pub log_limit: Option<u64>,
+    /// In a logged recovery mode, the cpufreq governor the node sets while
+    /// all its ranks wait for another's recovery (empty: none).
+    #[serde(default)]
+    pub idle_governor: String,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
     /// The host this node is, when the job's nodes are hosts (`None`:

@@ -358,6 +358,13 @@ impl Config {
                 format!("{spares} is outside 1..={}", super::recovery::MAX_SPARES),
             ));
         }
+        let governor = &self.recovery.idle_governor;
+        if !super::recovery::governor_name_ok(governor) {
+            return Err(bad(
+                "recovery.idle_governor",
+                format!("{governor:?} is not a cpufreq governor's name (lowercase letters, digits, _; at most 32)"),
+            ));
+        }
         self.validate_auto()?;
         let group = (self.l3.group_size, self.l3.parity);
         if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {

@@ -65,6 +65,16 @@ pub(super) const LOG_LIMITS: (u64, u64) = (4 << 10, 1 << 40);
 /// The most processes `recovery.spares` may give one failed rank.
 pub(super) const MAX_SPARES: u32 = 64;
 
+/// Whether `name` can be a cpufreq governor's name (what the kernel's
+/// `scaling_available_governors` lists: lowercase letters, digits and
+/// underscores, at most 32 bytes). Empty: none.
+pub(super) fn governor_name_ok(name: &str) -> bool {
+    name.len() <= 32
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
 /// `[recovery]`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -82,6 +92,11 @@ pub struct RecoveryConfig {
     /// helpers on its node, among which the program splits the work (see
     /// docs/LOCALISED.md). 1: the replacement alone.
     pub spares: u32,
+    /// In `logged` mode, the cpufreq governor a node whose ranks all wait
+    /// for another's recovery sets on its CPUs meanwhile (`powersave`,
+    /// say), where the node is a host of its own and the machine lets it;
+    /// empty: frequencies are left alone (see docs/LOCALISED.md).
+    pub idle_governor: String,
 }
 
 impl Default for RecoveryConfig {
@@ -91,6 +106,7 @@ impl Default for RecoveryConfig {
             mode: RecoveryMode::default(),
             log_limit: ByteSize::mib(256),
             spares: 1,
+            idle_governor: String::new(),
         }
     }
 }

@@ -14,6 +14,7 @@
 //! (parent-death signal) and its processes die with it.
 
 mod exits;
+mod governor;
 mod helpers;
 mod manager;
 mod orders;
@@ -146,6 +147,10 @@ struct Daemon {
     committed: Option<Option<u64>>,
     /// Helpers asked for and not made yet: each waits for a standby.
     waiting_help: std::collections::VecDeque<helpers::Helping>,
+    /// The CPUs set to `recovery.idle_governor` while the node idles, and
+    /// whether a virtual node said it leaves them alone.
+    lowered: Option<governor::Lowered>,
+    governor_said: bool,
 }
 
 async fn serve(
@@ -248,6 +253,8 @@ async fn serve(
         program_joins: false,
         committed: None,
         waiting_help: std::collections::VecDeque::new(),
+        lowered: None,
+        governor_said: false,
         unjoined: HashMap::new(),
         joiners: HashMap::new(),
         manager: None,

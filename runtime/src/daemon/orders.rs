@@ -21,6 +21,8 @@ impl Daemon {
             }
             ToDaemon::Reinit { epoch, spawn, .. } => {
                 self.epoch = epoch;
+                // A global restart ends every idle period.
+                self.idle_governor(false, &[]);
                 let by = Instant::now() + self.timeout;
                 self.end_helpers();
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
@@ -71,6 +73,7 @@ impl Daemon {
                         let _ = tx.send(&ToRank::Idle { on }).await;
                     }
                 }
+                self.idle_governor(on, &ranks);
             }
             ToDaemon::Kill { rank, action } => {
                 for (pid, p) in self.procs.iter().filter(|(_, p)| p.rank == Some(rank)) {

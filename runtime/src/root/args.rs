@@ -72,6 +72,12 @@ pub struct LaunchArgs {
     /// recovery.spares).
     #[arg(long, value_name = "K")]
     pub spares: Option<u32>,
+    /// In logged mode, the cpufreq governor (powersave, say) a node whose
+    /// ranks all wait for another's recovery sets on its CPUs meanwhile,
+    /// where the node is a host of its own and the machine lets it
+    /// (default: the configuration's recovery.idle_governor; none).
+    #[arg(long, value_name = "NAME")]
+    pub idle_governor: Option<String>,
     /// How ranks reach each other (default unix on virtual nodes, tcp
     /// across hosts).
     #[arg(long, value_enum)]
@@ -178,6 +184,17 @@ impl LaunchArgs {
             )));
         }
         l.spares = spares;
+        l.idle_governor = match &self.idle_governor {
+            Some(name) => {
+                let mut checked = cfg.clone();
+                checked.recovery.idle_governor = name.clone();
+                checked
+                    .validate()
+                    .map_err(|e| invalid(format!("--idle-governor {name:?}: {e}")))?;
+                name.clone()
+            }
+            None => cfg.recovery.idle_governor.clone(),
+        };
         l.transport = self.transport.unwrap_or(if hosts.is_empty() {
             Transport::Unix
         } else {

@@ -91,6 +91,9 @@ pub struct Launch {
     /// interval: its replacement and `spares - 1` helpers (see
     /// `recovery.spares`).
     pub spares: u32,
+    /// In logged mode, the cpufreq governor an idle node sets (see
+    /// `recovery.idle_governor`); empty: none.
+    pub idle_governor: String,
     /// How ranks reach each other.
     pub transport: Transport,
     /// Base of the node-local directories (`<local_dir>/node-<n>`).
@@ -151,6 +154,7 @@ impl Launch {
             injections: Vec::new(),
             recovery: RecoveryMode::Online,
             log_limit: frame::config::RecoveryConfig::default().log_limit.as_u64(),
+            idle_governor: String::new(),
             spares: 1,
             transport: Transport::Unix,
             local_dir: frame::config::Config::default().storage.local_dir,

@@ -376,6 +376,10 @@ impl Cluster<'_> {
                 RecoveryMode::Online | RecoveryMode::Logged => l.ranks_per_node.max(l.standby),
             },
             log_limit: (l.recovery == RecoveryMode::Logged).then_some(l.log_limit),
+            idle_governor: match l.recovery {
+                RecoveryMode::Logged => l.idle_governor.clone(),
+                _ => String::new(),
+            },
             launcher_pid: std::process::id(),
         }
     }
