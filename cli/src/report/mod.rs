@@ -98,8 +98,9 @@ pub struct Report {
 pub struct LoggedRecovery {
     /// The runtime's record (mode `logged`).
     pub runtime: RuntimeRecoveryRecord,
-    /// The replacement's record.
-    pub rejoin: Option<RejoinRecord>,
+    /// The replacements' records (one per failed rank; a node's ranks
+    /// are replaced together).
+    pub rejoins: Vec<RejoinRecord>,
     /// The ranks that waited, each with its wait.
     pub idle: Vec<IdleRecord>,
     /// The helpers that recomputed with the replacement.
@@ -116,17 +117,28 @@ impl LoggedRecovery {
             .fold((0.0, 0.0), |(w, c), i| (w + i.wall_ms, c + i.cpu_ms))
     }
 
-    /// Processes that recomputed (the replacement and its helpers), and
-    /// the most CPU time one of them used, milliseconds (`None` without
-    /// the replacement's record).
+    /// Processes that recomputed (the replacements and their helpers),
+    /// and the most CPU time one of them used, milliseconds (`None`
+    /// without the replacements' records).
     pub fn team_cpu_ms(&self) -> (usize, Option<f64>) {
-        let own = self.rejoin.as_ref().map(|j| j.recompute_cpu_ms);
+        let own = (self.rejoins.iter())
+            .map(|j| j.recompute_cpu_ms)
+            .reduce(f64::max);
         let most = self
             .helped
             .iter()
             .map(|h| h.cpu_ms)
             .fold(own, |m, c| m.map(|m| m.max(c)));
-        (1 + self.helped.len(), most)
+        let replacements = self.rejoins.len().max(self.runtime.failed_ranks.len());
+        (replacements + self.helped.len(), most)
+    }
+
+    /// The survivors that sent the replacements what they had lost (the
+    /// replacements answer each other's requests too, not counted).
+    pub fn senders(&self) -> Vec<&ReplayRecord> {
+        (self.replays.iter())
+            .filter(|r| !self.runtime.failed_ranks.contains(&r.rank))
+            .collect()
     }
 }
 
@@ -221,17 +233,22 @@ impl Report {
     }
 
     /// Matches a file's recovery records with the runtime's.
-    fn finish(&mut self, path: &Path, lines: Lines) {
+    fn finish(&mut self, path: &Path, mut lines: Lines) {
         for run in &lines.runtime {
             if let Some(why) = &run.fallback {
                 self.fallbacks.push((run.failure, why.clone()));
             }
             if run.mode == "logged" {
-                let rejoin = lines
-                    .rejoined
-                    .iter()
-                    .find(|j| j.epoch == run.epoch && run.failed_ranks == [j.rank])
-                    .cloned();
+                // Each failed rank's first record of the epoch not taken
+                // by an earlier recovery.
+                let mut rejoins = Vec::new();
+                for rank in &run.failed_ranks {
+                    let at = (lines.rejoined.iter())
+                        .position(|j| j.epoch == run.epoch && j.rank == *rank);
+                    if let Some(at) = at {
+                        rejoins.push(lines.rejoined.remove(at));
+                    }
+                }
                 let idle = lines
                     .idle
                     .iter()
@@ -252,7 +269,7 @@ impl Report {
                     .collect();
                 self.logged.push(LoggedRecovery {
                     runtime: run.clone(),
-                    rejoin,
+                    rejoins,
                     idle,
                     helped,
                     replays,
@@ -345,13 +362,13 @@ impl Report {
         if !self.logged.is_empty() {
             let _ = writeln!(
                 out,
-                "logged recoveries (only the failed rank's replacement went back):"
+                "logged recoveries (only the failed ranks' replacements went back):"
             );
             let _ = writeln!(
                 out,
-                "{:>7} {:>5} {:>6} {:>10} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11} {:>9}",
+                "{:>7} {:>7} {:>6} {:>10} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11} {:>9}",
                 "failure",
-                "rank",
+                "ranks",
                 "epoch",
                 "runtime",
                 "ckpt",
@@ -367,23 +384,32 @@ impl Report {
             );
             for l in &self.logged {
                 let r = &l.runtime;
-                let rank = r.failed_ranks.first().map_or("-".into(), |x| x.to_string());
-                let (ckpt, restore, recompute) = match &l.rejoin {
-                    Some(j) => (
-                        j.checkpoint.to_string(),
-                        format!("{:.2}", j.restore_ms),
-                        format!("{:.2}", j.recompute_ms),
-                    ),
-                    None => ("-".into(), "-".into(), "-".into()),
+                let ranks: Vec<String> = r.failed_ranks.iter().map(u32::to_string).collect();
+                let ranks = if ranks.is_empty() {
+                    "-".into()
+                } else {
+                    ranks.join(",")
                 };
+                // The slowest replacement's restore and recomputation.
+                let slowest = |f: fn(&RejoinRecord) -> f64| {
+                    (l.rejoins.iter().map(f).reduce(f64::max))
+                        .map_or("-".into(), |ms| format!("{ms:.2}"))
+                };
+                let ckpt = l
+                    .rejoins
+                    .first()
+                    .map_or("-".into(), |j| j.checkpoint.to_string());
+                let restore = slowest(|j| j.restore_ms);
+                let recompute = slowest(|j| j.recompute_ms);
                 let (wall, cpu) = l.idle_ms();
                 let (parts, most) = l.team_cpu_ms();
-                let log = l.replays.iter().map(|r| r.log_bytes).max();
+                let senders = l.senders();
+                let log = senders.iter().map(|r| r.log_bytes).max();
                 let _ = writeln!(
                     out,
-                    "{:>7} {:>5} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11.3} {:>9.2}",
+                    "{:>7} {:>7} {:>6} {:>10.2} {:>5} {:>10} {:>12} {:>5} {:>12} {:>9} {:>8} {:>6} {:>11.3} {:>9.2}",
                     r.failure,
-                    rank,
+                    ranks,
                     r.epoch,
                     r.runtime_recovery_ms,
                     ckpt,
@@ -391,7 +417,7 @@ impl Report {
                     recompute,
                     parts,
                     most.map_or("-".into(), |m| format!("{m:.2}")),
-                    l.replays.len(),
+                    senders.len(),
                     log.map_or("-".into(), |b| format!("{:.1}", b as f64 / 1024.0)),
                     l.idle.len(),
                     wall / 1e3,
@@ -400,7 +426,7 @@ impl Report {
             }
             let _ = writeln!(
                 out,
-                "(milliseconds but idle rank-seconds; recompute: from the restore to the next checkpoint's commit; parts: the replacement and its helpers, CPU per part the most one of them used; sent logs: the ranks that replayed to the replacement, log KiB the largest log one held; waited: the ranks that idled meanwhile, with the CPU their processes used)"
+                "(milliseconds but idle rank-seconds; restore and recompute: the slowest replacement's, recompute from the restore to the next checkpoint's commit; parts: the replacements and their helpers, CPU per part the most one of them used; sent logs: the ranks that replayed to the replacements, log KiB the largest log one held; waited: the ranks that idled meanwhile, with the CPU their processes used)"
             );
         }
         for (failure, why) in &self.fallbacks {

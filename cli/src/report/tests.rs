@@ -93,7 +93,8 @@ fn a_logged_recovery_is_shown_with_its_replacements_figures() {
     let mut r = Report::default();
     r.add(Path::new("c.jsonl"), lines);
     assert_eq!(r.logged.len(), 1);
-    assert_eq!(r.logged[0].rejoin.as_ref().map(|j| j.rank), Some(3));
+    let ranks: Vec<u32> = r.logged[0].rejoins.iter().map(|j| j.rank).collect();
+    assert_eq!(ranks, [3]);
     assert_eq!(r.fallbacks.len(), 1);
     let table = r.table();
     assert!(
@@ -126,12 +127,49 @@ fn a_logged_recovery_shows_its_team_and_the_logs_sent() {
     let l = &r.logged[0];
     assert_eq!(l.team_cpu_ms(), (3, Some(21.25)));
     assert_eq!(l.replays.len(), 2);
+    let (table, cells) = row_with(&r, "42.75");
+    // parts, CPU per part, sent logs, log KiB
+    assert_eq!(cells[7..11], ["3", "21.25", "2", "6.0"], "{table}");
+}
+
+/// A node's logged recovery: both replacements' records, the slowest's
+/// times, their helpers among the parts; the replacements' answers to
+/// each other are not logs sent.
+#[test]
+fn a_nodes_logged_recovery_shows_both_replacements() {
+    let lines = r#"{"event":"runtime_recovery","failure":1,"mode":"logged","kind":"node","epoch":1,"failed_ranks":[2,3],"failed_nodes":[1],"detected_ns":1,"reinit_sent_ns":2,"replacements_started_ns":3,"barrier_ns":4,"runtime_recovery_ms":0.25}
+{"event":"rejoin","job":"j","epoch":1,"rank":3,"checkpoint":5,"restore_ms":2.5,"recompute_ms":40.5,"caught_up_at":6,"recompute_cpu_ms":20.5}
+{"event":"rejoin","job":"j","epoch":1,"rank":2,"checkpoint":5,"restore_ms":1.5,"recompute_ms":42.75,"caught_up_at":6,"recompute_cpu_ms":19.5}
+{"event":"help","failure":1,"rank":2,"part":1,"parts":2,"wall_ms":40.0,"cpu_ms":22.25}
+{"event":"help","failure":1,"rank":3,"part":1,"parts":2,"wall_ms":40.0,"cpu_ms":18.0}
+{"event":"replay","failure":1,"rank":1,"to":2,"messages":12,"bytes":4096,"log_bytes":5120}
+{"event":"replay","failure":1,"rank":3,"to":2,"messages":1,"bytes":4096,"log_bytes":9216}
+"#;
+    let mut r = Report::default();
+    r.add(Path::new("t.jsonl"), lines);
+    assert_eq!(r.logged.len(), 1);
+    let l = &r.logged[0];
+    let ranks: Vec<u32> = l.rejoins.iter().map(|j| j.rank).collect();
+    assert_eq!(ranks, [2, 3]);
+    assert_eq!(l.team_cpu_ms(), (4, Some(22.25)));
+    let (table, cells) = row_with(&r, "42.75");
+    // ranks, then ckpt, restore, recompute (the slowest), parts, CPU per
+    // part, sent logs, log KiB
+    assert_eq!(cells[1], "2,3", "{table}");
+    assert_eq!(
+        cells[4..11],
+        ["5", "2.50", "42.75", "4", "22.25", "1", "5.0"],
+        "{table}"
+    );
+}
+
+/// The report's table, and the cells of its row holding `needle`.
+fn row_with(r: &Report, needle: &str) -> (String, Vec<String>) {
     let table = r.table();
     let row = table
         .lines()
-        .find(|x| x.contains("42.75"))
+        .find(|x| x.contains(needle))
         .unwrap_or_else(|| panic!("{table}"));
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    // parts, CPU per part, sent logs, log KiB
-    assert_eq!(cells[7..11], ["3", "21.25", "2", "6.0"], "{table}");
+    let cells = row.split_whitespace().map(str::to_string).collect();
+    (table, cells)
 }
