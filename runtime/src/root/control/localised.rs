@@ -268,12 +268,18 @@ impl Cluster<'_> {
     /// Releases the replacement of `rank` alone, as a rank that rejoins
     /// the others.
     async fn release_rejoining(&mut self, rank: u32) {
+        // What failed in this recovery: the rank, or its node's ranks.
+        let (failed_ranks, failed_nodes) = (self.open.iter())
+            .find(|r| r.mode == "logged" && r.failed_ranks.contains(&rank))
+            .map_or((vec![rank], vec![]), |r| {
+                (r.failed_ranks.clone(), r.failed_nodes.clone())
+            });
         let go = Go {
             epoch: self.epoch,
             table: self.ready.iter().flatten().cloned().collect(),
             nodes: self.placement.clone(),
-            failed_ranks: self.logged.replaced.iter().copied().collect(),
-            failed_nodes: self.logged.lost_nodes.iter().copied().collect(),
+            failed_ranks,
+            failed_nodes,
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
             rejoin: true,
