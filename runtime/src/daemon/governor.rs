@@ -33,10 +33,10 @@ impl Drop for Lowered {
     fn drop(&mut self) {
         for (path, had) in self.saved.drain(..).rev() {
             if let Err(e) = std::fs::write(&path, &had) {
-                eprintln!(
+                say(&format!(
                     "frame daemon: cannot put governor {had} back in {}: {e}",
                     path.display()
-                );
+                ));
             }
         }
     }
@@ -56,7 +56,9 @@ impl super::Daemon {
             if let Some(lowered) = self.lowered.take() {
                 let n = lowered.files();
                 drop(lowered);
-                eprintln!("frame daemon: node {node}: {n} CPU(s) back to their governors");
+                say(&format!(
+                    "frame daemon: node {node}: {n} CPU(s) back to their governors"
+                ));
             }
             return;
         }
@@ -71,25 +73,34 @@ impl super::Daemon {
         if self.spec.host.is_none() {
             if !self.governor_said {
                 self.governor_said = true;
-                eprintln!(
+                say(&format!(
                     "frame daemon: node {node}: recovery.idle_governor left alone: a virtual node shares this machine's CPUs with the job's other nodes, the replacements' among them"
-                );
+                ));
             }
             return;
         }
         match allowed_cpus().and_then(|cpus| lower(Path::new(CPUS), &cpus, &governor)) {
             Ok(lowered) => {
-                eprintln!(
+                say(&format!(
                     "frame daemon: node {node}: {} CPU(s) set to governor {governor} while its ranks wait",
                     lowered.files()
-                );
+                ));
                 self.lowered = Some(lowered);
             }
-            Err(why) => eprintln!(
+            Err(why) => say(&format!(
                 "frame daemon: node {node}: cannot set governor {governor} while its ranks wait: {why}"
-            ),
+            )),
         }
     }
+}
+
+/// Writes `line` to standard error in one write: on another host the
+/// daemon shares it with the ranks, whose lines must not cut into its own.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(format!("{line}\n").as_bytes());
 }
 
 /// Sets `governor` on `cpus` under `root` (the kernel's CPU directory):
