@@ -20,7 +20,6 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 use support::heat2d;
 
 const RANKS: usize = 4;
@@ -65,26 +64,8 @@ fn run(exe: &Path, dir: &Path, mode: &str, fail: bool, spares: u32, side: usize)
     if fail {
         cmd.args(["--inject", &format!("rank:{VICTIM}@iter=1990")]);
     }
-    let began = Instant::now();
-    let out = cmd.output().expect("run heat2d");
-    let wall = began.elapsed().as_secs_f64();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "heat2d failed in {mode} mode:\n{text}"
-    );
-    let mut cpu = vec![0.0; RANKS];
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("heat2d: rank ") else {
-            continue;
-        };
-        let mut words = rest.split(' ');
-        let rank: Option<usize> = words.next().and_then(|w| w.parse().ok());
-        if let (Some(r), Some("used"), Some(s)) = (rank, words.next(), words.next()) {
-            cpu[r] = s.parse().unwrap_or(0.0);
-        }
-    }
+    let (wall, text) = support::timed(&mut cmd, &format!("heat2d in {mode} mode"));
+    let cpu = support::cpu_of_ranks(&text, RANKS);
     let log_bytes = text
         .lines()
         .filter(|l| l.contains("replayed to a replacement"))

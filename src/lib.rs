@@ -50,6 +50,7 @@ mod safefs;
 mod testing;
 mod topology;
 
+pub use checkpoint::cone::{ConeOffer, ConePart, ConeRecovery, ConeRole};
 pub use checkpoint::tuning::opt_par;
 pub use checkpoint::{Checkpointer, Stats};
 pub use config::Config;

@@ -39,6 +39,41 @@ pub enum Record {
     Help(HelpRecord),
     /// A survivor that sent a replacement what it had lost.
     Replay(ReplayRecord),
+    /// One rank's part in a cone recovery, or why there was none.
+    Cone(ConeRecord),
+}
+
+/// One rank's part in a cone recovery (written when it ends it), or, from
+/// rank 0 with `fallback` set and role `global`, why the recovery had to
+/// be global.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConeRecord {
+    /// Job id.
+    pub job: String,
+    /// The runtime's epoch.
+    pub epoch: u64,
+    /// The rank.
+    pub rank: u32,
+    /// `restored` (a failed rank's replacement), `recompute`, `supply`,
+    /// `idle`, or `global`.
+    pub role: String,
+    /// Iterations it recomputed.
+    pub steps: u32,
+    /// The checkpoint restored.
+    pub checkpoint: u64,
+    /// The iteration the checkpoint holds.
+    pub from: u64,
+    /// The iteration every rank resumed from.
+    pub target: u64,
+    /// The failed ranks.
+    pub failed: Vec<u32>,
+    /// Why the recovery was global instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// From the agreement until the rank ended its part, milliseconds.
+    pub wall_ms: f64,
+    /// CPU time of its process meanwhile, milliseconds.
+    pub cpu_ms: f64,
 }
 
 /// What one survivor sent a logged recovery's replacement from its log.

@@ -13,3 +13,49 @@ pub fn heat2d() -> PathBuf {
     assert!(status.success(), "building heat2d failed");
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/heat2d")
 }
+
+/// The `--runs N` argument of a benchmark, at least 1 (`default` without
+/// it).
+#[allow(dead_code)] // not every benchmark repeats its runs
+pub fn runs(default: usize) -> usize {
+    std::env::args()
+        .skip_while(|a| a != "--runs")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+        .max(1)
+}
+
+/// Each rank's CPU seconds from heat2d's `heat2d: rank R used S s of CPU`
+/// lines in `text` (0 for a rank without one).
+#[allow(dead_code)] // only the heat2d recovery benchmarks read them
+pub fn cpu_of_ranks(text: &str, ranks: usize) -> Vec<f64> {
+    let mut cpu = vec![0.0; ranks];
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("heat2d: rank ") else {
+            continue;
+        };
+        let mut words = rest.split(' ');
+        let rank: Option<usize> = words.next().and_then(|w| w.parse().ok());
+        if let (Some(r), Some("used"), Some(s)) = (rank, words.next(), words.next()) {
+            if let Some(slot) = cpu.get_mut(r) {
+                *slot = s.parse().unwrap_or(0.0);
+            }
+        }
+    }
+    cpu
+}
+
+/// Runs `cmd` to its end and returns its wall time, seconds, and its
+/// standard output then standard error; a failed run panics naming
+/// `what`, with the output.
+#[allow(dead_code)] // only the benchmarks that run whole jobs
+pub fn timed(cmd: &mut Command, what: &str) -> (f64, String) {
+    let began = std::time::Instant::now();
+    let out = cmd.output().expect("start the job");
+    let wall = began.elapsed().as_secs_f64();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed:\n{text}");
+    (wall, text)
+}

@@ -22,6 +22,7 @@ use frame_runtime::{Context, LaunchArgs, Role};
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod cone;
 mod demo;
 mod grid;
 mod team;
@@ -148,6 +149,9 @@ fn config(args: &Args) -> anyhow::Result<Config> {
 struct Grids {
     grid: frame::Protected<Vec<f64>>,
     next: Vec<f64>,
+    /// The steps the live grids can stand at: the one `grid` holds and,
+    /// after a step, the one before it in `next` (`None` before any).
+    steps: Option<std::ops::RangeInclusive<u64>>,
 }
 
 /// This rank was told to wait for another's logged recovery (its idle
@@ -183,8 +187,13 @@ fn rank_main(
     let g = kept.get_or_insert_with(|| Grids {
         grid: frame::Protected::new(block.initial()),
         next: block.initial(),
+        steps: None,
     });
-    let Grids { grid, next, .. } = g;
+    let Grids {
+        grid,
+        next,
+        steps: live_steps,
+    } = g;
     let mut ckpt = Checkpointer::init(cfg, comm)?;
     let step = ckpt.protect(0, 0u64);
     ckpt.protect_handle(1, grid);
@@ -193,7 +202,28 @@ fn rank_main(
         [args.size.nx as u64, args.size.ny as u64, comm.size() as u64],
     );
     die_if_due(ctx, args, &mut ckpt, 0);
-    if !ckpt.recovering() {
+    // In recovery mode `cone` only the failure's cone goes back; the other
+    // ranks keep their live grids (see cone.rs).
+    let in_cone = cfg.recovery.mode == frame::config::RecoveryMode::Cone;
+    let (mut waiting, mut coned) = (None, false);
+    if in_cone && ckpt.recovering() {
+        let live = cone::Live {
+            grid,
+            next,
+            steps: live_steps.clone(),
+        };
+        if let Some((at, part)) = cone::recover(&mut ckpt, comm, &block, live)? {
+            step.set(at);
+            coned = true;
+            if part.role() == frame::ConeRole::Idle {
+                // Its wait ends with its first step.
+                waiting = Some(part);
+            } else {
+                part.finish();
+            }
+        }
+    }
+    if !ckpt.recovering() && !coned {
         // Starting over (also after a failure before the first checkpoint).
         grid.write().copy_from_slice(&block.initial());
     }
@@ -233,6 +263,13 @@ fn rank_main(
                 ctx.failed_ranks(),
                 ctx.failed_nodes()
             ),
+            (state, None) if coned => println!(
+                "rank 0 entered {state} (epoch {}, failed ranks {:?}, failed nodes {:?}); the failure's cone recovered, every rank resumes at step {}",
+                ctx.epoch(),
+                ctx.failed_ranks(),
+                ctx.failed_nodes(),
+                step.get()
+            ),
             (state, None) => println!("rank 0 entered {state} (epoch {}); starting at step 0", ctx.epoch()),
         }
         if recovered.is_some() {
@@ -241,6 +278,7 @@ fn rank_main(
         }
     }
     next.copy_from_slice(&grid.read());
+    *live_steps = Some(step.get()..=step.get());
     // A replacement with helpers shares its steps up to its next checkpoint.
     let mut sharing = match ctx.team() {
         Some(team) => {
@@ -281,7 +319,10 @@ fn rank_main(
             block.step(&u, next);
             std::mem::swap(&mut *u, next);
         }
-        step.set(step.get() + 1);
+        let now = step.get() + 1;
+        step.set(now);
+        // `next` holds the step before, unless the team stepped.
+        *live_steps = Some(if sharing.is_none() { now - 1 } else { now }..=now);
         die_if_due(ctx, args, &mut ckpt, step.get());
         if recovered.is_none()
             && args.crash_at == Some(step.get())
@@ -302,6 +343,15 @@ fn rank_main(
                 rustix::process::getpid(),
                 rustix::process::Signal::KILL,
             )?;
+        }
+        if in_cone {
+            // The reduction every step that keeps the ranks within one
+            // step of each other (a cone recovery needs it).
+            let mut at = [now];
+            comm.all_reduce_u64(&mut at, frame::comm::ReduceOp::Max)?;
+            if let Some(part) = waiting.take() {
+                part.finish();
+            }
         }
         ckpt.snapshot()?;
     }

@@ -86,6 +86,11 @@ pub(crate) struct NodeSpec {
     /// all its ranks wait for another's recovery (empty: none).
     #[serde(default)]
     pub idle_governor: String,
+    /// The recovery mode the ranks' configuration takes
+    /// (`recovery.mode`: `global`, `logged` or `cone`), whatever their
+    /// configuration file says; empty: the file's.
+    #[serde(default)]
+    pub recovery_mode: String,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
     /// The host this node is, when the job's nodes are hosts (`None`:

@@ -34,6 +34,7 @@
 //! ```
 
 mod aware;
+pub(crate) mod cone;
 mod decode;
 mod evidence;
 mod fetch;

@@ -47,6 +47,13 @@ pub enum RecoveryMode {
     /// survivors wait without rolling back. What this cannot handle falls
     /// back to `global`, saying why (see docs/LOCALISED.md).
     Logged,
+    /// Every rank re-enters, but only the failed ranks' replacements
+    /// restore their live data: the program recovers in the failure's
+    /// dependency cone ([`crate::Checkpointer::recover_cone`]), the
+    /// survivors in it recomputing from temporary copies while the others
+    /// wait with their live data. What this cannot handle falls back to
+    /// `global`, saying why (see docs/LOCALISED.md).
+    Cone,
 }
 
 impl RecoveryMode {
@@ -55,6 +62,7 @@ impl RecoveryMode {
         match self {
             Self::Global => "global",
             Self::Logged => "logged",
+            Self::Cone => "cone",
         }
     }
 }

@@ -222,3 +222,21 @@ fn the_failure_aware_strategy_has_two_names() {
     let written = toml::to_string(&Config::default()).unwrap();
     assert!(written.contains("strategy = \"frame\""), "{written}");
 }
+
+#[test]
+fn every_recovery_mode_reads_back_by_its_name_and_from_the_environment() {
+    use crate::config::RecoveryMode;
+    for mode in [
+        RecoveryMode::Global,
+        RecoveryMode::Logged,
+        RecoveryMode::Cone,
+    ] {
+        let text = format!("[recovery]\nmode = \"{}\"", mode.name());
+        let cfg: Config = toml::from_str(&text).unwrap();
+        assert_eq!(cfg.recovery.mode, mode);
+        let env = Config::load_with_env(None, [("FRAME_RECOVERY_MODE", mode.name())]).unwrap();
+        assert_eq!(env.recovery.mode, mode);
+    }
+    let err = Config::load_with_env(None, [("FRAME_RECOVERY_MODE", "cones")]).unwrap_err();
+    assert!(err.to_string().contains("FRAME_RECOVERY_MODE"), "{err}");
+}

@@ -128,8 +128,13 @@ impl Cone {
         self.distance.iter().filter(|d| d.is_some()).count()
     }
 
-    /// Whether every rank is involved: the cone saves nothing over a
+    /// Whether every rank recomputes: the cone saves nothing over a
     /// global rollback.
+    pub fn all_recompute(&self) -> bool {
+        (0..self.distance.len()).all(|r| matches!(self.role(r), Role::Recompute(_)))
+    }
+
+    /// Whether every rank is involved (recomputes or supplies).
     pub fn covers_all(&self) -> bool {
         self.involved() == self.distance.len()
     }
@@ -175,6 +180,8 @@ pub fn grid(rows: usize, cols: usize) -> Vec<Vec<usize>> {
         })
         .collect()
 }
+
+pub(crate) mod plan;
 
 #[cfg(test)]
 mod tests;

@@ -12,12 +12,15 @@
 //! ranks' and the replaying ranks' records by failure number. Lines of other kinds, and lines that
 //! do not parse, are counted and skipped.
 
+mod cone;
 mod plot;
+
+pub use cone::ConeRecovery;
 
 pub use plot::svg;
 
 use frame::metrics::{
-    HelpRecord, IdleRecord, Record, RecoveryRecord, RejoinRecord, ReplayRecord,
+    ConeRecord, HelpRecord, IdleRecord, Record, RecoveryRecord, RejoinRecord, ReplayRecord,
     RuntimeRecoveryRecord,
 };
 use std::fmt::Write as _;
@@ -88,6 +91,10 @@ pub struct Report {
     pub logged: Vec<LoggedRecovery>,
     /// Global restarts a logged job made instead, with the reason.
     pub fallbacks: Vec<(usize, String)>,
+    /// Cone recoveries, in file and epoch order.
+    pub cones: Vec<ConeRecovery>,
+    /// Global restarts a cone job made instead: epoch, reason.
+    pub cone_fallbacks: Vec<(u64, String)>,
     /// Lines skipped (unknown kinds or unreadable).
     pub skipped: usize,
 }
@@ -151,6 +158,7 @@ struct Lines {
     idle: Vec<IdleRecord>,
     helped: Vec<HelpRecord>,
     replays: Vec<ReplayRecord>,
+    cones: Vec<ConeRecord>,
 }
 
 impl Report {
@@ -219,6 +227,7 @@ impl Report {
             Some(Record::Idle(r)) => lines.idle.push(r),
             Some(Record::Help(r)) => lines.helped.push(r),
             Some(Record::Replay(r)) => lines.replays.push(r),
+            Some(Record::Cone(r)) => lines.cones.push(r),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -234,6 +243,9 @@ impl Report {
 
     /// Matches a file's recovery records with the runtime's.
     fn finish(&mut self, path: &Path, mut lines: Lines) {
+        let (cones, fallbacks) = cone::group(std::mem::take(&mut lines.cones));
+        self.cones.extend(cones);
+        self.cone_fallbacks.extend(fallbacks);
         for run in &lines.runtime {
             if let Some(why) = &run.fallback {
                 self.fallbacks.push((run.failure, why.clone()));
@@ -351,6 +363,7 @@ impl Report {
             }
         }
         self.logged_table(&mut out);
+        cone::table(&self.cones, &self.cone_fallbacks, &mut out);
         if self.skipped > 0 {
             let _ = writeln!(out, "{} line(s) of other kinds skipped", self.skipped);
         }

@@ -173,3 +173,49 @@ fn row_with(r: &Report, needle: &str) -> (String, Vec<String>) {
     let cells = row.split_whitespace().map(str::to_string).collect();
     (table, cells)
 }
+
+#[test]
+fn a_cone_recovery_shows_its_roles_and_a_fallback_its_reason() {
+    let rec = |rank: u32, role: &str, steps: u32, wall: f64| {
+        format!(
+            r#"{{"event":"cone","job":"j","epoch":2,"rank":{rank},"role":"{role}","steps":{steps},"checkpoint":1,"from":10,"target":12,"failed":[1],"wall_ms":{wall},"cpu_ms":0.5}}"#
+        )
+    };
+    let lines = [
+        rec(1, "restored", 2, 8.0),
+        rec(0, "recompute", 1, 5.0),
+        rec(2, "supply", 0, 3.0),
+        rec(3, "idle", 0, 1000.0),
+        r#"{"event":"cone","job":"j","epoch":3,"rank":0,"role":"global","steps":0,"checkpoint":2,"from":0,"target":0,"failed":[1],"fallback":"the cone covers all","wall_ms":0.0,"cpu_ms":0.0}"#.into(),
+    ]
+    .join("\n");
+    let mut r = Report::default();
+    r.add(Path::new("c.jsonl"), &lines);
+    assert_eq!(r.cones.len(), 1);
+    let c = &r.cones[0];
+    assert_eq!(
+        (
+            c.count("restored"),
+            c.count("recompute"),
+            c.count("supply"),
+            c.count("idle")
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(c.recomputed(), 3);
+    assert_eq!(c.recompute_ms(), Some((8.0, 0.5)));
+    assert_eq!(c.idle_ms(), (1003.0, 1.0));
+    assert_eq!(
+        r.cone_fallbacks,
+        vec![(3, "the cone covers all".to_string())]
+    );
+    let table = r.table();
+    assert!(
+        table.contains("cone recoveries") && table.contains("10-12"),
+        "{table}"
+    );
+    assert!(
+        table.contains("cone recovery in epoch 3 restarted globally: the cone covers all"),
+        "{table}"
+    );
+}

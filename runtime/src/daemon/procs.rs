@@ -266,6 +266,9 @@ impl Daemon {
             .env(env::MANAGER, super::manager::socket(&self.spec))
             .env_remove(env::ROOT)
             .stdin(std::process::Stdio::null());
+        if !self.spec.recovery_mode.is_empty() {
+            cmd.env(env::config_var("recovery.mode"), &self.spec.recovery_mode);
+        }
         match rank {
             Some(r) => cmd
                 .env(env::RANK, r.to_string())

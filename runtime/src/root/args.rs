@@ -56,9 +56,11 @@ pub struct LaunchArgs {
     /// online (or global): survivors roll back in place and only failed
     /// ranks restart; logged: only a failed rank's replacement goes back
     /// to its checkpoint, fed the others' message logs, and what it cannot
-    /// handle falls back to online; redeploy: kill and relaunch the whole
-    /// job, as a job script would. Default: the configuration's
-    /// recovery.mode.
+    /// handle falls back to online; cone: every rank re-enters, only the
+    /// failed ranks restore, and the program recovers in the failure's
+    /// dependency cone, the other ranks keeping their live data;
+    /// redeploy: kill and relaunch the whole job, as a job script would.
+    /// Default: the configuration's recovery.mode.
     #[arg(long, value_enum)]
     pub recovery: Option<RecoveryMode>,
     /// In logged mode, the bytes of messages each rank keeps per checkpoint
@@ -155,6 +157,7 @@ impl LaunchArgs {
         l.recovery = self.recovery.unwrap_or(match cfg.recovery.mode {
             frame::config::RecoveryMode::Global => RecoveryMode::Online,
             frame::config::RecoveryMode::Logged => RecoveryMode::Logged,
+            frame::config::RecoveryMode::Cone => RecoveryMode::Cone,
         });
         l.log_limit = match self.log_limit {
             Some(limit) => {

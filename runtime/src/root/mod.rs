@@ -40,6 +40,11 @@ pub enum RecoveryMode {
     /// checkpoint, fed what it lost from the others' message logs, while
     /// they go on; what it cannot handle falls back to `online`.
     Logged,
+    /// Data-flow rollback: every rank re-enters as in `online`, but only
+    /// the failed ranks' replacements restore their live data; the
+    /// program recovers in the failure's cone (`Checkpointer::recover_cone`)
+    /// and what that cannot handle restarts globally.
+    Cone,
     /// Baseline: every rank (and daemon) is killed and the job relaunched,
     /// as a job script would.
     Redeploy,
@@ -51,6 +56,7 @@ impl RecoveryMode {
         match self {
             Self::Online => "online",
             Self::Logged => "logged",
+            Self::Cone => "cone",
             Self::Redeploy => "redeploy",
         }
     }

@@ -196,7 +196,7 @@ impl Cluster<'_> {
             open.epoch = self.epoch;
         }
         match mode {
-            RecoveryMode::Online | RecoveryMode::Logged => {
+            RecoveryMode::Online | RecoveryMode::Logged | RecoveryMode::Cone => {
                 for ranks in spawn.values() {
                     for &r in ranks {
                         self.incarnation[r as usize] = self.epoch;

@@ -368,18 +368,27 @@ impl Cluster<'_> {
             standby: match l.recovery {
                 // A job script has no processes waiting to replace others.
                 RecoveryMode::Redeploy => 0,
-                RecoveryMode::Online | RecoveryMode::Logged if l.standby == 0 => 0,
-                RecoveryMode::Online | RecoveryMode::Logged if (node as usize) < l.nodes => {
-                    l.standby
-                }
+                _ if l.standby == 0 => 0,
+                _ if (node as usize) < l.nodes => l.standby,
                 // A spare node may have to take a whole node's ranks at once.
-                RecoveryMode::Online | RecoveryMode::Logged => l.ranks_per_node.max(l.standby),
+                RecoveryMode::Online | RecoveryMode::Logged | RecoveryMode::Cone => {
+                    l.ranks_per_node.max(l.standby)
+                }
             },
             log_limit: (l.recovery == RecoveryMode::Logged).then_some(l.log_limit),
             idle_governor: match l.recovery {
                 RecoveryMode::Logged => l.idle_governor.clone(),
                 _ => String::new(),
             },
+            recovery_mode: match l.recovery {
+                RecoveryMode::Logged => frame::config::RecoveryMode::Logged,
+                RecoveryMode::Cone => frame::config::RecoveryMode::Cone,
+                RecoveryMode::Online | RecoveryMode::Redeploy => {
+                    frame::config::RecoveryMode::Global
+                }
+            }
+            .name()
+            .into(),
             launcher_pid: std::process::id(),
         }
     }
