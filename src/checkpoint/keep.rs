@@ -1,13 +1,58 @@
-//! Ending a run that keeps its newest checkpoint in the global directory
-//! only, so that the next run restarts from it on nodes whose storage was
-//! wiped in between (FTI's `keep_last_ckpt`).
+//! Ending a run: removing the job's checkpoints once every rank reached
+//! the end, or keeping the newest in the global directory only, so that
+//! the next run restarts from it on nodes whose storage was wiped in
+//! between (FTI's `keep_last_ckpt`).
 
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
 use crate::error::{problems, Error, Result};
-use crate::level::Level;
+use crate::level::{L1Store, Level};
 
 impl Checkpointer<'_> {
+    /// Ends checkpointing. Collective. Unless `retention.keep_on_finalize` is
+    /// set, removes this job's checkpoints once every rank has arrived, so the
+    /// next run starts from the beginning: first every node's pointer, then
+    /// the files, oldest checkpoint first. A kill part way leaves the newest
+    /// checkpoint restorable, or nothing restorable (a fresh start).
+    pub fn finalize(mut self) -> Result<()> {
+        if let Some(levels) = self.levels.as_mut() {
+            levels.drain(self.comm)?;
+        }
+        self.comm.barrier()?;
+        if self.cfg.retention.keep_on_finalize {
+            return Ok(());
+        }
+        // Every rank reached the end: from here a failure may start over,
+        // as the files are about to go. The runtime forgets its record
+        // before anything is removed.
+        self.comm.note_committed(None);
+        if let Some(levels) = self.levels.as_mut() {
+            let local = levels.remove_all().err();
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if !trouble.is_empty() {
+                return Err(Error::Finalize {
+                    problems: problems(trouble),
+                });
+            }
+        }
+        self.remove_level_1()
+    }
+
+    /// Removes this job's level-1 files on every rank: first every node's
+    /// pointer, then the files, oldest checkpoint first. Collective.
+    fn remove_level_1(&mut self) -> Result<()> {
+        for step in [L1Store::forget_pointer, L1Store::remove_all] {
+            let local = step(&mut self.store).err().map(|e| e.to_string());
+            let trouble = agree_on_problems(self.comm, local.as_deref())?;
+            if !trouble.is_empty() {
+                return Err(Error::Finalize {
+                    problems: problems(trouble),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Ends checkpointing keeping the newest checkpoint (written in this
     /// run, or restored by it) in the global directory only: unless level
     /// 4 committed it already, it is promoted to level 4 now, and once
