@@ -42,10 +42,9 @@ use support::heat2d;
 
 const SIDE: &str = "1024";
 const STEPS: u64 = 4000;
-/// One spare node, so at most one level-2 failure a run: a global
-/// restart after a second node failure, once a spare stood in for the
-/// first in a logged recovery, does not find the level-2 copies the spare
-/// holds (frame's open bug; see docs/LOCALISED.md).
+/// One spare node, so at most one level-2 failure a run (the figures in
+/// docs/PERFORMANCE.md were measured so, while a global restart after a
+/// second node failure could not find a stand-in spare's copies).
 const SPARE_NODES: u32 = 1;
 const RANKS: u32 = 2;
 /// The paper's MTBF pairs (level 1, level 2) for its 3600 s job, seconds.

@@ -207,3 +207,128 @@ fn a_lost_node_without_level_2_restarts_globally_and_says_why() {
         job.out
     );
 }
+
+/// A spare node that stood in for a lost node keeps that node's storage
+/// under its id: the copies promoted after the stand-in are on the spare,
+/// and the checkpoints' layouts name the lost node. Node 1 dies before
+/// step 140 once checkpoint 5 reached level 2 (spare node 2 takes its
+/// ranks in a logged recovery). After step 170, once checkpoint 6 was
+/// promoted with the spare in node 1's place, rank 2 dies, and its
+/// replacement again: the job restarts globally from level 1 (epoch 2).
+/// Node 0 dies before step 172, before the epoch's first checkpoint: in
+/// epoch 3 ranks 0 and 1 start again on spare node 3 and every rank
+/// takes checkpoint 6 from level 2, their copies on the spare node that
+/// stood in for node 1. The run ends bit for bit.
+#[test]
+fn a_global_restart_after_a_stand_in_finds_the_copies_on_the_spare() {
+    let _g = serial();
+    let dir = scratch();
+    let shape = [&SHAPE[..4], &["--spare-nodes", "2"]].concat();
+    let reference = start(dir.path(), &shape, &GRID);
+    let (ok, out) = reference.finish(DEADLINE);
+    assert!(ok, "{out}");
+    let want = final_checksum(&out);
+    let args = [&shape[..], &["--recovery", "logged"]].concat();
+    let args = [&args[..], &["--inject", "node:0@iter=172"]].concat();
+    let heat2d = [
+        &GRID[..],
+        &["--hold-at", "140", "--die-at", "170", "--die-rank", "2"],
+        &["--die-after-promotions"],
+    ]
+    .concat();
+    let job = start(dir.path(), &args, &heat2d);
+    let wait = Duration::from_secs(120);
+    job.wait_for(&["promoted", "checkpoint=5", "level=L2", "node=1"], wait);
+    assert!(common::kill_node(dir.path(), 1), "node 1 not found");
+    let (status, out) = job.finish_status(DEADLINE);
+    let job = finished_run(dir.path(), status, out);
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(final_checksum(&job.out), want, "{}", job.out);
+    let recoveries: Vec<String> = (job.metrics.iter())
+        .filter(|m| m["event"] == "runtime_recovery")
+        .map(|m| format!("{} {} {}", m["mode"], m["failed_nodes"], m["failed_ranks"]))
+        .collect();
+    let expected = [
+        "\"logged\" [1] [2,3]",
+        "\"logged\" [] [2]",
+        "\"online\" [] [2]",
+        "\"online\" [0] [0,1]",
+    ];
+    assert_eq!(recoveries, expected, "{}", job.out);
+    for rank in 0..4 {
+        let line = format!("heat2d: rank {rank} restored checkpoint 6 (step 150) from L2, entered");
+        let back: Vec<&str> = (job.out.lines())
+            .filter(|l| l.starts_with(&line) && l.ends_with(" in epoch 3"))
+            .collect();
+        assert_eq!(back.len(), 1, "rank {rank}:\n{}", job.out);
+    }
+}
+
+/// Level 3 without level 2: three nodes of two ranks in one group of
+/// parity 1, and a spare node. Node 1 dies before step 140 once
+/// checkpoint 5 committed at level 3. Its ranks start again on the spare
+/// and each decodes its own file of checkpoint 5 from the shards nodes 0
+/// and 2 keep, through their managers, while those nodes' ranks wait
+/// without rolling back; the run ends bit for bit, with no global
+/// restart.
+#[test]
+fn a_lost_node_is_a_logged_recovery_from_its_groups_parity() {
+    let _g = serial();
+    let dir = scratch();
+    let program = example("heat2d");
+    let metrics = dir.path().join("metrics.jsonl");
+    let env = [
+        ("FRAME_L2_INTERVAL", Some("0")),
+        ("FRAME_L3_INTERVAL", Some("1")),
+        ("FRAME_L3_GROUP_SIZE", Some("3")),
+        ("FRAME_L3_PARITY", Some("1")),
+        ("RUST_LOG", Some("frame=info")),
+        ("FRAME_METRICS_FILE", metrics.to_str()),
+    ];
+    let shape = [
+        "--nodes",
+        "3",
+        "--ranks-per-node",
+        "2",
+        "--spare-nodes",
+        "1",
+    ];
+    let spawn = |args: &[&str], heat2d: &[&str]| {
+        let mut cmd = frame_run_command(dir.path(), args, &program, heat2d, &env);
+        Watched::spawn(&mut cmd)
+    };
+    let (ok, out) = spawn(&shape, &GRID).finish(DEADLINE);
+    assert!(ok, "{out}");
+    let want = final_checksum(&out);
+    let args = [&shape[..], &["--recovery", "logged"]].concat();
+    let heat2d = [&GRID[..], &["--hold-at", "140"]].concat();
+    let job = spawn(&args, &heat2d);
+    let wait = Duration::from_secs(120);
+    // Every member's parity of checkpoint 5 is written.
+    let written = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    job.wait_until(
+        "with every node's parity of checkpoint 5",
+        |line| {
+            if line.contains("parity written") && line.contains("checkpoint=5 ") {
+                let node = line.split("node=").nth(1).unwrap_or("").to_string();
+                written.borrow_mut().insert(node);
+            }
+            written.borrow().len() == 3
+        },
+        wait,
+    );
+    assert!(common::kill_node(dir.path(), 1), "node 1 not found");
+    let (status, out) = job.finish_status(DEADLINE);
+    let job = finished_run(dir.path(), status, out);
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(final_checksum(&job.out), want, "{}", job.out);
+    assert!(!job.out.contains("restarting globally"), "{}", job.out);
+    assert_eq!(
+        restored(&job.out),
+        [(2, "L3".to_string()), (3, "L3".to_string())],
+        "{}",
+        job.out
+    );
+    assert_eq!(ranks_of(&job, "rejoin"), [2, 3], "{}", job.out);
+    assert_eq!(ranks_of(&job, "idle"), [0, 1, 4, 5], "{}", job.out);
+}

@@ -92,6 +92,10 @@ pub(crate) struct Go {
     /// failure).
     #[serde(default)]
     pub stand_in: Option<Box<frame::comm::StandIn>>,
+    /// Every failed node a spare node stood in for in a logged recovery
+    /// so far, and that spare (see [`frame::comm::Failures::stood_in`]).
+    #[serde(default)]
+    pub stood_in: std::collections::BTreeMap<u32, u32>,
 }
 
 /// What a daemon tells the root.

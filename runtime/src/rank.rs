@@ -115,6 +115,7 @@ where
                 committed: go.committed,
                 rejoin: go.rejoin,
                 stand_in: go.stand_in.as_deref().cloned(),
+                stood_in: go.stood_in.clone(),
             })
             .with_commit_notes(agent.commit_notes())
             .with_runtime_node(frame::internals::node::RuntimeNode {

@@ -138,7 +138,7 @@ where
                 nodes: standing.failed_nodes,
                 committed: None,
                 rejoin: false,
-                stand_in: None,
+                ..Failures::default()
             },
         ),
         None => match first_job(world, options) {
@@ -322,7 +322,7 @@ where
             nodes: repair.failed_nodes,
             committed: None,
             rejoin: false,
-            stand_in: None,
+            ..Failures::default()
         };
     };
     if !died {

@@ -14,7 +14,10 @@
 //! failed nodes of the REINIT, through [`Comm::failures`](crate::comm::Comm::failures)),
 //! the nodes of a recorded layout that hold no rank now (an earlier
 //! failure, or a job redeployed on other nodes), and the nodes whose
-//! storage came back empty (a redeployed node that lost its files).
+//! storage came back empty (a redeployed node that lost its files). It
+//! names nodes as the layouts do: a node a spare stood in for in a logged
+//! recovery lives on where the spare does, which keeps what was promoted
+//! under the failed node's id.
 
 use super::Checkpointer;
 use crate::comm::Failures;
@@ -177,6 +180,7 @@ impl Checkpointer<'_> {
                     .map(|r| erasure::Offer {
                         own: only(&r.erasure.own),
                         node: r.erasure.node,
+                        stood_in_for: r.erasure.stood_in_for.clone(),
                         kept: r
                             .erasure
                             .kept
@@ -238,23 +242,35 @@ impl Checkpointer<'_> {
     }
 }
 
-/// The failed nodes: the runtime's, the recorded layouts' nodes that hold
-/// no rank now, and the nodes whose storage is empty.
+/// The failed nodes, by the ids the checkpoints' layouts use: the
+/// runtime's, the nodes whose storage is empty, and the layouts' nodes
+/// that hold no rank now. A node a spare stood in for is as alive as the
+/// spare: its storage (what was promoted while the spare stood in) is
+/// there.
 fn failure_topology(reports: &[Report], from_runtime: &Failures) -> Failure {
+    let keeper = |n: u32| from_runtime.stood_in.get(&n).copied().unwrap_or(n);
     let now: BTreeSet<u32> = reports.iter().map(|r| r.node).collect();
-    let mut nodes: BTreeSet<u32> = from_runtime.nodes.iter().copied().collect();
-    for c in reports.iter().flat_map(|r| &r.commits) {
-        if let Some(layout) = &c.layout {
-            nodes.extend(layout.placement.iter().filter(|n| !now.contains(n)));
-        }
-    }
-    // A node's lowest rank speaks for its storage.
+    // The nodes whose storage is gone; a node's lowest rank speaks for it.
+    let mut gone: BTreeSet<u32> = from_runtime.nodes.iter().copied().collect();
     let mut seen = BTreeSet::new();
     for r in reports {
         if seen.insert(r.node) && r.empty {
-            nodes.insert(r.node);
+            gone.insert(r.node);
         }
     }
+    let mut named: BTreeSet<u32> = now.union(&gone).copied().collect();
+    for c in reports.iter().flat_map(|r| &r.commits) {
+        if let Some(layout) = &c.layout {
+            named.extend(&layout.placement);
+        }
+    }
+    let nodes = named
+        .into_iter()
+        .filter(|n| {
+            let at = keeper(*n);
+            gone.contains(&at) || !now.contains(&at)
+        })
+        .collect();
     Failure {
         nodes,
         ranks: from_runtime.ranks.iter().copied().collect(),
@@ -316,3 +332,6 @@ fn committed(
     }
     out
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,18 +1,18 @@
-//! The pieces of a level-3 rebuild that move bytes: reading a group
-//! member's shards a window at a time, and cutting the blobs being
-//! decoded back into the files of their ranks as they come.
+//! The pieces of a level-3 rebuild that move bytes: the windows a group
+//! member's shards are moved in (read by
+//! [`ShardReader`](crate::level::erasure::ShardReader)), and cutting the
+//! blobs being decoded back into the files of their ranks as they come.
 //!
 //! A decoder never holds more than one window of every member's shard of
 //! one stripe, and the windows it decoded; see
 //! [`rebuild`](super::rebuild) for the exchange.
 
 use crate::format::Metadata;
-use crate::level::erasure::{Blob, BlobEntry, ErasureStore, GroupManifest, ParityKey, Stripes};
-use crate::level::{Level, Pieces};
-use std::collections::BTreeMap;
+use crate::level::erasure::BlobEntry;
+use crate::level::Level;
 
 /// Bytes of a shard moved and decoded at a time.
-pub(super) const WINDOW: u64 = 4 << 20;
+pub(crate) const WINDOW: u64 = 4 << 20;
 
 /// The windows of a shard of `piece` bytes: (offset, length).
 pub(super) fn windows(piece: u64) -> impl Iterator<Item = (u64, usize)> {
@@ -20,76 +20,6 @@ pub(super) fn windows(piece: u64) -> impl Iterator<Item = (u64, usize)> {
         let at = i * WINDOW;
         (at, WINDOW.min(piece - at) as usize)
     })
-}
-
-/// A group member's shards of some stripes, read a window at a time: the
-/// pieces of its blob, or the parity shards it holds.
-pub(super) struct ShardReader {
-    blob: Blob,
-    parity: BTreeMap<usize, Pieces>,
-    stripes: Stripes,
-    pos: usize,
-    piece: u64,
-}
-
-impl ShardReader {
-    /// Opens position `pos`'s shards of `stripes` of group `m`.
-    pub(super) fn open(
-        store: &ErasureStore,
-        m: &GroupManifest,
-        pos: usize,
-        stripes: &[usize],
-    ) -> Result<Self, String> {
-        let s = Stripes {
-            g: m.nodes.len(),
-            p: m.parity as usize,
-        };
-        let ranks: Vec<u32> = m
-            .blobs
-            .get(pos)
-            .map(|b| b.iter().map(|e| e.rank).collect())
-            .unwrap_or_default();
-        let (blob, _) = store
-            .blob(m.checkpoint_id, &ranks)
-            .map_err(|e| e.to_string())?;
-        let mut parity = BTreeMap::new();
-        for &t in stripes {
-            if let Some(j) = s.parity_index(t, pos) {
-                let key = ParityKey {
-                    stripe: t as u32,
-                    index: j as u32,
-                };
-                let file = store
-                    .open_parity(m.checkpoint_id, key, m.piece)
-                    .map_err(|e| e.to_string())?;
-                parity.insert(t, file);
-            }
-        }
-        Ok(Self {
-            blob,
-            parity,
-            stripes: s,
-            pos,
-            piece: m.piece,
-        })
-    }
-
-    /// Fills `buf` with the window at `offset` of this member's shard of
-    /// stripe `t`.
-    pub(super) fn read(&self, t: usize, offset: u64, buf: &mut [u8]) -> Result<(), String> {
-        if let Some(file) = self.parity.get(&t) {
-            return file.read_at(buf, offset).map_err(|e| e.to_string());
-        }
-        let q = self
-            .stripes
-            .data_stripes(self.pos)
-            .iter()
-            .position(|x| *x == t)
-            .ok_or_else(|| format!("position {} has no shard in stripe {t}", self.pos))?;
-        self.blob
-            .read_at(buf, q as u64 * self.piece + offset)
-            .map_err(|e| e.to_string())
-    }
 }
 
 /// What a [`Splitter`] found in the bytes fed to it.

@@ -393,6 +393,16 @@ impl Checkpointer<'_> {
     pub(super) fn is_node_leader(&self) -> bool {
         self.levels.as_ref().map(|l| l.is_leader()).unwrap_or(false)
     }
+
+    /// The failed nodes this rank's node stood in for (their ids name it
+    /// in what was promoted meanwhile).
+    pub(super) fn stood_in_for(&self) -> Vec<u32> {
+        let here = self.comm.node();
+        let stood_in = self.comm.failures().stood_in;
+        (stood_in.into_iter())
+            .filter_map(|(failed, spare)| (spare == here).then_some(failed))
+            .collect()
+    }
 }
 
 /// A file arriving from rank `from`, `len` bytes announced, as the pieces

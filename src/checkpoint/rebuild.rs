@@ -9,10 +9,11 @@
 //! [`AHEAD`] at once, then one per credit the decoder returns as it
 //! consumes one. Nothing in the exchange grows with the checkpoint.
 
-use super::decode::{self, Cut, ShardReader, Splitter};
+use super::decode::{self, Cut, Splitter};
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
 use crate::error::Result;
+use crate::level::erasure::ShardReader;
 use crate::level::erasure::{Codec, ErasureStore, GroupManifest, ParityKey, Stripes};
 use crate::recovery::erasure::{self, Decode, Kept, Offer};
 use crate::recovery::Inventory;
@@ -54,6 +55,7 @@ impl Checkpointer<'_> {
         let mut offer = Offer {
             own: l1.valid.iter().map(|h| (h.id, h.stamp)).collect(),
             node: self.comm.node(),
+            stood_in_for: self.stood_in_for(),
             kept: Vec::new(),
             committed: Vec::new(),
         };

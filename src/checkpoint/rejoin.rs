@@ -11,7 +11,8 @@
 //! A replacement on a spare node, whose failed rank's node died with its
 //! level 1 ([`Failures::stand_in`]), first brings that checkpoint from the
 //! level-2 copy the failed node's partner keeps, through that node's
-//! manager, and goes on as above.
+//! manager, or else decodes it from the failed node's level-3 group
+//! (`rejoin/group.rs`), and goes on as above.
 //!
 //! With levels 2 and 4 the replacement takes up the ranks' promotion
 //! bookkeeping saved with the checkpoint (see `promotion/state.rs`),
@@ -37,6 +38,8 @@ use crate::metrics::{process_cpu_time, Record, RejoinRecord};
 use crate::topology::Topology;
 use std::time::Instant;
 
+mod group;
+
 /// A replacement that rejoined and has not caught up yet: the checkpoint
 /// it restored, when it was back at it (wall clock and the process's CPU
 /// time) and how long restoring took.
@@ -46,6 +49,14 @@ pub(super) struct Rejoined {
     back: Instant,
     back_cpu: std::time::Duration,
     restore: std::time::Duration,
+}
+
+/// Why a fetch failed, without the checkpoint's id (said once).
+fn reason_of(e: Error) -> String {
+    match e {
+        Error::Unreadable { reason, .. } => reason,
+        other => other.to_string(),
+    }
 }
 
 /// A replacement that cannot rejoin asks for a global recovery instead
@@ -84,7 +95,14 @@ impl Checkpointer<'_> {
         let mut inventory = self.store.inventory();
         let mut newest = inventory.valid.iter().map(|h| h.id).max();
         if let Some(stand_in) = failures.stand_in.filter(|_| newest < Some(committed)) {
-            self.fetch_from_partner(committed, &stand_in)?;
+            if let Err(l2) = self.fetch_from_partner(committed, &stand_in) {
+                tracing::info!(checkpoint = committed, reason = %l2, "no level-2 copy; decoding from level 3");
+                self.fetch_from_group(committed, &stand_in)
+                    .map_err(|l3| Error::Unreadable {
+                        id: committed,
+                        reason: format!("{} (level 2); {} (level 3)", reason_of(l2), reason_of(l3)),
+                    })?;
+            }
             inventory = self.store.inventory();
             newest = inventory.valid.iter().map(|h| h.id).max();
         }

@@ -130,6 +130,11 @@ pub struct Failures {
     /// Such a replacement started on a spare node, its failed rank's node
     /// gone with its storage (a logged recovery of a node failure).
     pub stand_in: Option<StandIn>,
+    /// Failed nodes whose place a spare node took in a logged recovery,
+    /// and that spare node, for the job so far: the checkpoints promoted
+    /// while it stood in name the failed node in their layouts, and their
+    /// copies are on the spare node.
+    pub stood_in: std::collections::BTreeMap<u32, u32>,
 }
 
 /// A replacement started on another node than its failed rank's, which

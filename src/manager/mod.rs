@@ -25,6 +25,7 @@ mod parity;
 mod promote;
 pub(crate) mod proto;
 mod serve;
+pub(crate) mod shard_back;
 pub(crate) mod task;
 #[cfg(test)]
 mod tests;
@@ -277,8 +278,9 @@ impl Shared {
             .try_for_each(|key| store.seal_parity(id, *key, piece))
             .and_then(|()| store.write_manifest(&ready.manifest));
         let result = written.map_err(|e| e.to_string());
-        if let Err(e) = &result {
-            tracing::warn!(checkpoint = id, error = %e, "could not write parity");
+        match &result {
+            Ok(()) => tracing::info!(checkpoint = id, node = self.opts.node, "parity written"),
+            Err(e) => tracing::warn!(checkpoint = id, error = %e, "could not write parity"),
         }
         self.lock().parity.written(job_id, id, result);
         self.changed.notify_all();

@@ -12,6 +12,7 @@ use super::task::{Progress, Task};
 use crate::auth::{self, Channel, Secret};
 use crate::comm::net::Endpoint;
 use crate::format::Metadata;
+use crate::level::erasure::GroupManifest;
 use crate::level::Level;
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
@@ -78,6 +79,18 @@ pub enum Request {
         /// Ranks in the job.
         world: u32,
     },
+    /// Send back the level-3 group manifest this node keeps of checkpoint
+    /// `id` and, with a window, those bytes of one of its shards (see
+    /// `shard_back.rs`): answered by [`Reply::Shard`], the bytes its
+    /// payload, or by an error.
+    Shard {
+        /// Job id.
+        job_id: String,
+        /// Checkpoint id.
+        id: u64,
+        /// Which bytes (none: the manifest alone).
+        window: Option<ShardWindow>,
+    },
     /// A group member's blob layout, for level 3.
     Layout {
         /// Job id.
@@ -85,6 +98,21 @@ pub enum Request {
         /// The layout.
         layout: Box<Layout>,
     },
+}
+
+/// Bytes of a level-3 shard a [`Request::Shard`] asks for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardWindow {
+    /// The group's member nodes, as its manifest names them.
+    pub nodes: Vec<u32>,
+    /// The group position whose shard it is (the node's own).
+    pub pos: u32,
+    /// The stripe.
+    pub stripe: u32,
+    /// Where in the shard the bytes start.
+    pub offset: u64,
+    /// How many (at most [`DATA_PIECE`]).
+    pub len: u32,
 }
 
 /// What a [`Request::Put`] carries.
@@ -216,6 +244,9 @@ pub enum Reply {
     Copy(Box<Metadata>),
     /// A piece of the bytes of a [`Reply::Copy`] (the payload).
     Data,
+    /// The manifest a [`Request::Shard`] asked about; the window's bytes
+    /// are the payload.
+    Shard(Box<GroupManifest>),
 }
 
 /// Splits a frame into its header and payload.

@@ -263,6 +263,12 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 None
             }
+            Request::Shard { job_id, id, window } => {
+                if !super::shard_back::give(&mut conn, &shared, job_id, id, window).await {
+                    return;
+                }
+                None
+            }
             Request::End => {
                 let Some(inc) = incoming.take() else {
                     return;
@@ -337,9 +343,11 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
             Ok(()) => Reply::Ok,
             Err(e) => Reply::Error(e),
         },
-        Request::Put { .. } | Request::Data | Request::End | Request::Get { .. } => {
-            Reply::Error("unexpected data frame".into())
-        }
+        Request::Put { .. }
+        | Request::Data
+        | Request::End
+        | Request::Get { .. }
+        | Request::Shard { .. } => Reply::Error("unexpected data frame".into()),
     })
     .await;
     done.unwrap_or_else(|e| Reply::Error(e.to_string()))

@@ -189,3 +189,62 @@ fn a_kept_copy_comes_back_bit_for_bit_in_pieces() {
     };
     assert!(missing.0.contains("rank 0's checkpoint 2"), "{}", missing.0);
 }
+
+/// A manager gives level-3 shards only within what its manifest says:
+/// the manifest alone, and windows of its group, at most a data frame
+/// long and inside a shard; anything else is refused with the reason.
+#[test]
+fn shard_requests_are_bounded_by_the_manifest() {
+    use super::proto::{ShardWindow, DATA_PIECE};
+    use crate::auth::Secret;
+    use crate::level::erasure::{ErasureStore, GroupManifest};
+    let dir = tempfile::tempdir().unwrap();
+    let secret = Secret::generate().unwrap();
+    let listen = super::inline::Listen::Local;
+    let manager = super::inline::ensure(
+        "job",
+        0,
+        dir.path(),
+        &listen,
+        &secret,
+        1,
+        crate::config::WhenFull::Wait,
+    )
+    .unwrap();
+    let mut client = super::Client::connect(manager.endpoint(), &secret).unwrap();
+    let none = client.get_shard("job", 4, None).unwrap_err();
+    assert!(none.0.contains("no level-3 data"), "{}", none.0);
+    let m = GroupManifest {
+        job_id: "job".into(),
+        checkpoint_id: 4,
+        stamp: 1,
+        nodes: vec![0, 1, 2],
+        parity: 1,
+        piece: 1 << 30,
+        blobs: vec![Vec::new(); 3],
+    };
+    let store = ErasureStore::open(dir.path(), "job", 0).unwrap();
+    store.write_manifest(&m).unwrap();
+    let (got, bytes) = client.get_shard("job", 4, None).unwrap();
+    assert_eq!((got, bytes.len()), (m.clone(), 0));
+    let window = |nodes: Vec<u32>, pos, offset, len| ShardWindow {
+        nodes,
+        pos,
+        stripe: 0,
+        offset,
+        len,
+    };
+    let refused = [
+        (window(vec![0, 1, 3], 0, 0, 8), "its group is of nodes"),
+        (window(vec![0, 1, 2], 3, 0, 8), "the group has 3"),
+        (
+            window(vec![0, 1, 2], 0, 0, DATA_PIECE as u32 + 1),
+            "at most",
+        ),
+        (window(vec![0, 1, 2], 0, (1 << 30) - 4, 8), "of a shard of"),
+    ];
+    for (w, why) in refused {
+        let e = client.get_shard("job", 4, Some(w.clone())).unwrap_err();
+        assert!(e.0.contains(why), "{w:?}: {}", e.0);
+    }
+}

@@ -30,6 +30,11 @@ pub(crate) struct Offer {
     pub own: Vec<(u64, u64)>,
     /// Its node (meaningful with `kept`).
     pub node: u32,
+    /// The failed nodes whose place its node took (a spare that stood in
+    /// during a logged recovery): the groups promoted meanwhile name it by
+    /// their ids.
+    #[serde(default)]
+    pub stood_in_for: Vec<u32>,
     /// What its node keeps (offered by the node's lowest rank only),
     /// committed or not.
     pub kept: Vec<Kept>,
@@ -120,7 +125,8 @@ pub(crate) fn plan(offers: &[Offer], excluded: &[u64]) -> Option<ErasurePlan> {
                 .iter()
                 .filter(|k| k.manifest.checkpoint_id == id && k.manifest.stamp == stamp)
             {
-                let Some(pos) = k.manifest.nodes.iter().position(|n| *n == o.node) else {
+                let named = |n: &u32| *n == o.node || o.stood_in_for.contains(n);
+                let Some(pos) = k.manifest.nodes.iter().position(named) else {
                     continue;
                 };
                 let i = match groups.iter().position(|(m, _)| m.nodes == k.manifest.nodes) {

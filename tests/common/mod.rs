@@ -718,7 +718,18 @@ impl Watched {
     /// Waits for the job to end (failing after `deadline`): its status and
     /// output.
     pub fn finish_status(mut self, deadline: Duration) -> (ExitStatus, String) {
-        let status = self.guard.wait(deadline);
+        let status = match self.guard.child.wait_timeout(deadline).expect("wait") {
+            Some(status) => status,
+            None => {
+                let pid = self.pid();
+                let _ = self.guard.child.kill();
+                let _ = self.guard.child.wait();
+                panic!(
+                    "job {pid} did not end within {deadline:?}:\n{}",
+                    self.output()
+                );
+            }
+        };
         for r in self.readers.drain(..) {
             let _ = r.join();
         }

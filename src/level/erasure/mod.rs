@@ -22,8 +22,10 @@
 //! own terms ([`Codec::contribution`]) and sends them to the holders, which
 //! add them up ([`Codec::add`]); no node needs another's data to encode.
 
+mod shard;
 mod store;
 
+pub(crate) use shard::ShardReader;
 pub use store::{is_parity_file, parity_file, Blob, ErasureStore, ParityKey, MANIFEST};
 
 use reed_solomon_erasure::galois_8::{self, ReedSolomon};

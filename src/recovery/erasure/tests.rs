@@ -55,6 +55,7 @@ fn a_lost_node_is_decoded_by_the_lowest_surviving_rank() {
         node: 0,
         kept: vec![kept(&m, 0)],
         committed: vec![],
+        ..Offer::default()
     };
     offers[1].own = vec![(3, 7)];
     offers[2].node = 9;
@@ -64,6 +65,7 @@ fn a_lost_node_is_decoded_by_the_lowest_surviving_rank() {
         node: 2,
         kept: vec![kept(&m, 2)],
         committed: vec![],
+        ..Offer::default()
     };
     offers[5].own = vec![(3, 7)];
     let p = plan(&offers, &[]).unwrap();
@@ -86,6 +88,7 @@ fn two_lost_nodes_of_a_single_parity_group_are_not_recoverable() {
         node: 0,
         kept: vec![kept(&m, 0)],
         committed: vec![],
+        ..Offer::default()
     };
     assert_eq!(plan(&offers, &[]), None);
     // A rank whose own level-1 file is damaged gets it from its node.
@@ -94,12 +97,14 @@ fn two_lost_nodes_of_a_single_parity_group_are_not_recoverable() {
         node: 1,
         kept: vec![kept(&m, 1)],
         committed: vec![],
+        ..Offer::default()
     };
     offers[2] = Offer {
         own: vec![(3, 7)],
         node: 2,
         kept: vec![],
         committed: vec![],
+        ..Offer::default()
     };
     let p = plan(&offers, &[]).unwrap();
     assert_eq!(p.direct, vec![(1, 1)]);
@@ -120,6 +125,7 @@ fn kept_data_counts_when_any_node_committed_its_checkpoint() {
         node: 1,
         kept: vec![kept(&m, 1)],
         committed: vec![],
+        ..Offer::default()
     };
     offers[3].own = vec![(3, 7)];
     offers[4] = Offer {
@@ -127,6 +133,7 @@ fn kept_data_counts_when_any_node_committed_its_checkpoint() {
         node: 2,
         kept: vec![kept(&m, 2)],
         committed: vec![(3, 7)],
+        ..Offer::default()
     };
     offers[5].own = vec![(3, 7)];
     let mut filtered = offers.clone();
@@ -139,5 +146,42 @@ fn kept_data_counts_when_any_node_committed_its_checkpoint() {
     offers[4].committed = vec![(3, 8)];
     retain_committed(&mut offers);
     assert!(offers.iter().all(|o| o.kept.is_empty()));
+    assert_eq!(plan(&offers, &[]), None);
+}
+
+#[test]
+fn a_spare_that_stood_in_for_a_node_offers_its_position() {
+    // Group 0,1,2 promoted while spare node 7 stood in for node 1 (the
+    // manifest names node 1); node 0 is lost now, its ranks on node 8.
+    let m = manifest(vec![0, 1, 2], vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+    let mut offers = vec![Offer::default(); 6];
+    offers[0].node = 8;
+    offers[1].node = 8;
+    offers[2] = Offer {
+        own: vec![(3, 7)],
+        node: 7,
+        stood_in_for: vec![1],
+        kept: vec![kept(&m, 1)],
+        committed: vec![],
+    };
+    offers[3] = Offer {
+        own: vec![(3, 7)],
+        node: 7,
+        ..Offer::default()
+    };
+    offers[4] = Offer {
+        own: vec![(3, 7)],
+        node: 2,
+        kept: vec![kept(&m, 2)],
+        ..Offer::default()
+    };
+    offers[5].own = vec![(3, 7)];
+    let p = plan(&offers, &[]).unwrap();
+    assert_eq!(p.decode.len(), 1);
+    assert_eq!(p.decode[0].present, vec![(1, 2), (2, 4)]);
+    assert_eq!(p.decode[0].targets, vec![0, 1]);
+    // Without the stand-in, node 7's position is unknown: too little
+    // survives.
+    offers[2].stood_in_for.clear();
     assert_eq!(plan(&offers, &[]), None);
 }

@@ -25,6 +25,7 @@ impl Cluster<'_> {
             rejoin: false,
             helpers: Vec::new(),
             stand_in: None,
+            stood_in: self.logged.stood_in.clone(),
         };
         self.broadcast(&ToDaemon::Go(go)).await;
         self.started = true;

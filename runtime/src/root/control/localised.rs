@@ -62,6 +62,10 @@ pub(super) struct Logged {
     known: Vec<u32>,
     /// Nodes (as the ranks know them) now run by a spare node.
     moved: BTreeMap<u32, u32>,
+    /// Every node a spare node stood in for, and the spare, for the whole
+    /// job: the checkpoints promoted meanwhile name the failed node, and
+    /// the spare keeps their copies (a later global restart looks there).
+    pub(super) stood_in: BTreeMap<u32, u32>,
 }
 
 impl Default for Logged {
@@ -77,6 +81,7 @@ impl Default for Logged {
             teams: BTreeMap::new(),
             known: Vec::new(),
             moved: BTreeMap::new(),
+            stood_in: BTreeMap::new(),
         }
     }
 }
@@ -169,6 +174,7 @@ impl Cluster<'_> {
                     .and_then(|r| self.logged.known.get(*r as usize))
                 {
                     self.logged.moved.insert(known, spare);
+                    self.logged.stood_in.insert(known, spare);
                 }
                 self.logged.lost_nodes.insert(node);
                 (ranks, vec![node], at_ns)
@@ -285,6 +291,7 @@ impl Cluster<'_> {
             rejoin: true,
             helpers: self.helpers_of(rank),
             stand_in: self.stand_in(rank).map(Box::new),
+            stood_in: self.logged.stood_in.clone(),
         };
         let node = self.placement[rank as usize];
         self.send(node, &ToDaemon::Release { rank, go }).await;
