@@ -265,18 +265,31 @@ fn a_global_restart_after_a_stand_in_finds_the_copies_on_the_spare() {
 }
 
 /// Level 3 without level 2: three nodes of two ranks in one group of
-/// parity 1, and a spare node. Node 1 dies before step 140 once
-/// checkpoint 5 committed at level 3. Its ranks start again on the spare
-/// and each decodes its own file of checkpoint 5 from the shards nodes 0
-/// and 2 keep, through their managers, while those nodes' ranks wait
-/// without rolling back; the run ends bit for bit, with no global
-/// restart.
+/// parity 1, and a spare node. Node 1 dies before step 140 once every
+/// node wrote its parity of checkpoint 5. Its ranks start again on the
+/// spare and each decodes its own file of checkpoint 5 from the shards
+/// nodes 0 and 2 keep, through their managers, while those nodes' ranks
+/// wait without rolling back; the run ends bit for bit, with no global
+/// restart. Twice: small files (one window of one piece each), and files
+/// of 4.4 MB (a node's blob cut in two pieces of more than one 4 MiB
+/// window: rank 3's file starts in the first piece and ends in the
+/// second).
 #[test]
 fn a_lost_node_is_a_logged_recovery_from_its_groups_parity() {
     let _g = serial();
-    let dir = scratch();
+    let large = [
+        "--nx", "2048", "--ny", "1600", "--steps", "300", "--every", "25",
+    ];
+    for grid in [GRID, large] {
+        let dir = scratch();
+        lose_node_with_level_3(dir.path(), &grid);
+    }
+}
+
+/// heat2d on `grid` loses node 1 with level 3 alone (see above).
+fn lose_node_with_level_3(dir: &Path, grid: &[&str]) {
     let program = example("heat2d");
-    let metrics = dir.path().join("metrics.jsonl");
+    let metrics = dir.join("metrics.jsonl");
     let env = [
         ("FRAME_L2_INTERVAL", Some("0")),
         ("FRAME_L3_INTERVAL", Some("1")),
@@ -294,14 +307,15 @@ fn a_lost_node_is_a_logged_recovery_from_its_groups_parity() {
         "1",
     ];
     let spawn = |args: &[&str], heat2d: &[&str]| {
-        let mut cmd = frame_run_command(dir.path(), args, &program, heat2d, &env);
+        let mut cmd = frame_run_command(dir, args, &program, heat2d, &env);
         Watched::spawn(&mut cmd)
     };
-    let (ok, out) = spawn(&shape, &GRID).finish(DEADLINE);
+    let (ok, out) = spawn(&shape, grid).finish(DEADLINE);
     assert!(ok, "{out}");
     let want = final_checksum(&out);
+    let _ = std::fs::remove_file(&metrics);
     let args = [&shape[..], &["--recovery", "logged"]].concat();
-    let heat2d = [&GRID[..], &["--hold-at", "140"]].concat();
+    let heat2d = [grid, &["--hold-at", "140"]].concat();
     let job = spawn(&args, &heat2d);
     let wait = Duration::from_secs(120);
     // Every member's parity of checkpoint 5 is written.
@@ -317,9 +331,9 @@ fn a_lost_node_is_a_logged_recovery_from_its_groups_parity() {
         },
         wait,
     );
-    assert!(common::kill_node(dir.path(), 1), "node 1 not found");
+    assert!(common::kill_node(dir, 1), "node 1 not found");
     let (status, out) = job.finish_status(DEADLINE);
-    let job = finished_run(dir.path(), status, out);
+    let job = finished_run(dir, status, out);
     assert!(job.status.success(), "{}", job.out);
     assert_eq!(final_checksum(&job.out), want, "{}", job.out);
     assert!(!job.out.contains("restarting globally"), "{}", job.out);

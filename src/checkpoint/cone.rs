@@ -74,6 +74,14 @@ impl ConeRole {
             Self::Idle => "idle",
         }
     }
+
+    /// The iterations this role recomputes.
+    pub fn steps(self) -> u32 {
+        match self {
+            Self::Restored(n) | Self::Recompute(n) => n,
+            Self::Supply | Self::Idle => 0,
+        }
+    }
 }
 
 /// This rank's part in an agreed cone recovery. Iterations are numbered
@@ -121,10 +129,7 @@ impl ConePart {
 
     /// Iterations this rank recomputes.
     pub fn steps(&self) -> u32 {
-        match self.role {
-            ConeRole::Restored(n) | ConeRole::Recompute(n) => n,
-            ConeRole::Supply | ConeRole::Idle => 0,
-        }
+        self.role.steps()
     }
 
     /// Rounds this rank takes part in: its steps, and one more if a rank
@@ -243,10 +248,7 @@ impl Checkpointer<'_> {
         let readers = (0..offers.len())
             .filter(|q| offers[*q].neighbours.contains(&me))
             .map(|q| (q, role_of(&plan, q, offers[q].live.is_some())))
-            .map(|(q, r)| match r {
-                ConeRole::Restored(n) | ConeRole::Recompute(n) => (q, n),
-                ConeRole::Supply | ConeRole::Idle => (q, 0),
-            })
+            .map(|(q, r)| (q, r.steps()))
             .collect();
         let record = self.cfg.metrics_file().map(|p| {
             let failures = self.comm.failures();
@@ -257,10 +259,7 @@ impl Checkpointer<'_> {
                     epoch: failures.epoch,
                     rank: me as u32,
                     role: role.name().into(),
-                    steps: match role {
-                        ConeRole::Restored(n) | ConeRole::Recompute(n) => n,
-                        _ => 0,
-                    },
+                    steps: role.steps(),
                     checkpoint: id,
                     from: plan.from,
                     target: plan.target,
