@@ -51,14 +51,6 @@ pub(super) struct Rejoined {
     restore: std::time::Duration,
 }
 
-/// Why a fetch failed, without the checkpoint's id (said once).
-fn reason_of(e: Error) -> String {
-    match e {
-        Error::Unreadable { reason, .. } => reason,
-        other => other.to_string(),
-    }
-}
-
 /// A replacement that cannot rejoin asks for a global recovery instead
 /// (and fails with its interrupt); without a runtime that does that, it
 /// fails with `error`.
@@ -97,11 +89,15 @@ impl Checkpointer<'_> {
         if let Some(stand_in) = failures.stand_in.filter(|_| newest < Some(committed)) {
             if let Err(l2) = self.fetch_from_partner(committed, &stand_in) {
                 tracing::info!(checkpoint = committed, reason = %l2, "no level-2 copy; decoding from level 3");
-                self.fetch_from_group(committed, &stand_in)
-                    .map_err(|l3| Error::Unreadable {
+                if let Err(l3) = self.fetch_from_group(committed, &stand_in) {
+                    return Err(Error::Unreadable {
                         id: committed,
-                        reason: format!("{} (level 2); {} (level 3)", reason_of(l2), reason_of(l3)),
-                    })?;
+                        reason: format!(
+                            "node {} died with it; level 2: {l2}; level 3: {l3}",
+                            stand_in.node
+                        ),
+                    });
+                }
             }
             inventory = self.store.inventory();
             newest = inventory.valid.iter().map(|h| h.id).max();
@@ -134,60 +130,47 @@ impl Checkpointer<'_> {
     /// A replacement on a spare node, its failed rank's node gone with its
     /// level 1: brings checkpoint `id` into level 1 from the level-2 copy
     /// the failed node's partner keeps, through that node's manager (see
-    /// `manager/copy_back.rs`), checked as it is installed.
-    fn fetch_from_partner(&mut self, id: u64, stand_in: &StandIn) -> Result<()> {
+    /// `manager/copy_back.rs`), checked as it is installed; or why not.
+    fn fetch_from_partner(&mut self, id: u64, stand_in: &StandIn) -> Result<(), String> {
         let rank = self.comm.rank() as u32;
-        let lost = |why: String| Error::Unreadable {
-            id,
-            reason: format!("node {} died with it, and {why}", stand_in.node),
-        };
         if self.cfg.l2.interval.is_zero() {
-            return Err(lost(format!(
+            return Err(format!(
                 "no copy of it is kept on another node: {}",
                 self.cfg.describe("l2.interval")
-            )));
+            ));
         }
         let topology = Topology::new(
             stand_in.placement.clone(),
             self.cfg.l3.group_size,
             self.cfg.l3.parity,
         )
-        .map_err(|e| lost(format!("the job's placement is unusable: {e}")))?;
+        .map_err(|e| format!("the job's placement is unusable: {e}"))?;
         let partner = topology
             .partner(stand_in.node)
-            .ok_or_else(|| lost("the job ran on a single node".into()))?;
+            .ok_or_else(|| "the job ran on a single node".to_string())?;
         let endpoint = stand_in
             .managers
             .get(&partner)
-            .ok_or_else(|| lost(format!("no manager is known for node {partner}")))?;
+            .ok_or_else(|| format!("no manager is known for node {partner}"))?;
         let secret = (self.comm.place().runtime)
             .map(|r| r.secret)
-            .ok_or_else(|| lost("no runtime gave the job's secret".into()))?;
+            .ok_or_else(|| "no runtime gave the job's secret".to_string())?;
         let started = Instant::now();
         let mut client = Client::connect(endpoint, &secret)
-            .map_err(|e| lost(format!("node {partner}'s manager cannot be reached: {e}")))?;
+            .map_err(|e| format!("node {partner}'s manager cannot be reached: {e}"))?;
         let world = self.comm.size() as u32;
-        let (meta, mut arriving) =
-            client
-                .get_copy(&self.cfg.job.id, id, rank, world)
-                .map_err(|e| {
-                    lost(format!(
-                        "node {partner} cannot give its level-2 copy: {}",
-                        e.0
-                    ))
-                })?;
+        let (meta, mut arriving) = client
+            .get_copy(&self.cfg.job.id, id, rank, world)
+            .map_err(|e| format!("node {partner} cannot give its level-2 copy: {}", e.0))?;
         if (meta.checkpoint_id, meta.rank) != (id, rank) {
-            return Err(lost(format!(
+            return Err(format!(
                 "node {partner} gave checkpoint {} of rank {}",
                 meta.checkpoint_id, meta.rank
-            )));
+            ));
         }
-        self.store.install_from(&meta, &mut arriving).map_err(|e| {
-            lost(format!(
-                "its level-2 copy from node {partner} failed: {}",
-                e.0
-            ))
-        })?;
+        self.store
+            .install_from(&meta, &mut arriving)
+            .map_err(|e| format!("its level-2 copy from node {partner} failed: {}", e.0))?;
         self.stats.fetch_time += started.elapsed();
         self.stats.recovered_from = Some(Level::L2);
         tracing::info!(

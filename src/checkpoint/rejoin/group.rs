@@ -13,7 +13,6 @@
 use super::super::decode::WINDOW;
 use super::super::Checkpointer;
 use crate::comm::StandIn;
-use crate::error::{Error, Result};
 use crate::format::Metadata;
 use crate::level::erasure::{Codec, GroupManifest, Stripes};
 use crate::level::stream::PieceSource;
@@ -27,50 +26,43 @@ use std::time::Instant;
 impl Checkpointer<'_> {
     /// Brings checkpoint `id` into level 1 by decoding this rank's file
     /// from the level-3 shards the other members of the failed node's
-    /// group keep, through their managers.
+    /// group keep, through their managers; or why not.
     pub(in crate::checkpoint) fn fetch_from_group(
         &mut self,
         id: u64,
         stand_in: &StandIn,
-    ) -> Result<()> {
-        let lost = |why: String| Error::Unreadable {
-            id,
-            reason: format!("node {} died with it, and {why}", stand_in.node),
-        };
+    ) -> Result<(), String> {
         if self.cfg.l3.interval.is_zero() {
-            return Err(lost(format!(
+            return Err(format!(
                 "no level-3 parity of it is kept: {}",
                 self.cfg.describe("l3.interval")
-            )));
+            ));
         }
         let started = Instant::now();
-        let mut members = self.group_members(id, stand_in).map_err(&lost)?;
+        let mut members = self.group_members(id, stand_in)?;
         let m = members.manifest.clone();
         let rank = self.comm.rank() as u32;
-        let (record, data) = file_range(&m, members.lost, rank).map_err(&lost)?;
+        let (record, data) = file_range(&m, members.lost, rank)?;
         let mut bytes = Vec::new();
         {
             let mut decoding = members.decode(record.clone());
-            while let Some(piece) = decoding.next_piece().map_err(|e| lost(e.0))? {
+            while let Some(piece) = decoding.next_piece().map_err(|e| e.0)? {
                 bytes.extend_from_slice(piece);
             }
         }
         let mut meta = Metadata::from_json(&bytes, "a level-3 record decoded from the group")
-            .map_err(|e| lost(e.to_string()))?;
+            .map_err(|e| e.to_string())?;
         if (meta.checkpoint_id, meta.rank) != (id, rank) || meta.file_len != data.end - data.start {
-            return Err(lost(format!(
+            return Err(format!(
                 "the group's record names checkpoint {} of rank {} ({} bytes)",
                 meta.checkpoint_id, meta.rank, meta.file_len
-            )));
+            ));
         }
         meta.level = Level::L1.number();
         let mut decoding = members.decode(data);
-        self.store.install_from(&meta, &mut decoding).map_err(|e| {
-            lost(format!(
-                "decoding it from its level-3 group failed: {}",
-                e.0
-            ))
-        })?;
+        self.store
+            .install_from(&meta, &mut decoding)
+            .map_err(|e| format!("decoding it from its level-3 group failed: {}", e.0))?;
         self.stats.fetch_time += started.elapsed();
         self.stats.recovered_from = Some(Level::L3);
         tracing::info!(
@@ -84,7 +76,7 @@ impl Checkpointer<'_> {
 
     /// The failed node's group members that answer, with the group's
     /// manifest of checkpoint `id`.
-    fn group_members(&self, id: u64, stand_in: &StandIn) -> std::result::Result<Members, String> {
+    fn group_members(&self, id: u64, stand_in: &StandIn) -> Result<Members, String> {
         let topology = Topology::new(
             stand_in.placement.clone(),
             self.cfg.l3.group_size,
@@ -161,7 +153,7 @@ fn file_range(
     m: &GroupManifest,
     pos: usize,
     rank: u32,
-) -> std::result::Result<(std::ops::Range<u64>, std::ops::Range<u64>), String> {
+) -> Result<(std::ops::Range<u64>, std::ops::Range<u64>), String> {
     let blob = m
         .blobs
         .get(pos)
@@ -212,7 +204,7 @@ struct Decoding<'a> {
 impl PieceSource for Decoding<'_> {
     type Error = CopyError;
 
-    fn next_piece(&mut self) -> std::result::Result<Option<&[u8]>, CopyError> {
+    fn next_piece(&mut self) -> Result<Option<&[u8]>, CopyError> {
         if self.next >= self.end {
             return Ok(None);
         }
