@@ -28,6 +28,7 @@
 
 use super::promotion::Promotions;
 use super::{messages, Checkpointer, Pending, Phase};
+use crate::auth::Secret;
 use crate::comm::{Comm, MessageCounts, StandIn};
 use crate::config::{Config, Interval};
 use crate::error::{problems, Error, Result};
@@ -127,6 +128,24 @@ impl Checkpointer<'_> {
         }
     }
 
+    /// The placement a stand-in's promotions know, with the configured
+    /// groups, and the job's secret to reach the managers with.
+    pub(super) fn stand_in_setting(
+        &self,
+        stand_in: &StandIn,
+    ) -> Result<(Topology, Secret), String> {
+        let topology = Topology::new(
+            stand_in.placement.clone(),
+            self.cfg.l3.group_size,
+            self.cfg.l3.parity,
+        )
+        .map_err(|e| format!("the job's placement is unusable: {e}"))?;
+        let secret = (self.comm.place().runtime)
+            .map(|r| r.secret)
+            .ok_or_else(|| "no runtime gave the job's secret".to_string())?;
+        Ok((topology, secret))
+    }
+
     /// A replacement on a spare node, its failed rank's node gone with its
     /// level 1: brings checkpoint `id` into level 1 from the level-2 copy
     /// the failed node's partner keeps, through that node's manager (see
@@ -139,12 +158,7 @@ impl Checkpointer<'_> {
                 self.cfg.describe("l2.interval")
             ));
         }
-        let topology = Topology::new(
-            stand_in.placement.clone(),
-            self.cfg.l3.group_size,
-            self.cfg.l3.parity,
-        )
-        .map_err(|e| format!("the job's placement is unusable: {e}"))?;
+        let (topology, secret) = self.stand_in_setting(stand_in)?;
         let partner = topology
             .partner(stand_in.node)
             .ok_or_else(|| "the job ran on a single node".to_string())?;
@@ -152,9 +166,6 @@ impl Checkpointer<'_> {
             .managers
             .get(&partner)
             .ok_or_else(|| format!("no manager is known for node {partner}"))?;
-        let secret = (self.comm.place().runtime)
-            .map(|r| r.secret)
-            .ok_or_else(|| "no runtime gave the job's secret".to_string())?;
         let started = Instant::now();
         let mut client = Client::connect(endpoint, &secret)
             .map_err(|e| format!("node {partner}'s manager cannot be reached: {e}"))?;

@@ -20,7 +20,6 @@ use crate::level::Level;
 use crate::manager::copy_back::CopyError;
 use crate::manager::proto::ShardWindow;
 use crate::manager::Client;
-use crate::topology::Topology;
 use std::time::Instant;
 
 impl Checkpointer<'_> {
@@ -77,18 +76,10 @@ impl Checkpointer<'_> {
     /// The failed node's group members that answer, with the group's
     /// manifest of checkpoint `id`.
     fn group_members(&self, id: u64, stand_in: &StandIn) -> Result<Members, String> {
-        let topology = Topology::new(
-            stand_in.placement.clone(),
-            self.cfg.l3.group_size,
-            self.cfg.l3.parity,
-        )
-        .map_err(|e| format!("the job's placement is unusable: {e}"))?;
+        let (topology, secret) = self.stand_in_setting(stand_in)?;
         let group = topology
             .group_of(stand_in.node)
             .ok_or("its node is in no level-3 group")?;
-        let secret = (self.comm.place().runtime)
-            .map(|r| r.secret)
-            .ok_or("no runtime gave the job's secret")?;
         let mut manifest: Option<GroupManifest> = None;
         let mut clients = Vec::new();
         let mut why = Vec::new();
@@ -104,6 +95,10 @@ impl Checkpointer<'_> {
                     Ok((c, m))
                 });
             match answer {
+                Ok((_, m)) if m.check().is_err() => why.push(format!(
+                    "node {node} keeps a damaged manifest ({})",
+                    m.check().err().unwrap_or_default()
+                )),
                 Ok((c, m)) if manifest.as_ref().is_none_or(|k| *k == m) => {
                     manifest = Some(m);
                     clients.push((node, c));
@@ -113,7 +108,7 @@ impl Checkpointer<'_> {
             }
         }
         let m = manifest
-            .ok_or_else(|| format!("no member of its group answered ({}))", why.join("; ")))?;
+            .ok_or_else(|| format!("no member of its group answered ({})", why.join("; ")))?;
         let lost = m
             .nodes
             .iter()

@@ -61,6 +61,42 @@ pub struct GroupManifest {
     pub blobs: Vec<Vec<BlobEntry>>,
 }
 
+impl GroupManifest {
+    /// Why this manifest cannot describe a group (a damaged or foreign
+    /// one): parity not below the group's size, no piece size, blobs
+    /// that do not match the members, a record longer than any frame
+    /// writes, or a blob longer than its pieces.
+    pub fn check(&self) -> Result<(), String> {
+        let g = self.nodes.len();
+        if self.parity == 0 || self.parity as usize >= g {
+            return Err(format!("parity {} in a group of {g}", self.parity));
+        }
+        if self.piece == 0 || self.blobs.len() != g {
+            return Err(format!(
+                "pieces of {} bytes, {} blobs for {g} nodes",
+                self.piece,
+                self.blobs.len()
+            ));
+        }
+        let room = (g as u64 - u64::from(self.parity)).checked_mul(self.piece);
+        for blob in &self.blobs {
+            if blob
+                .iter()
+                .any(|e| e.record_len > crate::format::MAX_RECORD)
+            {
+                return Err("a record longer than any frame writes".into());
+            }
+            let len = blob.iter().try_fold(0u64, |at, e| {
+                at.checked_add(e.record_len)?.checked_add(e.data_len)
+            });
+            if len.zip(room).is_none_or(|(len, room)| len > room) {
+                return Err("a blob longer than its pieces".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Length of a blob.
 pub fn blob_len(entries: &[BlobEntry]) -> u64 {
     entries.iter().map(|e| e.record_len + e.data_len).sum()

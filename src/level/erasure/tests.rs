@@ -118,3 +118,52 @@ fn terms_from_coefficients_are_the_contributions() {
         }
     }
 }
+
+#[test]
+fn a_damaged_manifest_is_refused_before_it_is_used() {
+    let sound = GroupManifest {
+        job_id: "j".into(),
+        checkpoint_id: 1,
+        stamp: 1,
+        nodes: vec![0, 1, 2],
+        parity: 1,
+        piece: 100,
+        blobs: vec![
+            vec![BlobEntry {
+                rank: 0,
+                record_len: 50,
+                data_len: 150,
+            }],
+            Vec::new(),
+            Vec::new(),
+        ],
+    };
+    assert_eq!(sound.check(), Ok(()));
+    let mut bad = Vec::new();
+    for parity in [0, 3, 9] {
+        bad.push(GroupManifest {
+            parity,
+            ..sound.clone()
+        });
+    }
+    bad.push(GroupManifest {
+        piece: 0,
+        ..sound.clone()
+    });
+    bad.push(GroupManifest {
+        blobs: vec![Vec::new(); 2],
+        ..sound.clone()
+    });
+    let mut long = sound.clone();
+    long.blobs[0][0].data_len = 151;
+    bad.push(long);
+    let mut huge = sound.clone();
+    huge.blobs[0][0].record_len = u64::MAX;
+    bad.push(huge);
+    let mut wrapping = sound.clone();
+    wrapping.blobs[0][0].data_len = u64::MAX;
+    bad.push(wrapping);
+    for m in bad {
+        assert!(m.check().is_err(), "{m:?}");
+    }
+}
