@@ -272,11 +272,13 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
         env
     }
     // Six checkpoints hold every point of the protocol; the runs swept go
-    // on to ten, so that a level commits after the manager's restart
-    // however slow the machine is.
+    // on to fourteen, so that a level commits after the manager's restart
+    // however slow the machine is (a kill during checkpoint 6's promotion
+    // can drop 7's too while the manager restarts; 8's commit is then
+    // learned two checkpoints later).
     let traced = ["--nx", "64", "--ny", "60", "--steps", "60", "--every", "10"];
     let swept = [
-        "--nx", "64", "--ny", "60", "--steps", "100", "--every", "10",
+        "--nx", "64", "--ny", "60", "--steps", "140", "--every", "10",
     ];
     let (ok, out) = heat2d_with(&swept, dir.path(), &shape, &levels(&[]));
     assert!(ok, "{out}");
@@ -305,10 +307,11 @@ fn a_manager_killed_at_any_call_of_a_promotion_loses_nothing() {
     };
     let points = sweep.len();
     let mut args = shape.to_vec();
-    // The ranks wait before step 95 if node 1 is still alive then (the
+    // The ranks wait before step 135 if node 1 is still alive then (the
     // commit of checkpoint 6 or later is learned by then: the managers'
-    // queue keeps promotions at most two checkpoints behind).
-    args.extend(["--hold-at", "95"]);
+    // queue keeps promotions at most two checkpoints behind, and at most
+    // two promotions in flight are dropped when the manager restarts).
+    args.extend(["--hold-at", "135"]);
     let mut kills = 0;
     for n in sweep {
         let env = levels(&[

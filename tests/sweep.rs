@@ -173,6 +173,11 @@ impl Oracle {
         // A fresh start numbers past leftovers: anything may have been begun
         // one id past the largest seen.
         next.started = next.started.max(next.complete.unwrap_or(0) + 1);
+        // So does a restore (newer leftovers stay): its first checkpoint
+        // may be one past the largest id any rank may have begun.
+        if log.restored.iter().any(Option::is_some) {
+            next.started = next.started.max(self.started + 1);
+        }
         next.finalizing |= log.finalizing;
         next
     }

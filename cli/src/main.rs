@@ -2,7 +2,7 @@
 
 mod commands;
 
-use commands::{clean, inspect, run, sim, verify};
+use commands::{clean, drop, inspect, list, run, sim, verify};
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -39,6 +39,38 @@ enum Command {
         /// Print the catalog as JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// List every checkpoint once, over all levels: id, creation time,
+    /// size, and the levels that hold it with their state (committed,
+    /// partial, damaged), from the records and markers alone.
+    Ls {
+        /// Storage directories (storage.local_dir, storage.global_dir) or
+        /// a job's directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Only this job's checkpoints.
+        #[arg(long)]
+        job: Option<String>,
+        /// Print the list as JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one checkpoint from every level under the directories (after
+    /// confirmation): only files frame made; a running job is never
+    /// touched.
+    Drop {
+        /// The checkpoint id (see `frame ls`).
+        id: u64,
+        /// Storage directories (storage.local_dir, storage.global_dir) or
+        /// a job's directories.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The job (needed when several have a checkpoint ID).
+        #[arg(long)]
+        job: Option<String>,
+        /// Do not ask for confirmation.
+        #[arg(long)]
+        yes: bool,
     },
     /// Check every checkpoint under a directory: headers, every chunk CRC,
     /// records against their files and places, each checkpoint's
@@ -123,6 +155,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { launch, command } => run::run(&launch, &command),
         Command::Inspect { dir, ranks, json } => inspect::run(&dir, ranks, json),
+        Command::Ls { dirs, job, json } => list::run(&dirs, job.as_deref(), json),
+        Command::Drop { id, dirs, job, yes } => drop::run(id, &dirs, job.as_deref(), yes),
         Command::Verify { dir } => verify::run(&dir),
         Command::Clean { dir, job, yes } => clean::run(&dir, job.as_deref(), yes),
         Command::Report { files, svg } => report(&files, svg.as_deref()),

@@ -91,6 +91,10 @@ pub(crate) struct NodeSpec {
     /// configuration file says; empty: the file's.
     #[serde(default)]
     pub recovery_mode: String,
+    /// The checkpoint the ranks' configuration restarts from
+    /// (`recovery.restart_from`), whatever their file says; 0: the file's.
+    #[serde(default)]
+    pub restart_from: u64,
     /// Process id of the launcher (the root).
     pub launcher_pid: u32,
     /// The host this node is, when the job's nodes are hosts (`None`:

@@ -49,6 +49,9 @@ pub(super) struct Report {
     copies: copies::Offer,
     /// Level-3 files, parity and manifests the node keeps (lowest rank only).
     erasure: erasure::Offer,
+    /// The largest id of any level-1 file the rank holds (new checkpoints
+    /// are numbered past every rank's).
+    largest: u64,
 }
 
 /// The outcome of failure-aware planning.
@@ -94,22 +97,31 @@ impl Checkpointer<'_> {
             commits: self.commits_here(&copy_store, &erasure_store),
             copies: copy_offer,
             erasure: erasure_offer,
+            largest: l1.largest_id(),
         };
         let reports: Vec<Report> = self.exchange(&report)?;
         self.stats.recovery_rounds += 1;
         let session = reports.first().map_or(0, |r| r.session);
         let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
         let failure = failure_topology(&reports, &self.comm.failures());
-        let committed = committed(
+        let mut committed = committed(
             &reports,
             &placement,
             self.cfg.l3.group_size,
             self.cfg.l3.parity,
         );
+        let largest = reports.iter().map(|r| r.largest).max().unwrap_or(0);
+        self.resume_past = self.resume_past.max(largest);
+        if let Some(top) = self.ceiling {
+            committed.retain(|c| c.id <= top);
+        }
         let found = loop {
             let Some(choice) = plan(&failure, &committed, &excluded) else {
                 break Found::Nothing;
             };
+            if excluded.is_empty() {
+                self.tell_aware_choice(choice.id, &reports, &committed);
+            }
             tracing::info!(checkpoint = choice.id, level = %choice.level, failed_nodes = ?failure.nodes, "recovery planned");
             if choice.level == Level::L1 {
                 break Found::Level1 {
@@ -133,6 +145,31 @@ impl Checkpointer<'_> {
             excluded.push((choice.level, choice.id));
         };
         Ok(found)
+    }
+
+    /// Says which checkpoint the plan restores when it is older than the
+    /// one wanted (see `choice.rs`): the ranks that hold no sound level-1
+    /// copy of the wanted one are named, the levels above found none that
+    /// survives.
+    fn tell_aware_choice(&self, id: u64, reports: &[Report], committed: &[Committed]) {
+        let newest_held = reports
+            .iter()
+            .flat_map(|r| r.l1.iter().map(|(i, _)| *i))
+            .chain(committed.iter().map(|c| c.id))
+            .filter(|i| self.ceiling.is_none_or(|top| *i <= top))
+            .max()
+            .unwrap_or(id);
+        let wanted = self.ceiling.unwrap_or(newest_held);
+        let why: Vec<crate::RankProblem> = reports
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.l1.iter().any(|(i, _)| *i == wanted))
+            .map(|(rank, _)| crate::RankProblem {
+                rank,
+                reason: format!("holds no sound level-1 copy of checkpoint {wanted}, and no level above restores it"),
+            })
+            .collect();
+        self.tell_choice(id, wanted, &why);
     }
 
     /// Brings checkpoint `choice.id` from `choice.level` into level 1 on

@@ -34,6 +34,7 @@
 //! ```
 
 mod aware;
+mod choice;
 pub(crate) mod cone;
 mod decode;
 mod evidence;
@@ -149,6 +150,12 @@ pub struct Checkpointer<'c> {
     /// After it restored alone: the checkpoint, when it was back, and how
     /// long that took (for its metrics record at the next commit).
     rejoined: Option<rejoin::Rejoined>,
+    /// The newest id recovery may restore (`recovery.restart_from`, see
+    /// `choice.rs`).
+    ceiling: Option<u64>,
+    /// The largest id any rank held when recovery was planned: new
+    /// checkpoints are numbered past it.
+    resume_past: u64,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -280,6 +287,8 @@ impl<'c> Checkpointer<'c> {
             rollback: None,
             rejoining: false,
             rejoined: None,
+            ceiling: choice::ceiling(cfg, comm.failures().committed),
+            resume_past: 0,
         };
         if rejoin {
             me.start_rejoin().map_err(|e| rejoin::give_up(comm, e))?;
@@ -321,7 +330,7 @@ impl<'c> Checkpointer<'c> {
     /// Whether every rank can restore the newest checkpoint any rank holds
     /// from level 1 (the first round of the iterative baseline). Collective.
     fn restorable_at_l1(&self, inventory: &Inventory) -> Result<bool> {
-        let mut ballot = Ballot::new(inventory, &[], 0);
+        let mut ballot = Ballot::new(inventory, &self.above_ceiling(inventory), 0);
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
         // Level 1 is tried at its newest checkpoint only, as every level.
@@ -366,19 +375,22 @@ impl<'c> Checkpointer<'c> {
     /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and
     /// enters the matching phase.
     fn plan(&mut self, inventory: Inventory, excluded: Vec<u64>) -> Result<()> {
-        let mut ballot = Ballot::new(&inventory, &excluded, random_u64());
+        let skipped = [excluded.as_slice(), &self.above_ceiling(&inventory)].concat();
+        let mut ballot = Ballot::new(&inventory, &skipped, random_u64());
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
         self.session = ballot.session();
         self.attempts = 0;
+        self.resume_past = self.resume_past.max(ballot.largest_anywhere());
         match ballot.decide() {
-            Decision::Fresh { next_id } if excluded.is_empty() => {
+            Decision::Fresh { next_id } if excluded.is_empty() && self.ceiling.is_none() => {
                 self.phase = Phase::Running;
                 self.next_id = next_id;
                 Ok(())
             }
             Decision::Restore(id) => {
                 tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
+                self.tell_planned(id, &ballot, &inventory, &excluded)?;
                 self.phase = Phase::Recovering(Box::new(Pending {
                     id,
                     file: self.store.open_checkpoint(id).ok().map(|(f, _)| f),
@@ -411,17 +423,26 @@ impl<'c> Checkpointer<'c> {
                         ),
                     });
                 }
+                let asked = self.ceiling.map(|top| {
+                    format!(
+                        "`recovery.restart_from` = {top} ({}) asks for checkpoint {top} or an older one, \
+                         and none is restorable by every rank (newer checkpoints are not considered); ",
+                        self.cfg.source_of("recovery.restart_from")
+                    )
+                });
                 Err(Error::NotRecoverable {
                     problems: trouble,
-                    note: evidence::refusal_note(
-                        &self.cfg,
-                        ballot.committed_anywhere(),
-                        // Some ranks hold what others lost, or a commit is
-                        // recorded and no rank holds anything: storage
-                        // went with a node.
-                        wanted > 0 || (ballot.nothing_damaged() && ballot.committed_anywhere() > 0),
-                        &ballot.levels_with_commits(),
-                    ),
+                    note: asked.unwrap_or_default()
+                        + &evidence::refusal_note(
+                            &self.cfg,
+                            ballot.committed_anywhere(),
+                            // Some ranks hold what others lost, or a commit is
+                            // recorded and no rank holds anything: storage
+                            // went with a node.
+                            wanted > 0
+                                || (ballot.nothing_damaged() && ballot.committed_anywhere() > 0),
+                            &ballot.levels_with_commits(),
+                        ),
                 })
             }
         }

@@ -160,12 +160,8 @@ impl Checkpointer<'_> {
                 return Err(Error::NothingToRecover);
             };
             self.share_cores()?;
+            // Newer checkpoints stay: new ones are numbered past them.
             let local = self.load_all().err();
-            if local.is_none() {
-                // Before the agreement below, so that no rank writes its next
-                // checkpoint while another still removes directories here.
-                self.discard_newer(id);
-            }
             let mut worst = [local.as_ref().map_or(0, LoadFailure::code)];
             self.comm.all_reduce_u64(&mut worst, ReduceOp::Max)?;
             if worst[0] == 0 {
@@ -187,6 +183,16 @@ impl Checkpointer<'_> {
             }
             for p in &trouble {
                 tracing::warn!(checkpoint = id, rank = p.rank, reason = %p.reason, "checkpoint failed to load; falling back");
+            }
+            if self.comm.rank() == 0 {
+                let list: Vec<String> = trouble
+                    .iter()
+                    .map(|p| format!("rank {}: {}", p.rank, p.reason))
+                    .collect();
+                eprintln!(
+                    "frame: checkpoint {id} failed to load ({}); every rank falls back together",
+                    list.join("; ")
+                );
             }
             let Phase::Recovering(pending) = std::mem::replace(&mut self.phase, Phase::Running)
             else {
@@ -311,8 +317,8 @@ impl Checkpointer<'_> {
         }
     }
 
-    /// Leaves the recovering phase after checkpoint `id` was restored (and
-    /// every rank discarded what was newer): ids continue after `id`.
+    /// Leaves the recovering phase after checkpoint `id` was restored: ids
+    /// continue past every id any rank held when recovery was planned.
     pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
         self.stats.recovered_from = Some(match self.fetched {
             Some((level, fetched)) if fetched == id => level,
@@ -329,7 +335,7 @@ impl Checkpointer<'_> {
         self.comm.note_committed(Some(id));
         self.phase = Phase::Running;
         self.restored_here = false;
-        self.next_id = id + 1;
+        self.next_id = self.next_id_after(id);
         self.stats.last_id = Some(id);
         Ok(())
     }

@@ -71,8 +71,6 @@ impl Checkpointer<'_> {
                     "checkpointing without having recovered: the agreed checkpoint is superseded"
                 );
             }
-            self.discard_newer(id);
-            self.comm.barrier()?;
             self.finish_recovery(id)?;
         }
         let started = Instant::now();

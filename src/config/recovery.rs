@@ -105,6 +105,12 @@ pub struct RecoveryConfig {
     /// say), where the node is a host of its own and the machine lets it;
     /// empty: frequencies are left alone (see docs/LOCALISED.md).
     pub idle_governor: String,
+    /// The checkpoint a job restarts from (an older one included); 0: the
+    /// newest that every rank can restore. Newer checkpoints stay on disk
+    /// and new ones are numbered past them. Under `frame run` it holds
+    /// until the job commits a newer checkpoint; a program restarted
+    /// without the runtime restores it as long as the key is set.
+    pub restart_from: u64,
 }
 
 impl Default for RecoveryConfig {
@@ -115,6 +121,7 @@ impl Default for RecoveryConfig {
             log_limit: ByteSize::mib(256),
             spares: 1,
             idle_governor: String::new(),
+            restart_from: 0,
         }
     }
 }

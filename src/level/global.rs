@@ -516,6 +516,38 @@ impl GlobalStore {
         Ok(())
     }
 
+    /// Removes checkpoint `id` of every rank (`frame drop`): its marker,
+    /// then its manifests, then the chunks no other manifest references.
+    /// The archive keeps its copy.
+    pub fn drop_checkpoint(&self, id: u64) -> Result<(), StorageError> {
+        let name = names::ckpt_dir(id);
+        if let Some(ckpt) = self.root.try_sub(&name)? {
+            ckpt.remove_file(COMMITTED)?;
+            for (entry, kind) in ckpt.entries()? {
+                let ours = parse_manifest_file(&entry).is_some() || names::is_temporary(&entry);
+                if kind == Kind::File && ours {
+                    ckpt.remove_file(&entry)?;
+                }
+            }
+            drop(ckpt);
+            self.root.remove_dir_if_empty(&name);
+        }
+        let Some(chunks) = self.root.try_sub(CHUNKS)? else {
+            return Ok(());
+        };
+        for (entry, kind) in chunks.entries()? {
+            let rank = entry
+                .strip_prefix("rank-")
+                .and_then(|r| r.parse::<u32>().ok());
+            if let (Kind::Dir, Some(rank)) = (kind, rank) {
+                if entry == chunk_dir(rank) {
+                    self.collect_chunks(rank, None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `name` in a checkpoint directory is a manifest (for tools).
     pub fn is_manifest(name: &str) -> bool {
         parse_manifest_file(name).is_some()

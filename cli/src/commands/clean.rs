@@ -40,18 +40,9 @@ pub fn run(dir: &Path, job: Option<&str>, yes: bool) -> anyhow::Result<ExitCode>
             }
         );
     }
-    if !yes {
-        if !std::io::stdin().is_terminal() {
-            bail!("refusing to remove checkpoints without confirmation: pass --yes");
-        }
-        print!("Remove these checkpoints for good? [y/N] ");
-        std::io::stdout().flush()?;
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes") {
-            println!("nothing removed");
-            return Ok(ExitCode::SUCCESS);
-        }
+    if !confirm("Remove these checkpoints for good?", yes)? {
+        println!("nothing removed");
+        return Ok(ExitCode::SUCCESS);
     }
     let removed = catalog::clean(&chosen)?;
     let total: usize = removed.iter().map(|r| r.checkpoints.len()).sum();
@@ -65,4 +56,20 @@ pub fn run(dir: &Path, job: Option<&str>, yes: bool) -> anyhow::Result<ExitCode>
         removed.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether the user agrees to `question` (asked on a terminal; `yes`
+/// answers it; without a terminal, an error asking for `--yes`).
+pub fn confirm(question: &str, yes: bool) -> anyhow::Result<bool> {
+    if yes {
+        return Ok(true);
+    }
+    if !std::io::stdin().is_terminal() {
+        bail!("refusing to remove checkpoints without confirmation: pass --yes");
+    }
+    print!("{question} [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }

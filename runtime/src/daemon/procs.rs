@@ -269,6 +269,12 @@ impl Daemon {
         if !self.spec.recovery_mode.is_empty() {
             cmd.env(env::config_var("recovery.mode"), &self.spec.recovery_mode);
         }
+        if self.spec.restart_from > 0 {
+            cmd.env(
+                env::config_var("recovery.restart_from"),
+                self.spec.restart_from.to_string(),
+            );
+        }
         match rank {
             Some(r) => cmd
                 .env(env::RANK, r.to_string())

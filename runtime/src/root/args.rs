@@ -80,6 +80,12 @@ pub struct LaunchArgs {
     /// (default: the configuration's recovery.idle_governor; none).
     #[arg(long, value_name = "NAME")]
     pub idle_governor: Option<String>,
+    /// Restart from this checkpoint (`frame ls DIR` lists them), an older
+    /// one included, until the job commits a newer one; newer ones stay
+    /// on disk and new ones are numbered past them (default: the
+    /// configuration's recovery.restart_from; the newest).
+    #[arg(long, value_name = "ID", value_parser = clap::value_parser!(u64).range(1..))]
+    pub restart_from: Option<u64>,
     /// How ranks reach each other (default unix on virtual nodes, tcp
     /// across hosts).
     #[arg(long, value_enum)]
@@ -198,6 +204,7 @@ impl LaunchArgs {
             }
             None => cfg.recovery.idle_governor.clone(),
         };
+        l.restart_from = self.restart_from.unwrap_or(0);
         l.transport = self.transport.unwrap_or(if hosts.is_empty() {
             Transport::Unix
         } else {

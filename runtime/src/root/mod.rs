@@ -100,6 +100,10 @@ pub struct Launch {
     /// In logged mode, the cpufreq governor an idle node sets (see
     /// `recovery.idle_governor`); empty: none.
     pub idle_governor: String,
+    /// The checkpoint the ranks restart from (`recovery.restart_from`,
+    /// whatever their configuration says), until the job commits a newer
+    /// one; 0: their configuration's.
+    pub restart_from: u64,
     /// How ranks reach each other.
     pub transport: Transport,
     /// Base of the node-local directories (`<local_dir>/node-<n>`).
@@ -161,6 +165,7 @@ impl Launch {
             recovery: RecoveryMode::Online,
             log_limit: frame::config::RecoveryConfig::default().log_limit.as_u64(),
             idle_governor: String::new(),
+            restart_from: 0,
             spares: 1,
             transport: Transport::Unix,
             local_dir: frame::config::Config::default().storage.local_dir,

@@ -33,6 +33,12 @@ fn ours(name: &str) -> bool {
 /// Removes the checkpoints of every level directory in `levels`. Refuses
 /// (before removing anything) if a rank of one of them is running.
 pub fn clean(levels: &[&LevelDir]) -> Result<Vec<Removal>, FsError> {
+    open_idle(levels)?.iter().map(clean_level).collect()
+}
+
+/// Opens every level directory of `levels`, refusing (before anything is
+/// removed) if a rank of one of them is running.
+pub(super) fn open_idle(levels: &[&LevelDir]) -> Result<Vec<Dir>, FsError> {
     let mut opened = Vec::new();
     for level in levels {
         let dir = Dir::open(&level.path)?;
@@ -46,7 +52,7 @@ pub fn clean(levels: &[&LevelDir]) -> Result<Vec<Removal>, FsError> {
         }
         opened.push(dir);
     }
-    opened.iter().map(clean_level).collect()
+    Ok(opened)
 }
 
 fn clean_level(dir: &Dir) -> Result<Removal, FsError> {

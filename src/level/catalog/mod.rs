@@ -1,5 +1,6 @@
 //! Finding checkpoints on disk without a running job: what `frame inspect`
-//! lists, `frame verify` checks and `frame clean` removes.
+//! lists, `frame ls` sums up per checkpoint, `frame verify` checks, and
+//! `frame clean` and `frame drop` remove.
 //!
 //! A catalog walks a directory tree, never following symbolic links, for
 //! level directories (`<job>/l<N>/`, holding `LATEST` or `ckpt-<id>`
@@ -8,12 +9,16 @@
 //! run (`<local_dir>/node-<n>/<job>/l1`); [`verify`](fn@verify) puts them back together.
 
 mod clean;
+mod drop;
 mod findings;
 mod l3_l4;
+mod listing;
 mod verify;
 
 pub use clean::{clean, of_job, Removal};
+pub use drop::drop_checkpoint;
 pub use findings::{Finding, Report, Severity};
+pub use listing::{list, LevelState, Listed};
 pub use verify::verify;
 
 use super::names::{self, RankFile};

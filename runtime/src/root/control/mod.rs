@@ -389,6 +389,7 @@ impl Cluster<'_> {
             }
             .name()
             .into(),
+            restart_from: l.restart_from,
             launcher_pid: std::process::id(),
         }
     }
