@@ -94,6 +94,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A file of a file checkpoint cannot be used as asked (a bad name, a
+    /// name asked outside a checkpoint, a file the restored checkpoint
+    /// does not hold, a file that cannot be read or written).
+    #[error("file {name:?}: {reason}")]
+    File {
+        /// The name the program gave.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The job's checkpoints could not all be removed at the end of the run.
     #[error("finalize could not remove the job's checkpoints on {}", list(.problems))]
     Finalize {

@@ -330,6 +330,38 @@ int frame_allreduce_f64(struct frame_ctx *ctx, double *values, int64_t n, int op
 int frame_fault_point(struct frame_ctx *ctx, int64_t iteration);
 
 /*
+ Begins a checkpoint of files, kept at `level` (1 to 4) besides the
+ levels whose interval is due; it also holds the protected regions.
+ Until `frame_end_checkpoint`, `frame_snapshot` and `frame_checkpoint`
+ are refused. Not collective.
+ */
+int frame_begin_checkpoint(int level);
+
+/*
+ Writes into `path` (a buffer of `size` bytes; 4096 is always enough)
+ the path at which to write file `name` of the checkpoint begun: a new,
+ empty, private file on the node's storage. `name` is one file name
+ (no `/`, not starting with `.`, at most 255 bytes). Not collective.
+ */
+int frame_checkpoint_file(const char *name, char *path, size_t size);
+
+/*
+ Ends the checkpoint begun: saves every file named (their content is
+ then in the checkpoint, and the files are removed) with the protected
+ regions, and commits it on every rank. Returns the checkpoint's id
+ (positive), or a negative status. The program must not change the
+ files during the call. Collective.
+ */
+int64_t frame_end_checkpoint(void);
+
+/*
+ After `frame_recover`, writes into `path` (a buffer of `size` bytes)
+ the path of file `name` as the restored checkpoint held it.
+ `FRAME_EINVAL` when it held no such file on this rank. Not collective.
+ */
+int frame_recovered_file(const char *name, char *path, size_t size);
+
+/*
  Runs `resilient_main` under frame's runtime and returns the process's
  exit status (0 on success).
 

@@ -13,17 +13,20 @@
 //!
 //! Modules: `status` (codes, last error, the panic guard), `state` (the
 //! per-thread checkpointer and context), `ckpt` (checkpointing calls),
+//! `files` (checkpoints of files the program writes),
 //! `run` (`frame_run`), `comm` (communicator calls).
 
 #![allow(clippy::missing_safety_doc)]
 
 mod ckpt;
 mod comm;
+mod files;
 mod run;
 mod state;
 mod status;
 
 pub use ckpt::*;
 pub use comm::*;
+pub use files::*;
 pub use run::*;
 pub use status::*;

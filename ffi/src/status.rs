@@ -67,6 +67,7 @@ impl From<frame_core::Error> for Failure {
             E::Comm(CommError::Interrupted { .. }) => FRAME_EINTERRUPTED,
             E::RegionMismatch { .. } => FRAME_EMISMATCH,
             E::NothingToRecover => FRAME_ENOREC,
+            E::File { .. } => FRAME_EINVAL,
             _ => FRAME_ERROR,
         };
         Self::new(code, e.to_string())

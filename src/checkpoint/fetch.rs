@@ -193,7 +193,8 @@ impl Checkpointer<'_> {
                     for at in (0..map.len()).step_by(PIECE) {
                         let range = at..map.len().min(at + PIECE);
                         Pieces::populate(&map, range.clone());
-                        self.send_piece(to, &map[range])?;
+                        self.send_piece(to, &map[range.clone()])?;
+                        Pieces::release(&map, range);
                     }
                     return Ok(());
                 }

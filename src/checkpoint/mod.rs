@@ -39,7 +39,9 @@ pub(crate) mod cone;
 mod decode;
 mod evidence;
 mod fetch;
+mod files;
 mod keep;
+mod load_failure;
 pub(crate) mod messages;
 mod metrics;
 mod promotion;
@@ -156,6 +158,8 @@ pub struct Checkpointer<'c> {
     /// The largest id any rank held when recovery was planned: new
     /// checkpoints are numbered past it.
     resume_past: u64,
+    /// The program's own files (see `files.rs`).
+    files: files::Files,
 }
 
 /// Under the runtime, warns (once per process) when the program keeps its
@@ -289,6 +293,7 @@ impl<'c> Checkpointer<'c> {
             rejoined: None,
             ceiling: choice::ceiling(cfg, comm.failures().committed),
             resume_past: 0,
+            files: files::Files::default(),
         };
         if rejoin {
             me.start_rejoin().map_err(|e| rejoin::give_up(comm, e))?;

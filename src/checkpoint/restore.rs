@@ -10,28 +10,7 @@ use crate::region::{ErasedRegion, RegionId, RegionInfo};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Why this rank could not load a checkpoint.
-pub(super) enum LoadFailure {
-    /// The data is missing or damaged: another checkpoint may do.
-    Data(String),
-    /// The protected regions do not fit the checkpoint: the program must change.
-    Mismatch(String),
-}
-
-impl LoadFailure {
-    pub(super) fn code(&self) -> u64 {
-        match self {
-            LoadFailure::Data(_) => 1,
-            LoadFailure::Mismatch(_) => 2,
-        }
-    }
-
-    pub(super) fn text(&self) -> &str {
-        match self {
-            LoadFailure::Data(s) | LoadFailure::Mismatch(s) => s,
-        }
-    }
-}
+pub(super) use super::load_failure::LoadFailure;
 
 /// Checks that region `id`, protected as `region`, can take `stored`.
 pub(super) fn check_fit(
@@ -135,10 +114,19 @@ impl Checkpointer<'_> {
     }
 
     /// Loads every protected region; all fit checks happen before any load.
+    /// Files the checkpoint holds are written back too (`files.rs`).
     pub(super) fn load_all(&mut self) -> Result<(), LoadFailure> {
         let regions = self.protected();
-        let (ckpt, file) = self.recovery_file()?;
-        load_regions(&regions, ckpt, file)
+        self.recovery_file()?;
+        let Phase::Recovering(pending) = &self.phase else {
+            return Err(LoadFailure::Data("nothing to recover".into()));
+        };
+        let Some(file) = pending.file.as_ref() else {
+            return Err(LoadFailure::Data("checkpoint file unavailable".into()));
+        };
+        load_regions(&regions, pending.id, file)?;
+        self.files.restored = super::files::restore(&self.store, pending.id, file)?;
+        Ok(())
     }
 
     /// Restores every protected region from the agreed checkpoint and
@@ -359,7 +347,7 @@ pub(super) fn load_regions(
     }
     if let Some(extra) = stored
         .iter()
-        .filter(|s| !super::messages::RESERVED.contains(&s.id))
+        .filter(|s| s.id < super::files::FIRST)
         .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
     {
         return Err(LoadFailure::Mismatch(format!(

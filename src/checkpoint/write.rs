@@ -21,6 +21,7 @@ impl Checkpointer<'_> {
     /// the configured interval says so. Returns the id written, if any.
     /// Collective.
     pub fn snapshot(&mut self) -> Result<Option<u64>> {
+        self.no_files_open()?;
         if !self.schedule.due(self.comm)? {
             return Ok(None);
         }
@@ -39,6 +40,7 @@ impl Checkpointer<'_> {
 
     /// Writes a checkpoint now, whatever the interval. Collective.
     pub fn checkpoint(&mut self) -> Result<u64> {
+        self.no_files_open()?;
         self.checkpoint_with(None)
     }
 
@@ -46,6 +48,7 @@ impl Checkpointer<'_> {
     /// levels whose interval is due). Level 1 is the same as
     /// [`checkpoint`](Self::checkpoint). Collective.
     pub fn checkpoint_at(&mut self, level: Level) -> Result<u64> {
+        self.no_files_open()?;
         if level != Level::L1 && self.levels.is_none() {
             return Err(Error::Level {
                 level,
@@ -56,7 +59,18 @@ impl Checkpointer<'_> {
         self.checkpoint_with(Some(level).filter(|l| *l != Level::L1))
     }
 
-    fn checkpoint_with(&mut self, forced: Option<Level>) -> Result<u64> {
+    /// Refuses a snapshot while a checkpoint of files is begun.
+    fn no_files_open(&self) -> Result<()> {
+        match self.files_open() {
+            true => Err(Error::Level {
+                level: Level::L1,
+                reason: "a checkpoint of files is begun: end it (end_checkpoint) before the next snapshot".into(),
+            }),
+            false => Ok(()),
+        }
+    }
+
+    pub(super) fn checkpoint_with(&mut self, forced: Option<Level>) -> Result<u64> {
         // A file kept open for a rollback would keep its slot from being
         // written in place.
         self.rollback = None;
@@ -202,6 +216,7 @@ impl Checkpointer<'_> {
         {
             return Err(super::messages::reserved());
         }
+        let files = self.file_sources()?;
         let mut held = Vec::with_capacity(self.registry.len());
         for (rid, region) in self.registry.iter() {
             match region.try_read() {
@@ -227,8 +242,14 @@ impl Checkpointer<'_> {
                 }
             })
             .collect();
-        // In ascending ids, as the format wants: the bookkeeping, then the
-        // counts.
+        // In ascending ids, as the format wants: the files and their
+        // table, the bookkeeping, then the counts.
+        for (info, mapped) in &files {
+            sources.push(RegionSource {
+                info: *info,
+                bytes: mapped.bytes(),
+            });
+        }
         for (info, bytes) in bookkeeping.iter().chain(&counts) {
             sources.push(RegionSource { info: *info, bytes });
         }

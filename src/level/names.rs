@@ -6,6 +6,8 @@
 //!     rank-<rank, 6 digits>.fck        data file (docs/FORMAT.md)
 //!     rank-<rank, 6 digits>.meta.json  metadata record
 //! spare/rank-<rank, 6 digits>.<n>.fck  retired files kept for reuse
+//! files/rank-<rank, 6 digits>/<name>    the program's own files: written
+//!                                  before a file checkpoint, restored after
 //! .lock-rank-<rank, 6 digits>     held by the process that is the rank
 //! ```
 
@@ -15,6 +17,35 @@ pub(crate) const POINTER: &str = "LATEST";
 pub(crate) const SPARE: &str = "spare";
 /// The directory of level 1 under a job's directory.
 pub(crate) const L1_DIR: &str = "l1";
+/// The directory of the program's own files (one subdirectory per rank).
+pub(crate) const FILES: &str = "files";
+/// The longest name of a program's file.
+pub(crate) const MAX_FILE_NAME: usize = 255;
+
+/// The directory of `rank`'s own files under [`FILES`].
+pub(crate) fn files_of(rank: u32) -> String {
+    format!("rank-{rank:06}")
+}
+
+/// Why `name` cannot name a program's file in a checkpoint (one path
+/// component of 1 to 255 bytes, not `.` or `..`, not starting with `.`,
+/// which frame's own temporaries do, no `/` and no NUL).
+pub(crate) fn check_file_name(name: &str) -> Result<(), String> {
+    let why = if name.is_empty() {
+        "is empty"
+    } else if name.len() > MAX_FILE_NAME {
+        "is longer than 255 bytes"
+    } else if name.starts_with('.') {
+        "starts with `.`"
+    } else if name.contains('/') {
+        "contains `/` (one file name, no directories)"
+    } else if name.contains('\0') {
+        "contains a NUL byte"
+    } else {
+        return Ok(());
+    };
+    Err(format!("file name {name:?} {why}"))
+}
 
 /// Directory of checkpoint `id`.
 pub(crate) fn ckpt_dir(id: u64) -> String {

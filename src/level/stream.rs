@@ -91,6 +91,18 @@ impl Pieces {
         let _ = map.advise_range(memmap2::Advice::PopulateRead, range.start, range.len());
     }
 
+    /// Drops `range` of a mapping from [`map`](Self::map) from this
+    /// process once it is used: the file's pages stay where they are, and
+    /// the process does not hold the whole file mapped by the end (its
+    /// resident size stays bounded).
+    pub fn release(map: &memmap2::Mmap, range: std::ops::Range<usize>) {
+        // SAFETY: a read-only shared mapping of a file: dropped pages are
+        // read again from the file if touched, never zeroed.
+        let _ = unsafe {
+            map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, range.start, range.len())
+        };
+    }
+
     /// The file's length.
     pub fn len(&self) -> u64 {
         self.len
@@ -160,6 +172,7 @@ impl Pieces {
                 let end = map.len().min(at.saturating_add(step));
                 Self::populate(&map, at..end);
                 f(&map[at..end])?;
+                Self::release(&map, at..end);
                 at = end;
             }
             return Ok(());

@@ -73,7 +73,11 @@ pub enum FsError {
 }
 
 impl FsError {
-    fn io(op: &'static str, path: impl Into<PathBuf>, source: impl Into<io::Error>) -> Self {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+        source: impl Into<io::Error>,
+    ) -> Self {
         FsError::Io {
             op,
             path: path.into(),

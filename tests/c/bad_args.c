@@ -92,6 +92,28 @@ int main(int argc, char **argv) {
     expect("snapshot from a thread that did not initialise", out[1], FRAME_ESTATE);
     expect("the other thread's own message names frame_init",
            strstr(thread_msg, "frame_init was not called on this thread") != NULL, 1);
+    /* File checkpoints. */
+    char path[4096], tiny[4];
+    expect("file path outside a checkpoint", frame_checkpoint_file("f", path, sizeof path), FRAME_EINVAL);
+    expect("begin at level 0", frame_begin_checkpoint(0), FRAME_EINVAL);
+    expect("begin at level 2 with level 1 only", frame_begin_checkpoint(2), FRAME_ERROR);
+    expect("begin", frame_begin_checkpoint(1), FRAME_OK);
+    expect("begin twice", frame_begin_checkpoint(1), FRAME_ERROR);
+    expect("snapshot inside a checkpoint of files", frame_snapshot(), FRAME_ERROR);
+    expect("a null file name", frame_checkpoint_file(NULL, path, sizeof path), FRAME_EINVAL);
+    expect("a file name with a slash", frame_checkpoint_file("../x", path, sizeof path), FRAME_EINVAL);
+    expect("a buffer too small for the path", frame_checkpoint_file("f", tiny, sizeof tiny), FRAME_EINVAL);
+    expect("a null buffer", frame_checkpoint_file("f", NULL, 0), FRAME_EINVAL);
+    expect("file path", frame_checkpoint_file("f", path, sizeof path), FRAME_OK);
+    FILE *f = fopen(path, "wb");
+    expect("the path can be written", f != NULL, 1);
+    if (f) {
+        fputs("file content", f);
+        fclose(f);
+    }
+    expect("end the checkpoint of files", (long)frame_end_checkpoint(), 1);
+    expect("end with none begun", (long)frame_end_checkpoint(), FRAME_ERROR);
+    expect("recovered file when nothing was recovered", frame_recovered_file("f", path, sizeof path), FRAME_EINVAL);
     a[3] = 7.5;
     expect("checkpoint", frame_checkpoint(1, 1), FRAME_OK);
     expect("finalize", frame_finalize(), FRAME_OK);
@@ -108,6 +130,7 @@ int main(int argc, char **argv) {
     expect("protect the right size", frame_protect(0, a, 10, FRAME_DOUBLE), FRAME_OK);
     expect("recover", frame_recover(), FRAME_OK);
     expect("the value came back", (long)(a[3] * 2), 15);
+    expect("the newest checkpoint held no file", frame_recovered_file("f", path, sizeof path), FRAME_EINVAL);
     expect("finalize after recovery", frame_finalize(), FRAME_OK);
     /* The runtime entry, and its context once it ended. */
     expect("frame_run without a function", frame_run(argc, argv, NULL, NULL), FRAME_EINVAL);

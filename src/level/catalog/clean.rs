@@ -88,6 +88,26 @@ fn clean_level(dir: &Dir) -> Result<Removal, FsError> {
                 }
             }
             dir.remove_dir_if_empty(&name);
+        } else if name == names::FILES && kind == Kind::Dir {
+            // The programs' own files of file checkpoints, one directory
+            // per rank.
+            let files = dir.sub(&name, false)?;
+            for (rank_dir, kind) in files.entries()? {
+                if kind != Kind::Dir || !rank_dir.starts_with("rank-") {
+                    removal.kept.push(files.join(&rank_dir));
+                    continue;
+                }
+                let sub = files.sub(&rank_dir, false)?;
+                for (file, kind) in sub.entries()? {
+                    if kind == Kind::File && names::check_file_name(&file).is_ok() {
+                        sub.remove_file(&file)?;
+                    } else {
+                        removal.kept.push(sub.join(&file));
+                    }
+                }
+                files.remove_dir_if_empty(&rank_dir);
+            }
+            dir.remove_dir_if_empty(&name);
         } else if ours(&name) && kind != Kind::Dir {
             dir.remove_file(&name)?;
         } else {

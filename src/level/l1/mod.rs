@@ -28,6 +28,7 @@
 //! leftovers it ignores. A rank's lock file keeps a second process from using
 //! the same rank's files.
 
+mod files;
 mod read;
 
 pub(crate) use read::open_rank_file;
@@ -556,6 +557,8 @@ impl L1Store {
         for slot in std::mem::take(&mut self.spares) {
             self.spare.remove_file(&slot.name)?;
         }
+        let files = self.file_names()?;
+        self.remove_files(files.iter().map(String::as_str))?;
         self.root.remove_file(&names::lock_file(rank))?;
         self.root.remove_dir_if_empty(SPARE);
         self.job.remove_dir_if_empty(L1_DIR);

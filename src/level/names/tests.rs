@@ -15,3 +15,23 @@ fn names_parse_back() {
     assert!(is_temporary(&temporary(POINTER, 0)));
     assert!(is_lock(&lock_file(7)));
 }
+
+#[test]
+fn a_programs_file_name_is_one_plain_component() {
+    for good in ["restart.dat", "a", "rank 3 state.bin", &"x".repeat(255)] {
+        assert_eq!(check_file_name(good), Ok(()), "{good}");
+    }
+    for bad in [
+        "",
+        ".",
+        "..",
+        ".hidden",
+        "a/b",
+        "/abs",
+        "nul\0byte",
+        &"x".repeat(256),
+    ] {
+        let err = check_file_name(bad).expect_err(bad);
+        assert!(err.starts_with("file name "), "{err}");
+    }
+}
