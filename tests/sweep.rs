@@ -8,7 +8,9 @@
 //! The job: 3 ranks on 2 nodes (ranks 0 and 1 share node 0), a checkpoint at
 //! every step, `keep_last = 2`, files removed at finalize. Each rank prints
 //! what it committed and restored; the driver builds its oracle from those
-//! lines.
+//! lines. The sweep runs twice: with the state in a protected region, and
+//! in a file each rank writes for a file checkpoint and reads back after
+//! recovery.
 
 mod common;
 
@@ -35,6 +37,19 @@ fn state(rank: usize, step: u64) -> Vec<u64> {
         .collect()
 }
 
+/// A file at the top of a job's directory saying that its ranks keep
+/// their state in a file of a file checkpoint, not in a region.
+const FILES_MARKER: &str = "FILES";
+
+/// The values of a state file.
+fn from_file(path: &Path) -> Vec<u64> {
+    let bytes = std::fs::read(path).expect("read the file");
+    bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
 fn child_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("FRAME_TEST_DIR").expect("FRAME_TEST_DIR"))
 }
@@ -46,6 +61,7 @@ fn sweep_child() {
         return;
     }
     let dir = child_dir();
+    let files = dir.join(FILES_MARKER).exists();
     ranks(RANKS, PER_NODE, move |comm| {
         let r = comm.rank();
         let mut cfg = config(&dir.join(format!("node-{}", comm.node())), "sweep");
@@ -62,8 +78,12 @@ fn sweep_child() {
         if ckpt.recovering() {
             let id = ckpt.recover().expect("recover");
             let s = step.get();
+            let restored = match files {
+                true => from_file(&ckpt.recovered_file("state").expect("the file")),
+                false => data.read().clone(),
+            };
             assert!(
-                *data.read() == state(r, s),
+                restored == state(r, s),
                 "rank {r}: checkpoint {id} restored data that is not step {s}'s"
             );
             println!("@rank {r} restored {id} step {s}");
@@ -73,8 +93,20 @@ fn sweep_child() {
         }
         while step.get() < STEPS {
             step.set(step.get() + 1);
-            *data.write() = state(r, step.get());
-            if let Some(id) = ckpt.snapshot().expect("snapshot") {
+            let committed = if files {
+                ckpt.begin_checkpoint(frame::Level::L1).expect("begin");
+                let path = ckpt.checkpoint_file("state").expect("path");
+                let bytes: Vec<u8> = state(r, step.get())
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect();
+                std::fs::write(path, bytes).expect("write the file");
+                Some(ckpt.end_checkpoint().expect("end"))
+            } else {
+                *data.write() = state(r, step.get());
+                ckpt.snapshot().expect("snapshot")
+            };
+            if let Some(id) = committed {
                 println!("@rank {r} committed {id} step {}", step.get());
             }
         }
@@ -320,11 +352,25 @@ fn sweep(
 
 #[test]
 fn kill_at_every_file_system_call_of_a_run_and_of_its_recovery() {
+    kill_everywhere(false);
+}
+
+/// The same with the state in a file of a file checkpoint: the calls that
+/// create, save, remove and restore the program's files are swept too.
+#[test]
+fn kill_at_every_file_system_call_of_a_file_checkpoint_job_and_of_its_recovery() {
+    kill_everywhere(true);
+}
+
+fn kill_everywhere(files: bool) {
     let _g = serial();
     let deadline = Instant::now() + SWEEP_DEADLINE;
     let dir = scratch();
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
+    if files {
+        std::fs::write(empty.join(FILES_MARKER), b"").unwrap();
+    }
     let started = Instant::now();
     // A few kills of the first run are kept, to sweep the recovery run that
     // follows them too: in the middle of checkpoint writes, of retention,

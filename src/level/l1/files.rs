@@ -54,8 +54,10 @@ impl L1Store {
     }
 
     /// Removes the files `names` (those a checkpoint saved, or the
-    /// program's files at the end of the job), then the directories if
-    /// nothing else is in them.
+    /// program's files at the end of the job), then this rank's directory
+    /// if nothing else is in it. The directory of all ranks' directories
+    /// stays: the other ranks of the node create theirs in it at any time
+    /// ([`remove_all`](L1Store::remove_all) removes it at the end).
     pub(crate) fn remove_files<'a>(
         &self,
         names: impl IntoIterator<Item = &'a str>,
@@ -72,7 +74,6 @@ impl L1Store {
             }
         }
         files.remove_dir_if_empty(&mine);
-        self.root.remove_dir_if_empty(FILES);
         Ok(())
     }
 

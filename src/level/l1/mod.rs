@@ -559,6 +559,7 @@ impl L1Store {
         }
         let files = self.file_names()?;
         self.remove_files(files.iter().map(String::as_str))?;
+        self.root.remove_dir_if_empty(names::FILES);
         self.root.remove_file(&names::lock_file(rank))?;
         self.root.remove_dir_if_empty(SPARE);
         self.job.remove_dir_if_empty(L1_DIR);
