@@ -318,6 +318,14 @@ fn sweep(
 ) -> (usize, Vec<(PathBuf, Oracle)>) {
     let counts = count_points(start, scratch);
     assert!(counts.iter().all(|c| *c > 0), "no crash points: {counts:?}");
+    // A rank's crash points must not depend on how its threads interleave
+    // with the other ranks' (two ranks share a node's directories), or a
+    // kill at the last one would find a run that never reaches it.
+    let again = count_points(start, scratch);
+    assert_eq!(
+        counts, again,
+        "{label}: two runs from the same state passed different numbers of crash points"
+    );
     let mut kept = Vec::new();
     let mut kills = 0;
     for (rank, &count) in counts.iter().enumerate() {

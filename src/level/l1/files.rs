@@ -66,11 +66,16 @@ impl L1Store {
             return Ok(());
         };
         let mine = names::files_of(self.owner.rank);
-        if let Some(dir) = files.try_sub(&mine)? {
-            for name in names {
-                if names::check_file_name(name).is_ok() {
-                    dir.remove_file(name)?;
-                }
+        // Only this rank's own directory decides what is done (and so which
+        // crash points are passed): whether another rank of the node has
+        // already removed the shared `files/` is a race, but `files/` holds
+        // this directory while it exists, so it cannot be gone then.
+        let Some(dir) = files.try_sub(&mine)? else {
+            return Ok(());
+        };
+        for name in names {
+            if names::check_file_name(name).is_ok() {
+                dir.remove_file(name)?;
             }
         }
         files.remove_dir_if_empty(&mine);
