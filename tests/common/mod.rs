@@ -4,6 +4,7 @@
 
 pub mod fti;
 pub mod mpirun;
+pub mod python;
 pub mod storage;
 pub mod vhost;
 

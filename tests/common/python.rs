@@ -1,0 +1,39 @@
+//! The Python package for the tests: built into the virtual environment
+//! `target/python` by `ffi/python/develop` (the command the docs give
+//! users), once per test process, in the test's profile.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Making the environment the first time installs maturin and numpy from
+/// PyPI and builds frame in the test's profile.
+const SETUP_DEADLINE: Duration = Duration::from_secs(1200);
+
+/// The repository's top directory.
+pub fn top() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python interpreter of the environment that holds the current build
+/// of the package `frame` and numpy.
+pub fn python() -> PathBuf {
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = super::profile_dir()
+        .parent()
+        .expect("target/<profile>")
+        .join("python");
+    if !*built {
+        let mut cmd = Command::new(top().join("ffi/python/develop"));
+        if super::profile_dir().ends_with("release") {
+            cmd.arg("--release");
+        }
+        cmd.arg(&venv);
+        let (status, out, err) = super::run(&mut cmd, SETUP_DEADLINE);
+        assert!(status.success(), "ffi/python/develop failed:\n{out}\n{err}");
+        *built = true;
+    }
+    venv.join("bin/python")
+}

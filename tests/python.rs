@@ -1,0 +1,101 @@
+//! The Python package: its own tests (`ffi/python/tests`: what `protect`
+//! accepts, every dtype and files through a restart, errors), and the
+//! numpy heat program (`examples/python/heat.py`) under `frame run`,
+//! killed (a rank, a node) and recovered online with its state in
+//! protected arrays and in a file checkpoint: every run must end with the
+//! fault-free checksum, after restoring a checkpoint (not starting over),
+//! from the level the failure leaves.
+
+mod common;
+
+use common::python::{python, top};
+use common::{final_checksum, frame_run_with, scratch, serial, Job};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn the_package_passes_its_own_tests() {
+    let _g = serial();
+    let py = python();
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "unittest", "discover", "-v", "-s", "ffi/python/tests"])
+        .current_dir(top());
+    let (status, out, err) = common::run(&mut cmd, Duration::from_secs(600));
+    assert!(status.success(), "{out}\n{err}");
+    assert!(err.contains("\nOK"), "{out}\n{err}");
+}
+
+/// 2 nodes of 2 ranks and a spare; a checkpoint every 10 steps, each
+/// promoted to the partner node.
+fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
+    let py = python();
+    let metrics = dir.join("metrics.jsonl");
+    let env = [
+        ("FRAME_METRICS_FILE", Some(metrics.to_str().unwrap())),
+        ("FRAME_SNAPSHOT_INTERVAL", Some("10")),
+        ("FRAME_L2_INTERVAL", Some("1")),
+        ("FRAME_CONFIG", None),
+    ];
+    let mut all = vec![
+        "--nodes",
+        "2",
+        "--ranks-per-node",
+        "2",
+        "--spare-nodes",
+        "1",
+    ];
+    all.extend(args);
+    let example = top().join("examples/python/heat.py");
+    let mut prog = vec![
+        example.to_str().unwrap(),
+        "--nx",
+        "96",
+        "--ny",
+        "64",
+        "--steps",
+        "200",
+    ];
+    prog.extend(program_args);
+    frame_run_with(dir, &all, &py, &prog, &env)
+}
+
+/// The levels the library's recoveries used, in order.
+fn levels(job: &Job) -> Vec<u64> {
+    job.metrics
+        .iter()
+        .filter(|m| m["event"] == "recovery")
+        .map(|m| m["level"].as_u64().unwrap_or(0))
+        .collect()
+}
+
+#[test]
+fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
+    let _g = serial();
+    let dir = scratch();
+    let clean = heat(dir.path(), &[], &[]);
+    assert!(clean.status.success(), "{}", clean.out);
+    assert!(levels(&clean).is_empty(), "{}", clean.out);
+    let reference = final_checksum(&clean.out);
+
+    let files = ["--files", "--every", "10"];
+    let cases: [(&str, &str, &[&str], u64); 4] = [
+        ("arrays, a rank", "rank:1@iter=125", &[], 1),
+        ("arrays, a node", "node:1@iter=125", &[], 2),
+        ("a file, a rank", "rank:2@iter=125", &files, 1),
+        ("a file, a node", "node:0@iter=125", &files, 2),
+    ];
+    for (name, inject, program_args, level) in cases {
+        let dir = scratch();
+        let job = heat(dir.path(), &["--inject", inject], program_args);
+        assert!(job.status.success(), "{name}:\n{}", job.out);
+        assert!(job.out.contains("recovered step"), "{name}:\n{}", job.out);
+        let used = levels(&job);
+        assert!(
+            !used.is_empty() && used.iter().all(|l| *l == level),
+            "{name}: recovered from levels {used:?}, not {level}:\n{}",
+            job.out
+        );
+        assert_eq!(final_checksum(&job.out), reference, "{name}:\n{}", job.out);
+    }
+}
