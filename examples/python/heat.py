@@ -7,7 +7,7 @@ iteration (``snapshot.interval`` decides which ones write). After a
 failure ``frame.run`` enters ``main`` again: it recovers the newest
 checkpoint every rank can restore and goes on.
 
-    ffi/python/develop
+    ffi/python/install
     frame run --nodes 2 --ranks-per-node 2 -- target/python/bin/python \\
         examples/python/heat.py --nx 256 --ny 256 --steps 600
 

@@ -1,5 +1,5 @@
 //! The Python package for the tests: built into the virtual environment
-//! `target/python` by `ffi/python/develop` (the command the docs give
+//! `target/python` by `ffi/python/install` (the command the docs give
 //! users), once per test process, in the test's profile.
 
 use std::path::PathBuf;
@@ -26,13 +26,13 @@ pub fn python() -> PathBuf {
         .expect("target/<profile>")
         .join("python");
     if !*built {
-        let mut cmd = Command::new(top().join("ffi/python/develop"));
+        let mut cmd = Command::new(top().join("ffi/python/install"));
         if super::profile_dir().ends_with("release") {
             cmd.arg("--release");
         }
         cmd.arg(&venv);
         let (status, out, err) = super::run(&mut cmd, SETUP_DEADLINE);
-        assert!(status.success(), "ffi/python/develop failed:\n{out}\n{err}");
+        assert!(status.success(), "ffi/python/install failed:\n{out}\n{err}");
         *built = true;
     }
     venv.join("bin/python")
