@@ -16,6 +16,16 @@ With ``--files`` the state goes through a file checkpoint instead: every
 file frame names, and reads them back with ``numpy.load`` after a
 failure.
 
+With ``--mpi`` it runs under MPI instead (the package built with
+``ffi/python/install --mpi``): halos and the checksum go through mpi4py,
+and frame checkpoints over ``MPI.COMM_WORLD``. A failure ends the MPI job;
+the same command run again resumes from the newest checkpoint.
+``--crash-at N`` kills every rank once step N's checkpoint is written and
+promoted, to try that:
+
+    mpiexec -n 4 target/python/bin/python examples/python/heat.py --mpi --crash-at 120
+    mpiexec -n 4 target/python/bin/python examples/python/heat.py --mpi
+
 The last line rank 0 prints is ``final checksum: 0x<16 hex digits>``, a
 hash of the whole plate: a run with failures prints the same one as a run
 without.
@@ -23,6 +33,8 @@ without.
 
 import argparse
 import hashlib
+import os
+import signal
 import sys
 
 import numpy as np
@@ -41,6 +53,9 @@ def arguments() -> argparse.Namespace:
     p.add_argument("--files", action="store_true", help="checkpoint through files")
     p.add_argument("--every", type=int, default=10, help="steps between file checkpoints")
     p.add_argument("--level", type=int, default=1, help="level of file checkpoints")
+    p.add_argument("--mpi", action="store_true", help="run under mpiexec with mpi4py")
+    p.add_argument("--crash-at", type=int, default=0,
+                   help="with --mpi: kill every rank after step N's checkpoint")
     a = p.parse_args()
     for name in ("nx", "ny", "steps", "every"):
         if getattr(a, name) < 1:
@@ -68,6 +83,26 @@ def initial(rank: int, size: int, rows: int, ny: int) -> np.ndarray:
     return g
 
 
+class MpiComm:
+    """mpi4py's communicator, with the calls this program makes of
+    frame.Comm."""
+
+    def __init__(self, comm):
+        from mpi4py import MPI
+
+        self.mpi, self.comm = MPI, comm
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+
+    def sendrecv(self, data, dest, out, src, tag):
+        self.comm.Sendrecv(data, dest, tag, out, src, tag)
+        return out
+
+    def allreduce(self, values, op):
+        ops = {"sum": self.mpi.SUM, "min": self.mpi.MIN, "max": self.mpi.MAX}
+        self.comm.Allreduce(self.mpi.IN_PLACE, values, op=ops[op])
+        return values
+
+
 def step_once(comm: frame.Comm, g: np.ndarray, scratch: np.ndarray) -> None:
     rank, size = comm.rank, comm.size
     # Halos: each rank's first and last rows go to its neighbours.
@@ -93,12 +128,23 @@ def checksum(comm: frame.Comm, g: np.ndarray) -> int:
 
 
 def main(ctx: frame.Context, a: argparse.Namespace) -> None:
-    comm = ctx.comm
-    rank, size = ctx.rank, ctx.size
+    """The resilient function: entered again after every failure."""
+    heat(ctx.comm, frame.Checkpointer(ctx), a, ctx.state, ctx.fault_point)
+
+
+def mpi_main(a: argparse.Namespace) -> None:
+    """Under mpiexec: one run, from the newest checkpoint if there is one."""
+    from mpi4py import MPI
+
+    comm = MpiComm(MPI.COMM_WORLD)
+    heat(comm, frame.Checkpointer(comm=MPI.COMM_WORLD), a, "mpi", lambda step: None)
+
+
+def heat(comm, ckpt: frame.Checkpointer, a: argparse.Namespace, state: str, fault_point) -> None:
+    rank, size = comm.rank, comm.size
     if a.nx < size:
         raise SystemExit(f"--nx {a.nx} gives a rank no rows (the job has {size} ranks)")
     _, rows = rows_of(rank, size, a.nx)
-    ckpt = frame.Checkpointer(ctx)
     step = ckpt.protect(0, np.zeros(1, np.int64))
     grid = initial(rank, size, rows, a.ny)
     if not a.files:
@@ -108,22 +154,30 @@ def main(ctx: frame.Context, a: argparse.Namespace) -> None:
         if a.files:
             grid[...] = np.load(ckpt.recovered_file("rows.npy"))
         if rank == 0:
-            print(f"rank 0 entered {ctx.state} (failed ranks {ctx.failed_ranks}); "
-                  f"recovered step {int(step[0])}", flush=True)
+            level = ckpt.status()["recovered_from"]
+            print(f"rank 0 entered {state}; recovered step {int(step[0])} from L{level}",
+                  flush=True)
     elif rank == 0:
-        print(f"rank 0 entered {ctx.state}; starting at step 0", flush=True)
+        print(f"rank 0 entered {state}; starting at step 0", flush=True)
     scratch = grid.copy()
     while step[0] < a.steps:
-        ctx.fault_point(int(step[0]))
+        fault_point(int(step[0]))
         step_once(comm, grid, scratch)
         step[0] += 1
+        written = None
         if not a.files:
-            ckpt.snapshot()
+            written = ckpt.snapshot()
         elif step[0] % a.every == 0:
             ckpt.begin_checkpoint(a.level)
             with open(ckpt.checkpoint_file("rows.npy"), "wb") as f:
                 np.save(f, grid)
-            ckpt.end_checkpoint()
+            written = ckpt.end_checkpoint()
+        if a.mpi and written is not None and step[0] >= a.crash_at > 0:
+            ckpt.wait_for_promotions()
+            if rank == 0:
+                print(f"crashing at step {int(step[0])}", flush=True)
+            comm.comm.Barrier()
+            os.kill(os.getpid(), signal.SIGKILL)
     h = checksum(comm, grid)
     if rank == 0:
         print(f"hottest interior cell of rank 0: {grid[1:-1, 1:-1].max():.3f}")
@@ -133,4 +187,7 @@ def main(ctx: frame.Context, a: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     args = arguments()
-    sys.exit(frame.run(lambda ctx: main(ctx, args)))
+    if args.mpi:
+        mpi_main(args)
+    else:
+        sys.exit(frame.run(lambda ctx: main(ctx, args)))

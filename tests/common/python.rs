@@ -20,17 +20,28 @@ pub fn top() -> PathBuf {
 /// of the package `frame` and numpy.
 pub fn python() -> PathBuf {
     static BUILT: Mutex<bool> = Mutex::new(false);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    installed(&BUILT, "python", &[])
+}
+
+/// The same with the package built with MPI, and mpi4py
+/// (`target/python-mpi`).
+pub fn python_mpi() -> PathBuf {
+    static BUILT: Mutex<bool> = Mutex::new(false);
+    installed(&BUILT, "python-mpi", &["--mpi"])
+}
+
+fn installed(once: &Mutex<bool>, name: &str, flags: &[&str]) -> PathBuf {
+    let mut built = once.lock().unwrap_or_else(|e| e.into_inner());
     let venv = super::profile_dir()
         .parent()
         .expect("target/<profile>")
-        .join("python");
+        .join(name);
     if !*built {
         let mut cmd = Command::new(top().join("ffi/python/install"));
         if super::profile_dir().ends_with("release") {
             cmd.arg("--release");
         }
-        cmd.arg(&venv);
+        cmd.args(flags).arg(&venv);
         let (status, out, err) = super::run(&mut cmd, SETUP_DEADLINE);
         assert!(status.success(), "ffi/python/install failed:\n{out}\n{err}");
         *built = true;

@@ -28,7 +28,7 @@ use std::rc::Rc;
 struct Session {
     ckpt: frame_core::Checkpointer<'static>,
     arrays: BTreeMap<RegionId, Py<PyAny>>,
-    owned: Option<Box<LocalComm>>,
+    owned: Option<Box<dyn Comm>>,
 }
 
 /// Checkpoints of numpy arrays and of files the program writes.
@@ -89,42 +89,55 @@ impl Checkpointer {
 impl Checkpointer {
     /// Sets up checkpointing and finds out with the other ranks whether
     /// there is a checkpoint to recover (see `recovering`). Collective.
+    ///
+    /// `comm` is an mpi4py communicator, for a program that runs under
+    /// MPI (`mpiexec`) instead of frame's runtime.
     #[new]
-    #[pyo3(signature = (ctx = None, config = None))]
+    #[pyo3(signature = (ctx = None, config = None, comm = None))]
     fn new(
         py: Python<'_>,
         ctx: Option<PyRef<'_, Context>>,
         config: Option<PathBuf>,
+        comm: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let cfg =
             Config::load(config.as_deref()).map_err(|e| errors::Error::new_err(e.to_string()))?;
         let token = ctx.map(|c| c.token());
-        let token = match (token, live::current()) {
-            (Some(t), _) => Some(t),
-            (None, Some(_)) => {
+        let token = match (token, live::current(), &comm) {
+            (Some(_), _, Some(_)) => {
+                return Err(errors::state(
+                    "give either the context of frame.run or an mpi4py communicator, not both",
+                ))
+            }
+            (Some(t), _, None) => Some(t),
+            (None, Some(_), None) => {
                 return Err(errors::state(
                     "a checkpointer made inside the resilient function needs its context: frame.Checkpointer(ctx)",
                 ))
             }
-            (None, None) if frame_runtime::role() == frame_runtime::Role::Rank => {
+            (None, None, None) if frame_runtime::role() == frame_runtime::Role::Rank => {
                 return Err(errors::state(
                     "this process is a rank of a job: make the checkpointer inside the function given to frame.run, with its context",
                 ))
             }
-            (None, None) => None,
+            (None, _, _) => None,
         };
-        let (comm, owned): (&'static dyn Comm, Option<Box<LocalComm>>) = match token {
-            Some(t) => (comm_of(t)?, None),
-            None => {
-                let one = LocalComm::world(1, 1)
-                    .pop()
-                    .ok_or_else(|| errors::Error::new_err("cannot make a one-rank communicator"))?;
-                let owned = Box::new(one);
-                let p: *const LocalComm = &*owned;
+        let owned: Option<Box<dyn Comm>> = match (token, comm) {
+            (Some(_), _) => None,
+            (None, Some(c)) => Some(crate::mpi::comm_of(&c, &cfg)?),
+            (None, None) => Some(Box::new(LocalComm::world(1, 1).pop().ok_or_else(|| {
+                errors::Error::new_err("cannot make a one-rank communicator")
+            })?)),
+        };
+        let comm: &'static dyn Comm = match (token, owned.as_deref()) {
+            (Some(t), _) => comm_of(t)?,
+            (None, Some(own)) => {
+                let p: *const dyn Comm = own;
                 // SAFETY: the box lives in the session beside the
                 // checkpointer, which is dropped first.
-                (unsafe { &*p }, Some(owned))
+                unsafe { &*p }
             }
+            (None, None) => return Err(errors::Error::new_err("no communicator to use")),
         };
         let ckpt =
             released(py, || frame_core::Checkpointer::init(&cfg, comm)).map_err(from_frame)?;

@@ -15,7 +15,8 @@
 //! - `arrays`: the memory of a numpy array, checked for use in place;
 //! - `checkpointer`: the `Checkpointer` class;
 //! - `entry`: `run` and the `Context` class;
-//! - `comm`: the `Comm` class.
+//! - `comm`: the `Comm` class;
+//! - `mpi`: an mpi4py communicator as frame's (feature `mpi`).
 
 mod arrays;
 mod checkpointer;
@@ -23,6 +24,7 @@ mod comm;
 mod entry;
 mod errors;
 mod live;
+mod mpi;
 
 use pyo3::prelude::*;
 

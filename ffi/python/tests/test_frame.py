@@ -106,6 +106,16 @@ class ProtectRefuses(Storage):
             with self.assertRaisesRegex(ValueError, f"level {level} is not"):
                 ckpt.begin_checkpoint(level)
 
+    def test_a_communicator_that_is_not_mpi4pys_is_refused(self):
+        with self.assertRaisesRegex(TypeError, "^comm: "):
+            frame.Checkpointer(comm=object())
+
+        def main(ctx):
+            with self.assertRaisesRegex(frame.StateError, "not both"):
+                frame.Checkpointer(ctx, comm=object())
+
+        self.assertEqual(frame.run(main), 0)
+
     def test_a_missing_configuration_file_is_an_error_naming_it(self):
         missing = os.path.join(self.tmp.name, "nope.toml")
         with self.assertRaises(frame.Error) as e:
