@@ -204,6 +204,7 @@ fn no_file_imports_another_that_imports_it_back() {
         ("cli/src", 10),
         ("ffi/src", 5),
         ("ffi/fti/src", 5),
+        ("ffi/python/src", 5),
     ] {
         no_loop_in(dir, at_least);
     }
@@ -342,7 +343,14 @@ fn unit_tests_live_in_sibling_files() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut inline = Vec::new();
     let mut read = 0;
-    for dir in ["src", "runtime/src", "cli/src", "ffi/src", "ffi/fti/src"] {
+    for dir in [
+        "src",
+        "runtime/src",
+        "cli/src",
+        "ffi/src",
+        "ffi/fti/src",
+        "ffi/python/src",
+    ] {
         let mut files = Vec::new();
         sources(&base.join(dir), &mut files);
         for f in files {
