@@ -55,15 +55,6 @@ fn files(exe: &Path, dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
     frame_run_with(dir, &all, exe, &prog, &env)
 }
 
-/// The levels the library's recoveries used, in order.
-fn levels(job: &Job) -> Vec<u64> {
-    job.metrics
-        .iter()
-        .filter(|m| m["event"] == "recovery")
-        .map(|m| m["level"].as_u64().unwrap_or(0))
-        .collect()
-}
-
 #[test]
 fn a_file_per_rank_is_recovered_from_every_level_online_and_redeployed() {
     let _g = serial();
@@ -71,7 +62,7 @@ fn a_file_per_rank_is_recovered_from_every_level_online_and_redeployed() {
     let dir = scratch();
     let clean = files(&exe, dir.path(), &[], &[]);
     assert!(clean.status.success(), "{}", clean.out);
-    assert!(levels(&clean).is_empty(), "{}", clean.out);
+    assert!(clean.recovery_levels().is_empty(), "{}", clean.out);
     let reference = common::final_checksum(&clean.out);
 
     let cases: [(&str, &[&str], &[u64]); 4] = [
@@ -88,7 +79,7 @@ fn a_file_per_rank_is_recovered_from_every_level_online_and_redeployed() {
         }
         let job = files(&exe, dir.path(), &args, &[]);
         assert!(job.status.success(), "{name}:\n{}", job.out);
-        assert_eq!(levels(&job), want, "{name}:\n{}", job.out);
+        assert_eq!(job.recovery_levels(), want, "{name}:\n{}", job.out);
         // The step depends on how far the managers got (a level commits
         // in the background); the file is read back either way.
         assert!(job.out.contains(" from its file"), "{name}:\n{}", job.out);
@@ -110,7 +101,7 @@ fn a_file_per_rank_is_recovered_from_every_level_online_and_redeployed() {
         &[],
     );
     assert!(job.status.success(), "redeploy:\n{}", job.out);
-    assert_eq!(levels(&job), [2], "redeploy:\n{}", job.out);
+    assert_eq!(job.recovery_levels(), [2], "redeploy:\n{}", job.out);
     assert_eq!(
         common::final_checksum(&job.out),
         reference,
@@ -222,7 +213,7 @@ fn a_file_of_1_gib_on_one_rank_is_recovered_with_the_managers_memory_bounded() {
     );
     let reference = common::final_checksum(&clean.out);
     let (failed, _, _dir) = run(&["node:1@iter=11"]);
-    assert_eq!(levels(&failed), [2], "{}", failed.out);
+    assert_eq!(failed.recovery_levels(), [2], "{}", failed.out);
     assert!(
         failed
             .out

@@ -60,22 +60,13 @@ fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
     frame_run_with(dir, &all, &py, &prog, &env)
 }
 
-/// The levels the library's recoveries used, in order.
-fn levels(job: &Job) -> Vec<u64> {
-    job.metrics
-        .iter()
-        .filter(|m| m["event"] == "recovery")
-        .map(|m| m["level"].as_u64().unwrap_or(0))
-        .collect()
-}
-
 #[test]
 fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     let _g = serial();
     let dir = scratch();
     let clean = heat(dir.path(), &[], &[]);
     assert!(clean.status.success(), "{}", clean.out);
-    assert!(levels(&clean).is_empty(), "{}", clean.out);
+    assert!(clean.recovery_levels().is_empty(), "{}", clean.out);
     let reference = final_checksum(&clean.out);
 
     let files = ["--files", "--every", "10"];
@@ -90,7 +81,7 @@ fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
         let job = heat(dir.path(), &["--inject", inject], program_args);
         assert!(job.status.success(), "{name}:\n{}", job.out);
         assert!(job.out.contains("recovered step"), "{name}:\n{}", job.out);
-        let used = levels(&job);
+        let used = job.recovery_levels();
         assert!(
             !used.is_empty() && used.iter().all(|l| *l == level),
             "{name}: recovered from levels {used:?}, not {level}:\n{}",

@@ -415,6 +415,18 @@ pub struct Job {
     pub metrics: Vec<serde_json::Value>,
 }
 
+impl Job {
+    /// The levels the library's recoveries used, in order (from the
+    /// `recovery` records of the metrics file).
+    pub fn recovery_levels(&self) -> Vec<u64> {
+        self.metrics
+            .iter()
+            .filter(|m| m["event"] == "recovery")
+            .map(|m| m["level"].as_u64().unwrap_or(0))
+            .collect()
+    }
+}
+
 /// Runs `frame run ARGS -- PROGRAM PROGRAM_ARGS` with its run, node-local and
 /// metrics paths inside `scratch`, a hard deadline, and afterwards checks
 /// that no process of the job survived and its socket directory is gone.
