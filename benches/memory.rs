@@ -1,8 +1,15 @@
 //! Memory and node-local storage of a job with every level on, under
 //! `frame run` (heat2d: 8 ranks on 4 virtual nodes, levels 2, 3 and 4):
 //! the peak resident memory of every process by role (root, daemons,
-//! managers, ranks) and the peak bytes each node's directory held, at
-//! 16 and 256 MiB per rank (`FRAME_BENCH_MIB=16,256` by default).
+//! managers, ranks: the role the runtime gave it, `FRAME_RT_ROLE` in its
+//! environment) and the peak bytes each node's directory held, at 16 and
+//! 256 MiB per rank (`FRAME_BENCH_MIB=16,256` by default).
+//!
+//! A process's resident memory is split in two, sampled while the job
+//! runs: its private memory (`RssAnon`: buffers, the program's arrays) and
+//! the node-local files it has mapped (`RssShmem`: pages of the RAM disk,
+//! which the node's storage already counts). A manager that held a
+//! checkpoint to move it would show it in its private memory.
 //!
 //! Baselines from the same run: a manager's and a rank's peak against the
 //! rank's data (a manager that held a checkpoint to move it would be at
@@ -27,17 +34,36 @@ use std::time::{Duration, Instant};
 const NODES: u32 = 4;
 const PER_NODE: u32 = 2;
 
-/// Peak resident memory (VmHWM, bytes) of a process, if it still runs.
-fn peak_rss(pid: u32) -> Option<u64> {
+/// Resident memory of a process now, if it still runs: private
+/// (`RssAnon`) and mapped shared files (`RssShmem`), in bytes.
+fn resident(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib << 10)
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib << 10)
+    };
+    Some((field("RssAnon:")?, field("RssShmem:")?))
 }
 
-/// Every process of the tree under `root` with its parent and whether it
-/// has arguments (ranks do; daemons and managers do not).
-fn tree(root: u32) -> Vec<(u32, u32, bool)> {
+/// The role the runtime started process `pid` in (`FRAME_RT_ROLE`), or
+/// `root` for the launcher, which has none.
+fn role_of(pid: u32) -> Option<&'static str> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let role = env.split(|b| *b == 0).find_map(|v| {
+        v.strip_prefix(frame::env::ROLE.as_bytes())?
+            .strip_prefix(b"=")
+    });
+    Some(match role {
+        Some(b"rank") => "rank",
+        Some(b"daemon") => "daemon",
+        Some(b"manager") => "manager",
+        _ => "root",
+    })
+}
+
+/// Every process of the tree under `root`.
+fn tree(root: u32) -> Vec<u32> {
     let mut all = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -54,22 +80,21 @@ fn tree(root: u32) -> Vec<(u32, u32, bool)> {
         else {
             continue;
         };
-        let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        let has_args = args.split(|b| *b == 0).filter(|a| !a.is_empty()).count() > 1;
-        all.push((pid, ppid, has_args));
+        all.push((pid, ppid));
     }
     let mut inside: HashSet<u32> = HashSet::from([root]);
     let mut grew = true;
     while grew {
         grew = false;
-        for (pid, ppid, _) in &all {
+        for (pid, ppid) in &all {
             if inside.contains(ppid) && inside.insert(*pid) {
                 grew = true;
             }
         }
     }
     all.into_iter()
-        .filter(|(p, _, _)| inside.contains(p))
+        .map(|(p, _)| p)
+        .filter(|p| inside.contains(p))
         .collect()
 }
 
@@ -111,24 +136,17 @@ fn run(heat2d: &Path, mib: u64, base: &Path, disk: &Path) {
         .expect("heat2d");
     let root = child.id();
     let mut roles: BTreeMap<u32, &str> = BTreeMap::new();
-    let mut rss: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per process: peak private and peak mapped-file memory.
+    let mut rss: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     let mut disk: BTreeMap<u32, u64> = BTreeMap::new();
     while child.try_wait().expect("wait").is_none() {
-        let procs = tree(root);
-        for &(pid, ppid, args) in &procs {
-            let role = if pid == root {
-                "root"
-            } else if ppid == root {
-                "daemon"
-            } else if args {
-                "rank"
-            } else {
-                "manager"
-            };
-            roles.insert(pid, role);
-            if let Some(r) = peak_rss(pid) {
-                let e = rss.entry(pid).or_insert(0);
-                *e = (*e).max(r);
+        for pid in tree(root) {
+            if let Some(role) = role_of(pid) {
+                roles.entry(pid).or_insert(role);
+            }
+            if let Some((private, mapped)) = resident(pid) {
+                let e = rss.entry(pid).or_insert((0, 0));
+                *e = (e.0.max(private), e.1.max(mapped));
             }
         }
         for n in 0..NODES {
@@ -145,20 +163,25 @@ fn run(heat2d: &Path, mib: u64, base: &Path, disk: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     let secs = started.elapsed().as_secs_f64();
-    let mut by_role: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    let mut by_role: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
     for (pid, r) in &rss {
-        by_role.entry(roles[pid]).or_default().push(*r);
+        if let Some(role) = roles.get(pid) {
+            by_role.entry(role).or_default().push(*r);
+        }
     }
     let data = mib << 20;
     println!("{mib} MiB per rank, 8 ranks on 4 nodes, levels 2 (every), 3 (every 2), 4 (every 4), 10 checkpoints, {secs:.1} s:");
     for (role, v) in &by_role {
-        let max = v.iter().copied().max().unwrap_or(0);
+        let private: Vec<u64> = v.iter().map(|r| r.0).collect();
+        let mapped: Vec<u64> = v.iter().map(|r| r.1).collect();
+        let max = private.iter().copied().max().unwrap_or(0);
         println!(
-            "  {role:8} x{}: peak RSS median {} MiB, max {} MiB = {:.2}x a rank's data",
+            "  {role:8} x{}: peak private memory median {} MiB, max {} MiB = {:.2}x a rank's data; mapped node-local files median {} MiB",
             v.len(),
-            median(v.clone()) >> 20,
+            median(private) >> 20,
             max >> 20,
-            max as f64 / data as f64
+            max as f64 / data as f64,
+            median(mapped) >> 20,
         );
     }
     let mut cfg = Config::default();

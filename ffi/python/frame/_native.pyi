@@ -2,7 +2,7 @@
 
 import os
 import pathlib
-from typing import Callable, Dict, List, Literal, Optional, Tuple, TypeVar
+from typing import Callable, Dict, List, Literal, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -125,17 +125,20 @@ class Checkpointer:
     """Checkpoints of numpy arrays and of files the program writes.
 
     ``Checkpointer(ctx)`` inside the resilient function (it goes when the
-    entry ends); ``Checkpointer()`` in a program that does not use
-    :func:`run` (a job of one rank). ``config`` is a TOML file; without it,
-    ``FRAME_CONFIG`` (which ``frame run`` sets) or the defaults, with
-    ``FRAME_*`` overrides. Collective: finds out with the other ranks
-    whether there is a checkpoint to recover.
+    entry ends); ``Checkpointer(comm=MPI.COMM_WORLD)`` under ``mpiexec``
+    with an mpi4py communicator (a package built with ``install --mpi``);
+    ``Checkpointer()`` in a program that uses neither (a job of one rank).
+    ``config`` is a TOML file; without it, ``FRAME_CONFIG`` (which
+    ``frame run`` sets) or the defaults, with ``FRAME_*`` overrides.
+    Collective: finds out with the other ranks whether there is a
+    checkpoint to recover.
     """
 
     def __init__(
         self,
         ctx: Optional[Context] = None,
-        config: Optional[os.PathLike[str] | str] = None,
+        config: Optional[Union[os.PathLike[str], str]] = None,
+        comm: Optional[object] = None,
     ) -> None: ...
     def protect(self, id: int, array: _A) -> _A:
         """Protects ``array`` as region ``id`` (a number of your choice) and

@@ -6,6 +6,7 @@ Run by tests/python.rs with the virtual environment ffi/python/install
 builds: ``python -m unittest discover -s ffi/python/tests``.
 """
 
+import ast
 import os
 import pathlib
 import subprocess
@@ -299,6 +300,26 @@ class Communicator(Storage):
             self.assertEqual(list(comm.bcast(np.array([7, 8]))), [7, 8])
 
         self.assertEqual(frame.run(main), 0)
+
+
+class TypeHints(unittest.TestCase):
+    def test_the_stub_names_exactly_what_the_module_has(self):
+        stub = pathlib.Path(frame.__file__).with_name("_native.pyi")
+        tree = ast.parse(stub.read_text())
+        named = set()
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                named.add(node.name)
+                real = getattr(frame, node.name)
+                members = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+                public = {m for m in dir(real) if not m.startswith("_")}
+                if not issubclass(real, BaseException):
+                    self.assertEqual(members - {"__init__"}, public, node.name)
+            elif isinstance(node, ast.FunctionDef):
+                named.add(node.name)
+            elif isinstance(node, ast.AnnAssign):
+                named.add(node.target.id)
+        self.assertEqual(named, set(frame.__all__))
 
 
 if __name__ == "__main__":
