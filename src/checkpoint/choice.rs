@@ -77,6 +77,17 @@ impl Checkpointer<'_> {
         Ok(())
     }
 
+    /// The checkpoint the configuration names to restart from, as the
+    /// messages say it: the key, its value and where the value came from.
+    pub(super) fn named_ceiling(&self) -> Option<String> {
+        self.ceiling.map(|c| {
+            format!(
+                "`recovery.restart_from` = {c} ({})",
+                self.cfg.source_of("recovery.restart_from")
+            )
+        })
+    }
+
     /// Says, on rank 0, which checkpoint recovery restores when it is not
     /// the one wanted (the one named by `restart_from`, or else the newest
     /// any rank holds), with `why` for each rank that cannot restore the
@@ -85,12 +96,7 @@ impl Checkpointer<'_> {
         if self.comm.rank() != 0 {
             return;
         }
-        let named = self.ceiling.map(|c| {
-            format!(
-                "`recovery.restart_from` = {c}, {}",
-                self.cfg.source_of("recovery.restart_from")
-            )
-        });
+        let named = self.named_ceiling();
         let line = if restored == wanted {
             match named {
                 Some(named) => format!(

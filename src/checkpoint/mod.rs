@@ -428,11 +428,10 @@ impl<'c> Checkpointer<'c> {
                         ),
                     });
                 }
-                let asked = self.ceiling.map(|top| {
+                let asked = self.ceiling.zip(self.named_ceiling()).map(|(top, named)| {
                     format!(
-                        "`recovery.restart_from` = {top} ({}) asks for checkpoint {top} or an older one, \
-                         and none is restorable by every rank (newer checkpoints are not considered); ",
-                        self.cfg.source_of("recovery.restart_from")
+                        "{named} asks for checkpoint {top} or an older one, \
+                         and none is restorable by every rank (newer checkpoints are not considered); "
                     )
                 });
                 Err(Error::NotRecoverable {
