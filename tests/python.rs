@@ -2,7 +2,8 @@
 //! accepts, every dtype and files through a restart, errors), and the
 //! numpy heat program (`examples/python/heat.py`) under `frame run`,
 //! killed (a rank, a node) and recovered online with its state in
-//! protected arrays and in a file checkpoint: every run must end with the
+//! protected arrays and in a file checkpoint, and in a logged recovery
+//! (only the failed rank goes back): every run must end with the
 //! fault-free checksum, after restoring a checkpoint (not starting over),
 //! from the level the failure leaves.
 
@@ -60,6 +61,9 @@ fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
     frame_run_with(dir, &all, &py, &prog, &env)
 }
 
+/// The program's flags that keep its state in a file checkpoint.
+const FILES: [&str; 3] = ["--files", "--every", "10"];
+
 #[test]
 fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     let _g = serial();
@@ -69,24 +73,85 @@ fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     assert!(clean.recovery_levels().is_empty(), "{}", clean.out);
     let reference = final_checksum(&clean.out);
 
-    let files = ["--files", "--every", "10"];
-    let cases: [(&str, &str, &[&str], u64); 4] = [
-        ("arrays, a rank", "rank:1@iter=125", &[], 1),
-        ("arrays, a node", "node:1@iter=125", &[], 2),
-        ("a file, a rank", "rank:2@iter=125", &files, 1),
-        ("a file, a node", "node:0@iter=125", &files, 2),
+    // (case, what to kill, frame run's flags, the program's, the level of
+    // the global restart, what the output must say). `None`: a logged
+    // recovery, in which the replacement alone restores (its `rejoin`
+    // record) and nobody restarts globally.
+    let global = "recovered step";
+    let none: &[&str] = &[];
+    let cases: [(&str, &str, &[&str], &[&str], Option<u64>, &str); 5] = [
+        (
+            "arrays, a rank",
+            "rank:1@iter=125",
+            none,
+            none,
+            Some(1),
+            global,
+        ),
+        (
+            "arrays, a node",
+            "node:1@iter=125",
+            none,
+            none,
+            Some(2),
+            global,
+        ),
+        (
+            "a file, a rank",
+            "rank:2@iter=125",
+            none,
+            &FILES,
+            Some(1),
+            global,
+        ),
+        (
+            "a file, a node",
+            "node:0@iter=125",
+            none,
+            &FILES,
+            Some(2),
+            global,
+        ),
+        (
+            "arrays, a rank, logged",
+            "rank:1@iter=125",
+            &["--recovery", "logged"],
+            none,
+            None,
+            "only its replacement goes back",
+        ),
     ];
-    for (name, inject, program_args, level) in cases {
+    for (name, inject, runtime_args, program_args, level, says) in cases {
         let dir = scratch();
-        let job = heat(dir.path(), &["--inject", inject], program_args);
+        let mut args = vec!["--inject", inject];
+        args.extend(runtime_args);
+        let job = heat(dir.path(), &args, program_args);
         assert!(job.status.success(), "{name}:\n{}", job.out);
-        assert!(job.out.contains("recovered step"), "{name}:\n{}", job.out);
+        assert!(job.out.contains(says), "{name}:\n{}", job.out);
         let used = job.recovery_levels();
-        assert!(
-            !used.is_empty() && used.iter().all(|l| *l == level),
-            "{name}: recovered from levels {used:?}, not {level}:\n{}",
-            job.out
-        );
+        match level {
+            Some(level) => assert!(
+                !used.is_empty() && used.iter().all(|l| *l == level),
+                "{name}: recovered from levels {used:?}, not {level}:\n{}",
+                job.out
+            ),
+            None => {
+                let rejoined: Vec<_> = job
+                    .metrics
+                    .iter()
+                    .filter(|m| m["event"] == "rejoin")
+                    .map(|m| (m["rank"].as_u64(), m["checkpoint"].as_u64()))
+                    .collect();
+                assert!(
+                    used.is_empty()
+                        && rejoined.len() == 1
+                        && rejoined[0].0 == Some(1)
+                        && rejoined[0].1 >= Some(1),
+                    "{name}: global recoveries {used:?}, rejoins {rejoined:?}:\n{}",
+                    job.out
+                );
+            }
+        }
         assert_eq!(final_checksum(&job.out), reference, "{name}:\n{}", job.out);
     }
 }
