@@ -64,6 +64,41 @@ fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
 /// The program's flags that keep its state in a file checkpoint.
 const FILES: [&str; 3] = ["--files", "--every", "10"];
 
+/// One failure of the heat program and what its recovery must show.
+struct Case {
+    name: &'static str,
+    /// What `--inject` kills.
+    inject: &'static str,
+    /// More flags of `frame run`, and of the program.
+    runtime: &'static [&'static str],
+    program: &'static [&'static str],
+    /// The level of the global restart; `None`: a logged recovery, in
+    /// which the replacement alone restores (its `rejoin` record) and
+    /// nobody restarts globally.
+    level: Option<u64>,
+    /// What the output must say: a global restart's rank 0 restores a
+    /// checkpoint; in a logged recovery only the replacement goes back.
+    says: &'static str,
+}
+
+impl Case {
+    fn new(
+        name: &'static str,
+        inject: &'static str,
+        level: Option<u64>,
+        says: &'static str,
+    ) -> Self {
+        Case {
+            name,
+            inject,
+            runtime: &[],
+            program: &[],
+            level,
+            says,
+        }
+    }
+}
+
 #[test]
 fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     let _g = serial();
@@ -73,55 +108,37 @@ fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     assert!(clean.recovery_levels().is_empty(), "{}", clean.out);
     let reference = final_checksum(&clean.out);
 
-    // (case, what to kill, frame run's flags, the program's, the level of
-    // the global restart, what the output must say). `None`: a logged
-    // recovery, in which the replacement alone restores (its `rejoin`
-    // record) and nobody restarts globally.
     let global = "recovered step";
-    let none: &[&str] = &[];
-    let cases: [(&str, &str, &[&str], &[&str], Option<u64>, &str); 5] = [
-        (
-            "arrays, a rank",
-            "rank:1@iter=125",
-            none,
-            none,
-            Some(1),
-            global,
-        ),
-        (
-            "arrays, a node",
-            "node:1@iter=125",
-            none,
-            none,
-            Some(2),
-            global,
-        ),
-        (
-            "a file, a rank",
-            "rank:2@iter=125",
-            none,
-            &FILES,
-            Some(1),
-            global,
-        ),
-        (
-            "a file, a node",
-            "node:0@iter=125",
-            none,
-            &FILES,
-            Some(2),
-            global,
-        ),
-        (
-            "arrays, a rank, logged",
-            "rank:1@iter=125",
-            &["--recovery", "logged"],
-            none,
-            None,
-            "only its replacement goes back",
-        ),
+    let cases = [
+        Case::new("arrays, a rank", "rank:1@iter=125", Some(1), global),
+        Case::new("arrays, a node", "node:1@iter=125", Some(2), global),
+        Case {
+            program: &FILES,
+            ..Case::new("a file, a rank", "rank:2@iter=125", Some(1), global)
+        },
+        Case {
+            program: &FILES,
+            ..Case::new("a file, a node", "node:0@iter=125", Some(2), global)
+        },
+        Case {
+            runtime: &["--recovery", "logged"],
+            ..Case::new(
+                "arrays, a rank, logged",
+                "rank:1@iter=125",
+                None,
+                "only its replacement goes back",
+            )
+        },
     ];
-    for (name, inject, runtime_args, program_args, level, says) in cases {
+    for Case {
+        name,
+        inject,
+        runtime: runtime_args,
+        program: program_args,
+        level,
+        says,
+    } in cases
+    {
         let dir = scratch();
         let mut args = vec!["--inject", inject];
         args.extend(runtime_args);
