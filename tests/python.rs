@@ -28,7 +28,8 @@ fn the_package_passes_its_own_tests() {
 }
 
 /// 2 nodes of 2 ranks and a spare; a checkpoint every 10 steps, each
-/// promoted to the partner node.
+/// promoted to the partner node; the ranks wait at step 120 until its
+/// checkpoint is there (the failures come at step 125).
 fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
     let py = python();
     let metrics = dir.join("metrics.jsonl");
@@ -56,6 +57,8 @@ fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
         "64",
         "--steps",
         "200",
+        "--settle-at",
+        "120",
     ];
     prog.extend(program_args);
     frame_run_with(dir, &all, &py, &prog, &env)
@@ -76,8 +79,9 @@ struct Case {
     /// which the replacement alone restores (its `rejoin` record) and
     /// nobody restarts globally.
     level: Option<u64>,
-    /// What the output must say: a global restart's rank 0 restores a
-    /// checkpoint; in a logged recovery only the replacement goes back.
+    /// What the output must say: a global restart's rank 0 restores step
+    /// 120's checkpoint (promoted before the failure); in a logged
+    /// recovery only the replacement goes back.
     says: &'static str,
 }
 
@@ -108,7 +112,7 @@ fn numpy_heat_recovers_a_rank_and_a_node_online_bit_for_bit() {
     assert!(clean.recovery_levels().is_empty(), "{}", clean.out);
     let reference = final_checksum(&clean.out);
 
-    let global = "recovered step";
+    let global = "recovered step 120 ";
     let cases = [
         Case::new("arrays, a rank", "rank:1@iter=125", Some(1), global),
         Case::new("arrays, a node", "node:1@iter=125", Some(2), global),

@@ -53,6 +53,8 @@ def arguments() -> argparse.Namespace:
     p.add_argument("--files", action="store_true", help="checkpoint through files")
     p.add_argument("--every", type=int, default=10, help="steps between file checkpoints")
     p.add_argument("--level", type=int, default=1, help="level of file checkpoints")
+    p.add_argument("--settle-at", type=int, default=0,
+                   help="after step N's checkpoint, wait until every level has it")
     p.add_argument("--mpi", action="store_true", help="run under mpiexec with mpi4py")
     p.add_argument("--crash-at", type=int, default=0,
                    help="with --mpi: kill every rank after step N's checkpoint")
@@ -159,6 +161,11 @@ def heat(comm, ckpt: frame.Checkpointer, a: argparse.Namespace, state: str, faul
                   flush=True)
     elif rank == 0:
         print(f"rank 0 entered {state}; starting at step 0", flush=True)
+    if int(step[0]) == a.settle_at > 0:
+        # Restored to the settling step: wait as the first run did there,
+        # so that every rank makes the same calls after the checkpoint
+        # (a logged recovery replays them).
+        ckpt.wait_for_promotions()
     scratch = grid.copy()
     while step[0] < a.steps:
         fault_point(int(step[0]))
@@ -172,6 +179,8 @@ def heat(comm, ckpt: frame.Checkpointer, a: argparse.Namespace, state: str, faul
             with open(ckpt.checkpoint_file("rows.npy"), "wb") as f:
                 np.save(f, grid)
             written = ckpt.end_checkpoint()
+        if written is not None and step[0] == a.settle_at:
+            ckpt.wait_for_promotions()
         if a.mpi and written is not None and step[0] >= a.crash_at > 0:
             ckpt.wait_for_promotions()
             if rank == 0:
