@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::python::{python, top};
+use common::python::{heat_program, python, top};
 use common::{final_checksum, frame_run_with, scratch, serial, Job};
 use std::path::Path;
 use std::process::Command;
@@ -48,19 +48,10 @@ fn heat(dir: &Path, args: &[&str], program_args: &[&str]) -> Job {
         "1",
     ];
     all.extend(args);
-    let example = top().join("examples/python/heat.py");
-    let mut prog = vec![
-        example.to_str().unwrap(),
-        "--nx",
-        "96",
-        "--ny",
-        "64",
-        "--steps",
-        "200",
-        "--settle-at",
-        "120",
-    ];
-    prog.extend(program_args);
+    let mut prog = heat_program();
+    prog.extend(["--settle-at", "120"].map(String::from));
+    prog.extend(program_args.iter().map(|a| a.to_string()));
+    let prog: Vec<&str> = prog.iter().map(String::as_str).collect();
     frame_run_with(dir, &all, &py, &prog, &env)
 }
 

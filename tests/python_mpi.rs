@@ -7,7 +7,7 @@
 mod common;
 
 use common::mpirun::{mpiexec, MpiJob};
-use common::python::{python_mpi, top};
+use common::python::{heat_program, python_mpi};
 use common::{final_checksum, scratch, serial};
 use std::path::Path;
 
@@ -20,18 +20,10 @@ fn heat(dir: &Path, extra: &[&str]) -> MpiJob {
         ("FRAME_L2_INTERVAL", "1"),
         ("FRAME_TOPOLOGY_RANKS_PER_NODE", "2"),
     ];
-    let example = top().join("examples/python/heat.py");
-    let mut args = vec![
-        example.to_str().unwrap(),
-        "--mpi",
-        "--nx",
-        "96",
-        "--ny",
-        "64",
-        "--steps",
-        "200",
-    ];
-    args.extend(extra);
+    let mut args = heat_program();
+    args.push("--mpi".into());
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     mpiexec(dir, 4, &py, &args, &env)
 }
 

@@ -48,3 +48,12 @@ fn installed(once: &Mutex<bool>, name: &str, flags: &[&str]) -> PathBuf {
     }
     venv.join("bin/python")
 }
+
+/// The numpy heat program (`examples/python/heat.py`) and the plate both
+/// Python tests run it on: 96 x 64 cells, 200 steps.
+pub fn heat_program() -> Vec<String> {
+    let example = top().join("examples/python/heat.py");
+    let mut args = vec![example.display().to_string()];
+    args.extend(["--nx", "96", "--ny", "64", "--steps", "200"].map(String::from));
+    args
+}
