@@ -139,12 +139,13 @@ impl Comm {
         let src = self.rank_arg(src, "sendrecv")?;
         let (_send, sent) = arrays::check(&data, "send buffer")?;
         let (_recv, into) = arrays::writable(&out, "receive buffer")?;
-        if std::ptr::eq(sent.ptr, into.ptr) && sent.bytes() > 0 {
+        let (s, r) = (sent.ptr as usize, into.ptr as usize);
+        if sent.bytes() > 0 && into.bytes() > 0 && s < r + into.bytes() && r < s + sent.bytes() {
             return Err(PyValueError::new_err(
-                "sendrecv: the send and receive buffers are the same array",
+                "sendrecv: the send and receive buffers overlap (use two arrays, or send then recv)",
             ));
         }
-        // SAFETY: the arrays are held for the call; distinct (checked).
+        // SAFETY: the arrays are held for the call; disjoint (checked).
         let (bytes, dst) = unsafe { (sent.as_slice(), into.as_mut_slice()) };
         self.on(py, |c| {
             c.send(dest, tag, bytes)?;

@@ -291,6 +291,9 @@ class Communicator(Storage):
             out = np.zeros(3)
             comm.sendrecv(np.array([1.0, 2.0, 3.0]), 0, out, 0, 5)
             self.assertEqual(list(out), [1.0, 2.0, 3.0])
+            buf = np.zeros(8)
+            with self.assertRaisesRegex(ValueError, "overlap"):
+                comm.sendrecv(buf[:5], 0, buf[3:], 0, 5)
             comm.send(np.arange(4, dtype=np.int16), 0, 9)
             with self.assertRaises(frame.Error):
                 comm.recv(np.zeros(3, np.int16), 0, 9)  # 8 bytes into 6
