@@ -3,7 +3,15 @@
 //! - **at level 1**: the program writes its file into the path frame gives
 //!   and ends the checkpoint, against a plain `write` (then `fdatasync`) of
 //!   the same bytes into a new file of the same tmpfs, and against a
-//!   checkpoint of the same bytes as a protected region;
+//!   checkpoint of the same bytes as a protected region. The file
+//!   checkpoint stays on the node, so ending it moves the file; its CRCs
+//!   are computed, and the retired checkpoint's files removed, on another
+//!   thread. Two cases: the program *computes between checkpoints* (plain
+//!   writes and file checkpoints in turn, each after a pause of three
+//!   plain writes' time, so that this work is done when the next one
+//!   comes), and checkpoints *back to back* (all plain writes, then all
+//!   file checkpoints, each meeting the work of the checkpoint before it:
+//!   the worst case);
 //! - **promotion to level 2**: the time the managers of two nodes (one
 //!   rank each) take to promote a file checkpoint to the partner node,
 //!   against a region checkpoint of the same size (both are one checkpoint
@@ -31,11 +39,12 @@ fn gbps(bytes: usize, d: Duration) -> f64 {
     bytes as f64 / d.as_secs_f64() / 1e9
 }
 
+/// Rounds per size: enough for a steady median of the small ones.
 fn reps_for(bytes: usize) -> usize {
     if bytes >> 20 <= 16 {
-        15
+        41
     } else {
-        7
+        9
     }
 }
 
@@ -64,6 +73,8 @@ fn write_file(path: &Path, bytes: &[u8]) {
 struct Row {
     plain: Duration,
     file: Duration,
+    plain_back_to_back: Duration,
+    file_back_to_back: Duration,
     region: Duration,
     promote_file: Duration,
     promote_region: Duration,
@@ -92,9 +103,26 @@ fn checkpoint_once(
     }
 }
 
-/// The median time of `reps` checkpoints of `bytes` at level 1 on one
-/// rank: as a file the program writes (`files`), or as a protected region.
-fn at_level_1(base: &Path, bytes: &[u8], files: bool, reps: usize) -> Duration {
+/// The median of `reps` plain writes of `bytes`, each after `pause`.
+fn plain_writes(base: &Path, bytes: &[u8], reps: usize, pause: Duration) -> Duration {
+    let times = (0..reps)
+        .map(|rep| {
+            std::thread::sleep(pause);
+            let path = base.join(format!("plain-{rep}"));
+            let t = Instant::now();
+            write_file(&path, bytes);
+            let took = t.elapsed();
+            std::fs::remove_file(&path).expect("clean");
+            took
+        })
+        .collect();
+    median(times)
+}
+
+/// The median of `reps` checkpoints of `bytes` at level 1 on one rank,
+/// each after `pause`: as a file the program writes (`files`), or as a
+/// protected region.
+fn at_level_1(base: &Path, bytes: &[u8], files: bool, reps: usize, pause: Duration) -> Duration {
     let dir = base.join("l1");
     let cfg = config(&dir, false);
     let comm = LocalComm::world(1, 1).pop().expect("comm");
@@ -102,6 +130,7 @@ fn at_level_1(base: &Path, bytes: &[u8], files: bool, reps: usize) -> Duration {
     let data = (!files).then(|| ckpt.protect(0, bytes.to_vec()));
     let mut times = Vec::new();
     for rep in 0..reps {
+        std::thread::sleep(pause);
         let t = Instant::now();
         checkpoint_once(&mut ckpt, bytes, data.as_ref(), rep);
         times.push(t.elapsed());
@@ -138,24 +167,38 @@ fn to_level_2(base: &Path, bytes: &[u8], files: bool, reps: usize) -> Duration {
         .unwrap_or_default()
 }
 
+/// Medians of `reps` rounds, each a plain write of `bytes` and a file
+/// checkpoint of them, each after `pause` (so that the background work of
+/// the checkpoint before is done): (plain, file).
+fn in_turn(base: &Path, bytes: &[u8], reps: usize, pause: Duration) -> (Duration, Duration) {
+    let dir = base.join("l1");
+    let cfg = config(&dir, false);
+    let comm = LocalComm::world(1, 1).pop().expect("comm");
+    let mut ckpt = Checkpointer::init(&cfg, &comm).expect("init");
+    let (mut plain, mut file) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        plain.push(plain_writes(base, bytes, 1, pause));
+        std::thread::sleep(pause);
+        let t = Instant::now();
+        checkpoint_once(&mut ckpt, bytes, None, rep);
+        file.push(t.elapsed());
+    }
+    drop(ckpt);
+    std::fs::remove_dir_all(&dir).expect("clean");
+    (median(plain), median(file))
+}
+
 fn measure(base: &Path, bytes: &[u8]) -> Row {
     let reps = reps_for(bytes.len());
-    let plain = median(
-        (0..reps)
-            .map(|rep| {
-                let path = base.join(format!("plain-{rep}"));
-                let t = Instant::now();
-                write_file(&path, bytes);
-                let took = t.elapsed();
-                std::fs::remove_file(&path).expect("clean");
-                took
-            })
-            .collect(),
-    );
+    let plain_back_to_back = plain_writes(base, bytes, reps, Duration::ZERO);
+    let file_back_to_back = at_level_1(base, bytes, true, reps, Duration::ZERO);
+    let (plain, file) = in_turn(base, bytes, reps, plain_back_to_back * 3);
     Row {
         plain,
-        file: at_level_1(base, bytes, true, reps),
-        region: at_level_1(base, bytes, false, reps),
+        file,
+        plain_back_to_back,
+        file_back_to_back,
+        region: at_level_1(base, bytes, false, reps, Duration::ZERO),
         promote_file: to_level_2(base, bytes, true, reps),
         promote_region: to_level_2(base, bytes, false, reps),
     }
@@ -171,33 +214,41 @@ fn main() {
         .tempdir_in("/dev/shm")
         .expect("tmpfs directory");
     println!(
-        "file checkpoints on /dev/shm (level 1: one rank; level 2: two nodes of one rank), medians; ratio > 1: the file checkpoint is faster"
+        "file checkpoints on /dev/shm (level 1: one rank; level 2: two nodes of one rank), medians; ratio > 1: the file checkpoint is faster; b2b: back to back"
     );
     println!(
-        "{:>8}  {:>12}  {:>12}  {:>12}  {:>10}  {:>10}  {:>14}  {:>14}  {:>10}",
+        "{:>5}  {:>11}  {:>11}  {:>8}  {:>11}  {:>11}  {:>8}  {:>11}  {:>8}  {:>8}  {:>8}  {:>8}",
         "MiB",
-        "plain write",
+        "plain",
         "file ckpt",
+        "ratio",
+        "plain b2b",
+        "file b2b",
+        "b2b",
         "region ckpt",
-        "vs plain",
         "vs region",
-        "L2 file ckpt",
-        "L2 region ckpt",
+        "L2 file",
+        "L2 region",
         "L2 ratio"
     );
     for mib in sizes {
         let bytes: Vec<u8> = (0..mib << 20).map(|i| (i * 31 % 251) as u8).collect();
         let r = measure(base.path(), &bytes);
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+        let rate = |d: Duration| format!("{:.2} GB/s", gbps(bytes.len(), d));
+        let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1e3);
         println!(
-            "{mib:>8}  {:>7.2} GB/s  {:>7.2} GB/s  {:>7.2} GB/s  {:>9.2}x  {:>9.2}x  {:>9.1} ms  {:>9.1} ms  {:>9.2}x",
-            gbps(bytes.len(), r.plain),
-            gbps(bytes.len(), r.file),
-            gbps(bytes.len(), r.region),
+            "{mib:>5}  {:>11}  {:>11}  {:>7.2}x  {:>11}  {:>11}  {:>7.2}x  {:>11}  {:>7.2}x  {:>8}  {:>8}  {:>7.2}x",
+            rate(r.plain),
+            rate(r.file),
             ratio(r.plain, r.file),
-            ratio(r.region, r.file),
-            r.promote_file.as_secs_f64() * 1e3,
-            r.promote_region.as_secs_f64() * 1e3,
+            rate(r.plain_back_to_back),
+            rate(r.file_back_to_back),
+            ratio(r.plain_back_to_back, r.file_back_to_back),
+            rate(r.region),
+            ratio(r.region, r.file_back_to_back),
+            ms(r.promote_file),
+            ms(r.promote_region),
             ratio(r.promote_region, r.promote_file),
         );
     }

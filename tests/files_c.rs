@@ -7,7 +7,8 @@
 //! with the fault-free checksum, and each recovery must use its level. A
 //! file of 1 GiB on one rank goes through levels 2 to 4 with every
 //! manager's peak memory under a quarter of it, and comes back from level
-//! 2 after its node is lost.
+//! 2 after its node is lost. With level 1 alone, the files a checkpoint
+//! holds as written come back online after a rank is killed.
 
 mod common;
 
@@ -108,6 +109,37 @@ fn a_file_per_rank_is_recovered_from_every_level_online_and_redeployed() {
         "redeploy:\n{}",
         job.out
     );
+}
+
+#[test]
+fn files_held_at_level_1_are_recovered_online() {
+    let _g = serial();
+    let (_bin, exe) = program();
+    // Level 1 only: every checkpoint holds its file as the program wrote
+    // it, sealed in the background.
+    let run = |dir: &Path, inject: &[&str]| {
+        let metrics = dir.join("metrics.jsonl");
+        let env = [
+            ("FRAME_METRICS_FILE", Some(metrics.to_str().unwrap())),
+            ("FRAME_SNAPSHOT_CHUNK_SIZE", Some("64 KiB")),
+            ("FRAME_CONFIG", None),
+        ];
+        let mut args = vec!["--nodes", "2", "--ranks-per-node", "2"];
+        for i in inject {
+            args.extend(["--inject", i]);
+        }
+        frame_run_with(dir, &args, &exe, &PROGRAM, &env)
+    };
+    let dir = scratch();
+    let clean = run(dir.path(), &[]);
+    assert!(clean.status.success(), "{}", clean.out);
+    let reference = common::final_checksum(&clean.out);
+    let dir = scratch();
+    let job = run(dir.path(), &["rank:2@iter=155"]);
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(job.recovery_levels(), [1], "{}", job.out);
+    assert!(job.out.contains(" from its file"), "{}", job.out);
+    assert_eq!(common::final_checksum(&job.out), reference, "{}", job.out);
 }
 
 /// Peak resident memory (VmHWM) of every manager process of the job whose

@@ -81,11 +81,12 @@ pub unsafe extern "C" fn frame_checkpoint_file(
     })
 }
 
-/// Ends the checkpoint begun: saves every file named (their content is
-/// then in the checkpoint, and the files are removed) with the protected
+/// Ends the checkpoint begun: saves every file named (kept by the
+/// checkpoint as written when it stays on the node, saved into it and
+/// removed otherwise; either way gone from its path) with the protected
 /// regions, and commits it on every rank. Returns the checkpoint's id
-/// (positive), or a negative status. The program must not change the
-/// files during the call. Collective.
+/// (positive), or a negative status. The program must have closed the
+/// files, and must not write to them afterwards. Collective.
 #[no_mangle]
 pub extern "C" fn frame_end_checkpoint() -> i64 {
     guard_value("frame_end_checkpoint", i64::from(FRAME_EINTERNAL), || {

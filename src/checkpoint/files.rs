@@ -3,53 +3,58 @@
 //! for the path of each named file (a private file on the node's level-1
 //! storage), writes it as usual, and ends the checkpoint.
 //!
-//! Ending saves each file into the rank's checkpoint file as a region of
-//! bytes, read through a mapping of the file (never loaded whole), together
-//! with the program's protected regions and a table of the names: from
-//! there on a file is a region like any other (CRC per chunk, optional
-//! compression, the same commit, promotion to levels 2 to 4, retention and
-//! recovery). The saved copies are then removed. Recovering a checkpoint
-//! that holds files writes each back into the same directory, chunk by
-//! chunk into a mapping of the new file, before the program resumes; the
-//! program asks for its path by name.
-//!
-//! Region ids from [`FIRST`] up are frame's: the files take them in the
-//! order they were named, the names' table [`TABLE`].
+//! Ending a checkpoint that stays on its node (no level above 1 is due
+//! with it) *holds* each file: it moves into the rank's level-1 checkpoint
+//! directory as the program wrote it, and a thread of the rank computes
+//! its CRCs afterwards (`level::l1::held`), so the program pays a rename
+//! per file rather than a copy. Ending a checkpoint that leaves the node
+//! saves each file into the rank's checkpoint file as a region of bytes,
+//! read through a mapping of the file (never loaded whole): from there on
+//! a file is a region like any other (CRC per chunk, optional compression,
+//! promotion to levels 2 to 4). Either way the checkpoint's table of files
+//! ([`file_table`]) says where each one is, the checkpoint commits as any
+//! other, and retention and recovery treat it alike. Recovering a
+//! checkpoint that holds files writes each back into the program's
+//! directory, chunk by chunk into a mapping of the new file, checking its
+//! CRCs, before the program resumes; the program asks for its path by
+//! name.
 
 use super::load_failure::LoadFailure;
 use super::Checkpointer;
 use crate::error::{Error, Result};
+use crate::format::file_table::{self, Entry, Place, FIRST, MAX_FILES, TABLE};
 use crate::format::CheckpointFile;
+use crate::level::l1::Checked;
 use crate::level::{names, L1Store, Level};
 use crate::region::{ElemType, RegionId, RegionInfo};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-/// The first region id kept for frame's own regions (files, their table,
-/// and the localised recovery's bookkeeping and counts above it).
-pub(crate) const FIRST: RegionId = 0xFFFF_0000;
-/// The region holding the names' table (JSON).
-pub(crate) const TABLE: RegionId = RegionId::MAX - 2;
-/// The most files one rank may name in one checkpoint.
-pub(crate) const MAX_FILES: usize = 4096;
-
-/// One file in a checkpoint's table.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Entry {
-    name: String,
-    region: RegionId,
-}
 
 /// The program's files: the checkpoint being written, and what the last
 /// recovery restored.
 #[derive(Default)]
 pub(super) struct Files {
-    /// Between `begin_checkpoint` and `end_checkpoint`: the level asked
-    /// and the names handed out, in order.
-    open: Option<(Level, Vec<String>)>,
+    /// Between `begin_checkpoint` and `end_checkpoint`.
+    open: Option<Open>,
     /// The files the restored checkpoint held, restored on this rank.
     pub(super) restored: Vec<String>,
 }
+
+/// A checkpoint of files being written.
+struct Open {
+    /// The level asked.
+    level: Level,
+    /// The names handed out, in order.
+    names: Vec<String>,
+    /// Whether the files are held as written (the checkpoint stays on the
+    /// node) rather than saved into the checkpoint file; decided when it
+    /// ends.
+    hold: bool,
+}
+
+/// What a checkpoint of files saves: its regions (the files saved into
+/// the checkpoint file, then the table), and the files held beside it
+/// (name and length).
+pub(super) type FileSources = (Vec<(RegionInfo, Mapped)>, Vec<(String, u64)>);
 
 /// A file's bytes, mapped for saving.
 pub(super) enum Mapped {
@@ -89,7 +94,11 @@ impl Checkpointer<'_> {
                     .into(),
             });
         }
-        self.files.open = Some((level, Vec::new()));
+        self.files.open = Some(Open {
+            level,
+            names: Vec::new(),
+            hold: false,
+        });
         Ok(())
     }
 
@@ -103,7 +112,7 @@ impl Checkpointer<'_> {
             reason,
         };
         names::check_file_name(name).map_err(bad)?;
-        let Some((_, named)) = self.files.open.as_mut() else {
+        let Some(Open { names: named, .. }) = self.files.open.as_mut() else {
             return Err(bad(
                 "no checkpoint is begun (call begin_checkpoint first)".into()
             ));
@@ -121,17 +130,27 @@ impl Checkpointer<'_> {
 
     /// Ends the checkpoint begun: saves every file named (and the
     /// protected regions), commits on every rank and returns the
-    /// checkpoint's id. The files are removed once saved. Collective.
+    /// checkpoint's id. The program's files are gone from their paths
+    /// afterwards: held by the checkpoint when it stays on the node (no
+    /// level above 1 is due with it), saved into it and removed otherwise.
+    /// Collective.
     pub fn end_checkpoint(&mut self) -> Result<u64> {
-        let Some((level, _)) = self.files.open.as_ref() else {
+        let Some(open) = self.files.open.as_ref() else {
             return Err(Error::Level {
                 level: Level::L1,
                 reason: "no checkpoint of files is begun".into(),
             });
         };
-        let level = *level;
-        let result = self.checkpoint_with(Some(level).filter(|l| *l != Level::L1));
-        if let Some((_, named)) = self.files.open.take() {
+        let forced = Some(open.level).filter(|l| *l != Level::L1);
+        let hold = !self
+            .levels
+            .as_ref()
+            .is_some_and(|levels| levels.may_promote(forced));
+        if let Some(open) = self.files.open.as_mut() {
+            open.hold = hold;
+        }
+        let result = self.checkpoint_with(forced);
+        if let Some(Open { names: named, .. }) = self.files.open.take() {
             if let Err(e) = self.store.remove_files(named.iter().map(String::as_str)) {
                 tracing::warn!(error = %e, "could not remove the files saved in the checkpoint");
             }
@@ -170,14 +189,15 @@ impl Checkpointer<'_> {
         self.files.open.is_some()
     }
 
-    /// The files of the checkpoint being written, mapped, with the names'
-    /// table: the sources to save after the program's regions.
-    pub(super) fn file_sources(&self) -> std::result::Result<Vec<(RegionInfo, Mapped)>, String> {
-        let Some((_, named)) = &self.files.open else {
-            return Ok(Vec::new());
+    /// What checkpoint `id` saves of the program's files: with files to
+    /// hold, they move into its level-1 directory and only the table is a
+    /// region; otherwise every file is mapped as a region, then the table.
+    pub(super) fn file_sources(&mut self, id: u64) -> std::result::Result<FileSources, String> {
+        let Some(open) = &self.files.open else {
+            return Ok(Default::default());
         };
-        if named.is_empty() {
-            return Ok(Vec::new());
+        if open.names.is_empty() {
+            return Ok(Default::default());
         }
         if let Some(id) = self
             .registry
@@ -189,40 +209,29 @@ impl Checkpointer<'_> {
                 "region {id} is protected, but ids from {FIRST} up are frame's own once a checkpoint holds files"
             ));
         }
-        let mut out = Vec::with_capacity(named.len() + 1);
-        let mut table = Vec::with_capacity(named.len());
-        for (k, name) in named.iter().enumerate() {
-            let region = FIRST + k as RegionId;
-            let file = self
-                .store
-                .open_file(name)
-                .map_err(|e| format!("file {name:?}: {e}"))?;
-            let len = file
-                .metadata()
-                .map_err(|e| format!("file {name:?}: {e}"))?
-                .len();
-            let mapped = if len == 0 {
-                Mapped::Empty
-            } else {
-                // SAFETY: the program does not change its files between
-                // the end of the checkpoint and its return (documented).
-                Mapped::Map(
-                    unsafe { memmap2::Mmap::map(&file) }
-                        .map_err(|e| format!("file {name:?}: cannot map it: {e}"))?,
-                )
-            };
-            let info = RegionInfo {
-                id: region,
-                elem: ElemType::Byte,
-                count: mapped.bytes().len() as u64,
-            };
-            out.push((info, mapped));
-            table.push(Entry {
-                name: name.clone(),
-                region,
-            });
+        let mut out = Vec::with_capacity(open.names.len() + 1);
+        let mut held = Vec::new();
+        let mut table = Vec::with_capacity(open.names.len());
+        if open.hold {
+            let lens = self.store.hold_files(id, &open.names)?;
+            for (name, len) in open.names.iter().zip(lens) {
+                table.push(Entry::held(name, len));
+                held.push((name.clone(), len));
+            }
+        } else {
+            for (k, name) in open.names.iter().enumerate() {
+                let region = FIRST + k as RegionId;
+                let mapped = self.map_file(name)?;
+                let info = RegionInfo {
+                    id: region,
+                    elem: ElemType::Byte,
+                    count: mapped.bytes().len() as u64,
+                };
+                out.push((info, mapped));
+                table.push(Entry::region(name, region));
+            }
         }
-        let json = serde_json::to_vec(&table).map_err(|e| e.to_string())?;
+        let json = file_table::encode(&table);
         let mut map = memmap2::MmapMut::map_anon(json.len()).map_err(|e| e.to_string())?;
         map.copy_from_slice(&json);
         let info = RegionInfo {
@@ -234,14 +243,35 @@ impl Checkpointer<'_> {
             info,
             Mapped::Map(map.make_read_only().map_err(|e| e.to_string())?),
         ));
-        Ok(out)
+        Ok((out, held))
+    }
+
+    /// The program's file `name`, mapped to be saved.
+    fn map_file(&self, name: &str) -> std::result::Result<Mapped, String> {
+        let file = self
+            .store
+            .open_file(name)
+            .map_err(|e| format!("file {name:?}: {e}"))?;
+        let len = file
+            .metadata()
+            .map_err(|e| format!("file {name:?}: {e}"))?
+            .len();
+        if len == 0 {
+            return Ok(Mapped::Empty);
+        }
+        // SAFETY: the program does not change its files between the end
+        // of the checkpoint and its return (documented).
+        unsafe { memmap2::Mmap::map(&file) }
+            .map(Mapped::Map)
+            .map_err(|e| format!("file {name:?}: cannot map it: {e}"))
     }
 }
 
 /// Writes back every file checkpoint `ckpt` (`file`) holds into this
-/// rank's directory of files (`store`); returns their names.
+/// rank's directory of files (`store`), checking each; returns their
+/// names.
 pub(super) fn restore(
-    store: &L1Store,
+    store: &mut L1Store,
     ckpt: u64,
     file: &CheckpointFile,
 ) -> std::result::Result<Vec<String>, LoadFailure> {
@@ -253,42 +283,73 @@ pub(super) fn restore(
     store
         .remove_files(stale.iter().map(String::as_str))
         .map_err(|e| LoadFailure::Data(e.to_string()))?;
-    let Some(stored) = file.region(TABLE) else {
+    let table =
+        file_table::read(file).map_err(|e| LoadFailure::Data(format!("checkpoint {ckpt}: {e}")))?;
+    let Some(table) = table else {
         return Ok(Vec::new());
     };
-    let len = usize::try_from(stored.count)
-        .ok()
-        .filter(|n| *n <= MAX_FILES * (names::MAX_FILE_NAME + 64))
-        .ok_or_else(|| {
-            LoadFailure::Data(format!("checkpoint {ckpt}: its files' table is too large"))
-        })?;
-    let mut json = vec![0u8; len];
-    file.load_region(TABLE, &mut json)
-        .map_err(|e| LoadFailure::Data(e.to_string()))?;
-    let table: Vec<Entry> = serde_json::from_slice(&json).map_err(|e| {
-        LoadFailure::Data(format!(
-            "checkpoint {ckpt}: its files' table is unreadable: {e}"
-        ))
-    })?;
+    let held: Vec<(String, u64)> = table
+        .iter()
+        .filter_map(|e| match e.place() {
+            Ok(Place::Held(len)) => Some((e.name.clone(), len)),
+            _ => None,
+        })
+        .collect();
+    let held_set = match held.is_empty() {
+        true => None,
+        false => Some(
+            store
+                .open_held(ckpt, &held)
+                .map_err(|e| LoadFailure::Data(format!("checkpoint {ckpt}: {e}")))?,
+        ),
+    };
+    if held_set
+        .as_ref()
+        .is_some_and(|h| h.checked() == Checked::LengthOnly)
+    {
+        tracing::warn!(
+            checkpoint = ckpt,
+            "its held files have no seal (their rank stopped while sealing them): checked by length only"
+        );
+    }
     let mut restored = Vec::with_capacity(table.len());
+    let mut next_held = 0;
     for entry in table {
         let data =
             |e: String| LoadFailure::Data(format!("checkpoint {ckpt}, file {:?}: {e}", entry.name));
         names::check_file_name(&entry.name).map_err(data)?;
-        let info = file
-            .region(entry.region)
-            .filter(|i| entry.region >= FIRST && i.elem == ElemType::Byte)
-            .ok_or_else(|| data(format!("no region {} of bytes holds it", entry.region)))?;
+        let place = entry.place().map_err(data)?;
+        let len = match place {
+            Place::Region(region) => {
+                file.region(region)
+                    .filter(|i| i.elem == ElemType::Byte)
+                    .ok_or_else(|| data(format!("no region {region} of bytes holds it")))?
+                    .count
+            }
+            Place::Held(len) => len,
+        };
         let (out, _) = store
-            .restore_file(&entry.name, info.count)
+            .restore_file(&entry.name, len)
             .map_err(|e| data(e.to_string()))?;
-        if info.count > 0 {
+        let mut map = match len {
+            0 => None,
             // SAFETY: the file was just created by this process and is
             // private to it; nobody else maps it.
-            let mut map = unsafe { memmap2::MmapMut::map_mut(&out) }
-                .map_err(|e| data(format!("cannot map it: {e}")))?;
-            file.load_region(entry.region, &mut map)
-                .map_err(|e| data(e.to_string()))?;
+            _ => Some(
+                unsafe { memmap2::MmapMut::map_mut(&out) }
+                    .map_err(|e| data(format!("cannot map it: {e}")))?,
+            ),
+        };
+        let into = map.as_deref_mut().unwrap_or_default();
+        match (place, &held_set) {
+            (Place::Region(region), _) => file
+                .load_region(region, into)
+                .map_err(|e| data(e.to_string()))?,
+            (Place::Held(_), Some(set)) => {
+                set.restore(next_held, into).map_err(data)?;
+                next_held += 1;
+            }
+            (Place::Held(_), None) => return Err(data("its held files are missing".into())),
         }
         restored.push(entry.name);
     }

@@ -47,18 +47,12 @@ pub(super) fn decode(
     id: u64,
     file: &crate::format::CheckpointFile,
 ) -> Result<MessageCounts, String> {
-    let info = file.region(REGION).ok_or_else(|| {
-        format!("checkpoint {id} holds no message counts (the communicator kept no log when it was written)")
-    })?;
-    if info.count > MAX_BYTES {
-        return Err(format!(
-            "checkpoint {id}: its message counts claim {} bytes",
-            info.count
-        ));
-    }
-    let mut bytes = vec![0u8; info.count as usize];
-    file.load_region(REGION, &mut bytes)
-        .map_err(|e| e.to_string())?;
+    let bytes = file
+        .load_small_region(REGION, MAX_BYTES)
+        .map_err(|e| format!("checkpoint {id}: its message counts: {e}"))?
+        .ok_or_else(|| {
+            format!("checkpoint {id} holds no message counts (the communicator kept no log when it was written)")
+        })?;
     serde_json::from_slice(&bytes)
         .map_err(|e| format!("checkpoint {id}: its message counts do not parse: {e}"))
 }

@@ -349,6 +349,24 @@ impl Promotions {
         }
     }
 
+    /// Whether the next commit may promote its checkpoint above level 1
+    /// ([`due`](Self::due) may name a level): one is forced, the count of
+    /// checkpoints of one reaches its interval with this one, or one is
+    /// timed by the clock (which the ranks agree on only at the commit).
+    /// Changes nothing.
+    pub(crate) fn may_promote(&self, forced: Option<Level>) -> bool {
+        forced.is_some()
+            || HIGHER.iter().any(|&level| {
+                let i = index(level);
+                match self.cfg.level_interval(level) {
+                    Interval::Calls(0) => false,
+                    Interval::Calls(n) => self.counts[i] + 1 >= n,
+                    Interval::Every(_) => true,
+                    Interval::Auto => self.counts[i] + 1 >= self.auto_every[i],
+                }
+            })
+    }
+
     /// Which levels are due now (and restarts their counts).
     fn due(&mut self, comm: &dyn Comm, forced: Option<Level>) -> Result<Vec<Level>> {
         let timed = HIGHER

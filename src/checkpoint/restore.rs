@@ -125,7 +125,7 @@ impl Checkpointer<'_> {
             return Err(LoadFailure::Data("checkpoint file unavailable".into()));
         };
         load_regions(&regions, pending.id, file)?;
-        self.files.restored = super::files::restore(&self.store, pending.id, file)?;
+        self.files.restored = super::files::restore(&mut self.store, pending.id, file)?;
         Ok(())
     }
 
@@ -347,7 +347,7 @@ pub(super) fn load_regions(
     }
     if let Some(extra) = stored
         .iter()
-        .filter(|s| s.id < super::files::FIRST)
+        .filter(|s| s.id < crate::format::file_table::FIRST)
         .find(|s| !regions.iter().any(|(id, ..)| *id == s.id))
     {
         return Err(LoadFailure::Mismatch(format!(

@@ -216,7 +216,7 @@ impl Checkpointer<'_> {
         {
             return Err(super::messages::reserved());
         }
-        let files = self.file_sources()?;
+        let (files, held_files) = self.file_sources(id)?;
         let mut held = Vec::with_capacity(self.registry.len());
         for (rid, region) in self.registry.iter() {
             match region.try_read() {
@@ -257,8 +257,16 @@ impl Checkpointer<'_> {
             chunk_size: self.cfg.chunk_bytes(),
             zstd_level: self.zstd_level(),
         };
-        self.store
+        let written = self
+            .store
             .write(id, stamp, &sources, opts)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        drop(sources);
+        drop(held);
+        drop(files);
+        if !held_files.is_empty() {
+            self.store.seal_held(id, held_files, opts.chunk_size);
+        }
+        Ok(written)
     }
 }

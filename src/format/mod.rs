@@ -8,12 +8,15 @@
 //! - [`CheckpointFile`]: opens, validates and loads a file, checking CRCs.
 //! - [`StreamCheck`]: checks a file piece by piece as it is copied.
 //! - [`Metadata`]: the per-checkpoint record kept beside each file.
+//! - [`file_table`]: the table of the program's files in a checkpoint of
+//!   files.
 //!
 //! Nothing here knows where files live or how they are committed; that is the
 //! job of [`crate::level`].
 
 mod copy;
 mod error;
+pub(crate) mod file_table;
 mod header;
 pub mod layout;
 mod load;
@@ -24,6 +27,7 @@ mod sink;
 mod stream;
 mod writer;
 
+pub(crate) use copy::copy_with_crc;
 pub(crate) use error::{FormatError, FormatErrorKind};
 pub(crate) use header::{ChunkInfo, FileHeader};
 pub(crate) use meta::Place;

@@ -256,6 +256,29 @@ impl CheckpointFile {
         decompress_into(c, dec, src, dst).map_err(|k| self.err(k))
     }
 
+    /// Region `id` of frame's own bookkeeping, loaded whole (every CRC
+    /// checked): `None` when the file has no such region, an error when it
+    /// holds more than `max` bytes.
+    pub(crate) fn load_small_region(
+        &self,
+        id: RegionId,
+        max: u64,
+    ) -> Result<Option<Vec<u8>>, String> {
+        let Some(info) = self.region(id) else {
+            return Ok(None);
+        };
+        let len = info.bytes();
+        if len > max {
+            return Err(format!(
+                "region {id} holds {len} bytes, more than the {max} it may"
+            ));
+        }
+        let mut bytes = vec![0u8; len as usize];
+        self.load_region(id, &mut bytes)
+            .map_err(|e| e.to_string())?;
+        Ok(Some(bytes))
+    }
+
     /// Loads region `id` into `dst`, which must be exactly the region's size.
     /// Every chunk's CRC is checked as it is read.
     pub fn load_region(&self, id: RegionId, dst: &mut [u8]) -> Result<(), FormatError> {

@@ -5,6 +5,10 @@
 //! ckpt-<id, 20 digits>/
 //!     rank-<rank, 6 digits>.fck        data file (docs/FORMAT.md)
 //!     rank-<rank, 6 digits>.meta.json  metadata record
+//!     rank-<rank, 6 digits>.files/     level 1 only: the program's files
+//!         <name>                       held as written (a file checkpoint
+//!         .seal                        that stays on its node), and
+//!                                      their CRCs
 //! spare/rank-<rank, 6 digits>.<n>.fck  retired files kept for reuse
 //! files/rank-<rank, 6 digits>/<name>    the program's own files: written
 //!                                  before a file checkpoint, restored after
@@ -46,6 +50,24 @@ pub(crate) fn check_file_name(name: &str) -> Result<(), String> {
     };
     Err(format!("file name {name:?} {why}"))
 }
+
+/// The directory in a level-1 checkpoint directory of the files `rank`
+/// holds there as the program wrote them.
+pub(crate) fn held_dir(rank: u32) -> String {
+    format!("rank-{rank:06}.files")
+}
+
+/// Parses `rank-<digits>.files` directory names.
+pub(crate) fn parse_held_dir(name: &str) -> Option<u32> {
+    name.strip_prefix("rank-")?
+        .strip_suffix(".files")
+        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|d| d.parse().ok())
+}
+
+/// The CRCs of the held files, in their directory (a name no program's
+/// file can have).
+pub(crate) const SEAL: &str = ".seal";
 
 /// Directory of checkpoint `id`.
 pub(crate) fn ckpt_dir(id: u64) -> String {

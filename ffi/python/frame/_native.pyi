@@ -197,8 +197,10 @@ class Checkpointer:
         empty, private file on node-local storage. One file name, no
         ``/``, not starting with ``.``. Not collective."""
     def end_checkpoint(self) -> int:
-        """Saves every file named (then removes them) with the protected
-        arrays, commits the checkpoint on every rank and returns its id.
+        """Saves every file named with the protected arrays (kept as
+        written when the checkpoint stays on the node, saved into it
+        otherwise; close the files first and do not write to them after),
+        commits the checkpoint on every rank and returns its id.
         Collective."""
     def recovered_file(self, name: str) -> pathlib.Path:
         """After :meth:`recover`, the path of file ``name`` as the restored

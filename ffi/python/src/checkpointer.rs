@@ -306,9 +306,11 @@ impl Checkpointer {
         self.with(|s| s.ckpt.checkpoint_file(name).map_err(from_frame))
     }
 
-    /// Ends the checkpoint begun: saves every file named (and then removes
-    /// them) with the protected arrays, commits it on every rank, and
-    /// returns its id. Collective.
+    /// Ends the checkpoint begun: saves every file named with the
+    /// protected arrays (kept as written when the checkpoint stays on the
+    /// node, saved into it otherwise; close the files first and do not
+    /// write to them after), commits it on every rank, and returns its id.
+    /// Collective.
     fn end_checkpoint(&self, py: Python<'_>) -> PyResult<u64> {
         self.with(|s| released(py, || s.ckpt.end_checkpoint()).map_err(from_frame))
     }

@@ -1,13 +1,18 @@
 //! `frame clean`: removing a job's checkpoints for good.
 //!
-//! Only what frame creates is removed (checkpoint directories and their rank
-//! files, pointers, spare files, locks and probes), through checked directory
+//! Only what frame creates is removed (checkpoint directories with their
+//! rank files, held files, commit markers, group manifests and parity, as
+//! `frame drop` removes one; pointers, spare files, the programs' files,
+//! locks and probes), through checked directory
 //! handles and without following links; anything else is left where it is
 //! and reported. A job whose rank lock is held by a running process is not
 //! touched.
 
 use super::LevelDir;
-use crate::level::names;
+use crate::level::commit::COMMITTED;
+use crate::level::erasure::{is_parity_file, MANIFEST};
+use crate::level::l1::remove_held;
+use crate::level::names::{self, RankFile};
 use crate::safefs::{Dir, FsError, Kind};
 use std::path::PathBuf;
 
@@ -64,16 +69,8 @@ fn clean_level(dir: &Dir) -> Result<Removal, FsError> {
     for (name, kind) in dir.entries()? {
         if let Some(id) = names::parse_ckpt_dir(&name) {
             if kind == Kind::Dir {
-                let ckpt = dir.sub(&name, false)?;
-                for (file, _) in ckpt.entries()? {
-                    if names::parse_rank_file(&file).is_some() || names::is_temporary(&file) {
-                        ckpt.remove_file(&file)?;
-                    } else {
-                        removal.kept.push(ckpt.join(&file));
-                    }
-                }
-                dir.remove_dir_if_empty(&name);
-            } else if kind != Kind::Dir {
+                remove_local(dir, id, &mut removal)?;
+            } else {
                 // A link or file where a checkpoint directory should be.
                 dir.remove_file(&name)?;
             }
@@ -129,4 +126,36 @@ pub fn of_job<'a>(levels: &'a [LevelDir], job: Option<&str>) -> Vec<&'a LevelDir
         .iter()
         .filter(|l| job.is_none_or(|j| l.job.as_deref() == Some(j)))
         .collect()
+}
+
+/// Removes checkpoint `id` from a node-local level directory (levels 1 to
+/// 3, or the managers' staging): marker, group manifest, records, then
+/// data, temporaries and parity.
+pub(super) fn remove_local(dir: &Dir, id: u64, removal: &mut Removal) -> Result<(), FsError> {
+    let name = names::ckpt_dir(id);
+    let Some(ckpt) = dir.try_sub(&name)? else {
+        return Ok(());
+    };
+    ckpt.remove_file(COMMITTED)?;
+    ckpt.remove_file(MANIFEST)?;
+    let entries = ckpt.entries()?;
+    let record = |n: &str| matches!(names::parse_rank_file(n), Some(RankFile::Record(_)));
+    for (file, _) in entries.iter().filter(|(n, _)| record(n)) {
+        ckpt.remove_file(file)?;
+    }
+    for (file, kind) in entries.iter().filter(|(n, _)| !record(n)) {
+        let ours = names::parse_rank_file(file).is_some()
+            || names::is_temporary(file)
+            || is_parity_file(file);
+        if let (Some(rank), Kind::Dir) = (names::parse_held_dir(file), kind) {
+            removal.kept.extend(remove_held(&ckpt, rank)?);
+        } else if ours && *kind != Kind::Dir {
+            ckpt.remove_file(file)?;
+        } else if file != COMMITTED && file != MANIFEST {
+            removal.kept.push(ckpt.join(file));
+        }
+    }
+    drop(ckpt);
+    dir.remove_dir_if_empty(&name);
+    Ok(())
 }

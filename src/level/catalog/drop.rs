@@ -10,12 +10,9 @@
 //! the chunks no other checkpoint references; its archive keeps its copy.
 
 use super::{LevelDir, Pointer, Removal};
-use crate::level::commit::COMMITTED;
-use crate::level::erasure::{is_parity_file, MANIFEST};
 use crate::level::global::GlobalStore;
-use crate::level::names::{self, RankFile};
+use crate::level::names;
 use crate::level::StorageError;
-use crate::safefs::{Dir, Kind};
 
 /// Removes checkpoint `id` from every level directory in `levels` (those
 /// of one job). Refuses, before removing anything, if a rank of one of
@@ -47,39 +44,9 @@ pub fn drop_checkpoint(levels: &[&LevelDir], id: u64) -> Result<Vec<Removal>, St
             if level.level == Some(1) && names_it {
                 dir.remove_file(names::POINTER)?;
             }
-            remove_local(dir, id, &mut removal)?;
+            super::clean::remove_local(dir, id, &mut removal)?;
         }
         out.push(removal);
     }
     Ok(out)
-}
-
-/// Removes checkpoint `id` from a node-local level directory (levels 1 to
-/// 3, or the managers' staging): marker, group manifest, records, then
-/// data, temporaries and parity.
-fn remove_local(dir: &Dir, id: u64, removal: &mut Removal) -> Result<(), StorageError> {
-    let name = names::ckpt_dir(id);
-    let Some(ckpt) = dir.try_sub(&name)? else {
-        return Ok(());
-    };
-    ckpt.remove_file(COMMITTED)?;
-    ckpt.remove_file(MANIFEST)?;
-    let entries = ckpt.entries()?;
-    let record = |n: &str| matches!(names::parse_rank_file(n), Some(RankFile::Record(_)));
-    for (file, _) in entries.iter().filter(|(n, _)| record(n)) {
-        ckpt.remove_file(file)?;
-    }
-    for (file, kind) in entries.iter().filter(|(n, _)| !record(n)) {
-        let ours = names::parse_rank_file(file).is_some()
-            || names::is_temporary(file)
-            || is_parity_file(file);
-        if ours && *kind != Kind::Dir {
-            ckpt.remove_file(file)?;
-        } else if file != COMMITTED && file != MANIFEST {
-            removal.kept.push(ckpt.join(file));
-        }
-    }
-    drop(ckpt);
-    dir.remove_dir_if_empty(&name);
-    Ok(())
 }

@@ -55,7 +55,7 @@ pub struct Listed {
     /// When it was written (ms since the Unix epoch; the earliest record).
     pub created_unix_ms: u64,
     /// Bytes of the ranks' data files (stored, after compression), from
-    /// the records found.
+    /// the records found, and of the files they hold beside them.
     pub bytes: u64,
     /// The levels holding it (1 to 4), each with its state.
     pub levels: BTreeMap<u8, LevelState>,
@@ -111,7 +111,7 @@ pub fn list(levels: &[LevelDir]) -> Vec<Listed> {
                             g.created
                                 .map_or(m.created_unix_ms, |t| t.min(m.created_unix_ms)),
                         );
-                        g.bytes.entry(r.rank).or_insert(m.file_len);
+                        g.bytes.entry(r.rank).or_insert(m.file_len + r.held_bytes);
                         seen.entry(r.rank).or_insert(problem);
                     }
                     // A data file without its record is a leftover, unless

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 const MAX_DEPTH: usize = 8;
 
 /// One rank's files in a checkpoint directory.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct RankFiles {
     /// Rank number parsed from the file names.
     pub rank: u32,
@@ -47,6 +47,9 @@ pub struct RankFiles {
     pub record: Option<Metadata>,
     /// Why the record could not be read.
     pub record_error: Option<String>,
+    /// Bytes of the program's files held beside the data file (level 1,
+    /// a checkpoint of files that stayed on its node).
+    pub held_bytes: u64,
 }
 
 /// A checkpoint directory and the rank files in it.
@@ -232,12 +235,22 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
                 RankFiles {
                     rank,
                     data: Some(file_path.clone()),
-                    data_error: None,
                     record_path: Some(file_path),
                     record,
                     record_error,
+                    ..RankFiles::default()
                 },
             );
+            continue;
+        }
+        if let Some(rank) = names::parse_held_dir(&name) {
+            ranks
+                .entry(rank)
+                .or_insert_with(|| RankFiles {
+                    rank,
+                    ..RankFiles::default()
+                })
+                .held_bytes = held_bytes(&entry.path());
             continue;
         }
         let Some(kind) = names::parse_rank_file(&name) else {
@@ -248,11 +261,7 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
         };
         let slot = ranks.entry(rank).or_insert_with(|| RankFiles {
             rank,
-            data: None,
-            data_error: None,
-            record_path: None,
-            record: None,
-            record_error: None,
+            ..RankFiles::default()
         });
         let file_path = entry.path();
         match kind {
@@ -281,6 +290,21 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
     dir.ranks = ranks.into_values().collect();
     dir.parity.sort();
     dir
+}
+
+/// Bytes of the program's files in held directory `dir` (links and
+/// anything else not counted).
+fn held_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| names::check_file_name(&e.file_name().to_string_lossy()).is_ok())
+        .filter_map(|e| fs::symlink_metadata(e.path()).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// Whether `dir` looks like a level directory (holds a pointer or checkpoints).

@@ -11,7 +11,8 @@
 
 use super::findings::{Report, Severity};
 use super::{LevelDir, Pointer, Tree};
-use crate::format::{CheckpointFile, FormatErrorKind, Place};
+use crate::format::{file_table, CheckpointFile, FormatErrorKind, Place};
+use crate::level::l1::{check_held, Checked};
 use crate::level::names;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -277,6 +278,60 @@ enum RankState {
 }
 
 /// Checks one rank's files in one checkpoint directory.
+/// Checks the program's files a checkpoint of files holds beside rank
+/// `rank`'s data file `data` (level 1 only); whether they are sound.
+fn check_held_files(
+    report: &mut Report,
+    level: u8,
+    rank: u32,
+    data: &Path,
+    file: &CheckpointFile,
+) -> bool {
+    let table = match file_table::read(file) {
+        Ok(Some(table)) => table,
+        Ok(None) => return true,
+        Err(e) => {
+            report.add(Severity::Damage, data, e);
+            return false;
+        }
+    };
+    let held: Vec<(String, u64)> = table
+        .iter()
+        .filter_map(|e| match e.place() {
+            Ok(file_table::Place::Held(len)) => Some((e.name.clone(), len)),
+            _ => None,
+        })
+        .collect();
+    if held.is_empty() {
+        return true;
+    }
+    let dir = data.parent().unwrap_or(data);
+    let place = dir.join(names::held_dir(rank));
+    if level != 1 {
+        report.add(
+            Severity::Damage,
+            data,
+            format!("names files held beside it, which only a level-1 copy may (level {level})"),
+        );
+        return false;
+    }
+    match check_held(dir, rank, &held) {
+        Ok(Checked::Crc) => true,
+        Ok(Checked::LengthOnly) => {
+            report.add(
+                Severity::Note,
+                &place,
+                "has no seal (its rank stopped while sealing): a restore checks the files' lengths only",
+            );
+            true
+        }
+        Err(e) => {
+            report.add(Severity::Damage, &place, e);
+            false
+        }
+    }
+}
+
 fn check_rank(
     report: &mut Report,
     job: &str,
@@ -346,6 +401,7 @@ fn check_rank(
         report.add(Severity::Damage, &e.path, e.kind.to_string());
         sound = false;
     }
+    sound &= check_held_files(report, level, rank.rank, data, &file);
     let diffs = record.differences(&file, on_disk);
     if !diffs.is_empty() {
         report.add(

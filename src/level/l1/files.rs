@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 impl L1Store {
     /// This rank's directory of files, created if needed.
-    fn files_dir(&self) -> Result<Dir, StorageError> {
+    pub(super) fn files_dir(&self) -> Result<Dir, StorageError> {
         Ok(self
             .root
             .sub(FILES, true)?

@@ -22,14 +22,23 @@
 //! would with any reused file (instead of a new file every time levels
 //! above 1 are due).
 //!
+//! A checkpoint of files that stays on its node also holds the program's
+//! files beside the data file, as written, sealed and removed off the
+//! program's path (`held.rs`, `background.rs`).
+//!
 //! At every step of that protocol, a checkpoint is either held soundly by a
 //! rank or visibly incomplete there (a data file without its record), so a
 //! kill at any point leaves checkpoints that recovery can restore, or
 //! leftovers it ignores. A rank's lock file keeps a second process from using
 //! the same rank's files.
 
+mod background;
 mod files;
+mod held;
 mod read;
+mod retire;
+
+pub(crate) use held::{check_held, remove_held, Checked};
 
 pub(crate) use read::open_rank_file;
 
@@ -99,6 +108,8 @@ pub struct L1Store {
     /// Checkpoints known to be held by every rank, oldest first.
     committed: BTreeSet<u64>,
     next_spare: u64,
+    /// Sealing and removing held files (`held.rs`), off the program's path.
+    background: background::Background,
 }
 
 fn now_unix_ms() -> u64 {
@@ -140,6 +151,7 @@ impl L1Store {
             live: BTreeMap::new(),
             committed: BTreeSet::new(),
             next_spare: 0,
+            background: Default::default(),
         };
         store.adopt_kept();
         store.adopt_spares()?;
@@ -283,6 +295,7 @@ impl L1Store {
         regions: &[RegionSource<'_>],
         opts: WriteOptions,
     ) -> Result<Metadata, StorageError> {
+        self.background.wait_for(id);
         let created = now_unix_ms();
         let job_id = self.owner.job_id.clone();
         let spec = WriteSpec {
@@ -375,6 +388,7 @@ impl L1Store {
         source: &mut S,
     ) -> Result<(), S::Error> {
         let id = meta.checkpoint_id;
+        self.background.wait_for(id);
         let mut meta = meta.clone();
         meta.level = Level::L1.number();
         let check =
@@ -451,121 +465,6 @@ impl L1Store {
     pub fn set_committed(&mut self, id: u64) {
         self.committed = [id].into_iter().collect();
     }
-
-    /// Ids of checkpoint directories holding a file of this rank, ascending.
-    fn own_ids(&self) -> Result<Vec<u64>, StorageError> {
-        let rank = self.owner.rank;
-        let (data, record) = (names::data_file(rank), names::record_file(rank));
-        let mut ids = Vec::new();
-        for (name, _) in self.root.entries()? {
-            let Some(id) = names::parse_ckpt_dir(&name) else {
-                continue;
-            };
-            let Ok(Some(d)) = self.root.try_sub(&name) else {
-                continue;
-            };
-            if d.kind(&data).is_some() || d.kind(&record).is_some() {
-                ids.push(id);
-            }
-        }
-        Ok(ids)
-    }
-
-    /// Retires this rank's checkpoints older than the newest `keep_last`
-    /// committed ones, leftovers included. Call only once every rank has
-    /// committed the newest.
-    pub fn retain(&mut self, keep_last: usize) -> Result<(), StorageError> {
-        let Some(&oldest) = self.committed.iter().rev().take(keep_last.max(1)).min() else {
-            return Ok(());
-        };
-        self.committed.retain(|id| *id >= oldest);
-        for id in self.own_ids()?.into_iter().filter(|id| *id < oldest) {
-            self.retire(id)?;
-        }
-        // Lent files a higher level let go since count as spares now.
-        self.trim_spares()
-    }
-
-    /// Removes this rank's copy of checkpoint `id` after a failed write
-    /// elsewhere (the checkpoint never became restorable).
-    pub fn abort(&mut self, id: u64) -> Result<(), StorageError> {
-        self.committed.remove(&id);
-        self.retire(id)
-    }
-
-    /// Makes this rank's copy of checkpoint `id` invisible (its record goes
-    /// first), then recycles its data file.
-    fn retire(&mut self, id: u64) -> Result<(), StorageError> {
-        let dir_name = names::ckpt_dir(id);
-        let slot = self.live.remove(&id);
-        let Some(ckpt) = self.root.try_sub(&dir_name)? else {
-            return Ok(());
-        };
-        let rank = self.owner.rank;
-        let record = names::record_file(rank);
-        ckpt.remove_file(&record)?;
-        ckpt.remove_file(&names::temporary(&record, rank))?;
-        let data = names::data_file(rank);
-        let slot = slot
-            .filter(|s| s.still_in(&ckpt))
-            .or_else(|| Slot::adopt(&ckpt, &data, Some(id), rank));
-        match slot {
-            Some(slot) => self.recycle(slot, &ckpt)?,
-            None => ckpt.remove_file(&data)?,
-        }
-        drop(ckpt);
-        self.root.remove_dir_if_empty(&dir_name);
-        Ok(())
-    }
-
-    /// Removes this rank's checkpoints newer than `id`: after recovery they
-    /// can never be restored consistently. Unsafe entries (links, foreign
-    /// directories) are left alone.
-    pub fn discard_newer(&mut self, id: u64) -> Result<(), StorageError> {
-        self.committed.retain(|c| *c <= id);
-        for newer in self.own_ids()?.into_iter().filter(|i| *i > id) {
-            self.retire(newer)?;
-        }
-        Ok(())
-    }
-
-    /// First step of removing the job's files at the end of a run: the
-    /// pointer goes, so no tool takes a checkpoint being removed for the
-    /// newest one.
-    pub fn forget_pointer(&mut self) -> Result<(), StorageError> {
-        Ok(self.root.remove_file(POINTER)?)
-    }
-
-    /// Second step: removes every file of this rank (checkpoints oldest
-    /// first, then spares), then the job's directories if nothing else is
-    /// left in them. A kill part way leaves either the newest checkpoint
-    /// whole or an incomplete one, never a damaged one.
-    pub fn remove_all(&mut self) -> Result<(), StorageError> {
-        let rank = self.owner.rank;
-        for id in self.own_ids()? {
-            let name = names::ckpt_dir(id);
-            if let Some(ckpt) = self.root.try_sub(&name)? {
-                let record = names::record_file(rank);
-                ckpt.remove_file(&record)?;
-                ckpt.remove_file(&names::temporary(&record, rank))?;
-                ckpt.remove_file(&names::data_file(rank))?;
-            }
-            self.root.remove_dir_if_empty(&name);
-        }
-        self.live.clear();
-        self.committed.clear();
-        for slot in std::mem::take(&mut self.spares) {
-            self.spare.remove_file(&slot.name)?;
-        }
-        let files = self.file_names()?;
-        self.remove_files(files.iter().map(String::as_str))?;
-        self.root.remove_dir_if_empty(names::FILES);
-        self.root.remove_file(&names::lock_file(rank))?;
-        self.root.remove_dir_if_empty(SPARE);
-        self.job.remove_dir_if_empty(L1_DIR);
-        self.base.remove_dir_if_empty(&self.owner.job_id);
-        Ok(())
-    }
 }
 
 /// Releases the files that stores dropped in this process kept mapped for
@@ -578,6 +477,7 @@ pub fn release_kept_files() {
 
 impl Drop for L1Store {
     fn drop(&mut self) {
+        self.background.wait_all();
         let spares = std::mem::take(&mut self.spares);
         let live = std::mem::take(&mut self.live);
         if spares.is_empty() && live.is_empty() {

@@ -14,6 +14,13 @@ fn names_parse_back() {
     assert!(is_temporary(&temporary(&record_file(3), 3)));
     assert!(is_temporary(&temporary(POINTER, 0)));
     assert!(is_lock(&lock_file(7)));
+    assert_eq!(parse_held_dir(&held_dir(5)), Some(5));
+    assert_eq!(parse_held_dir("rank-.files"), None);
+    assert_eq!(parse_rank_file(&held_dir(5)), None);
+    assert!(
+        check_file_name(SEAL).is_err(),
+        "no program's file is the seal"
+    );
 }
 
 #[test]
