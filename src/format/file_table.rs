@@ -112,3 +112,6 @@ pub(crate) fn read(file: &CheckpointFile) -> Result<Option<Vec<Entry>>, String> 
     }
     Ok(Some(table))
 }
+
+#[cfg(test)]
+mod tests;

@@ -132,3 +132,6 @@ impl Drop for Background {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
