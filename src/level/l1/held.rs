@@ -158,6 +158,12 @@ impl L1Store {
             .sub(&names::ckpt_dir(id), false)
             .and_then(|c| c.sub(&names::held_dir(self.owner.rank), false))
             .map_err(|e| format!("its held files are gone: {e}"))?;
+        // Every file is there with its length before anything is written
+        // back (a table cannot make the restore create a file of a length
+        // no held file has).
+        for (name, len) in files {
+            open_checked(&held, name, *len)?;
+        }
         let seal = read_seal(&held, files)?;
         Ok(HeldSet {
             held,
