@@ -288,13 +288,7 @@ pub(super) fn restore(
     let Some(table) = table else {
         return Ok(Vec::new());
     };
-    let held: Vec<(String, u64)> = table
-        .iter()
-        .filter_map(|e| match e.place() {
-            Ok(Place::Held(len)) => Some((e.name.clone(), len)),
-            _ => None,
-        })
-        .collect();
+    let held = file_table::held(&table);
     let held_set = match held.is_empty() {
         true => None,
         false => Some(

@@ -85,6 +85,18 @@ impl Entry {
     }
 }
 
+/// The files of `table` held beside the checkpoint file: name and
+/// length, in the table's order.
+pub(crate) fn held(table: &[Entry]) -> Vec<(String, u64)> {
+    table
+        .iter()
+        .filter_map(|e| match e.place() {
+            Ok(Place::Held(len)) => Some((e.name.clone(), len)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The table's bytes.
 pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
     serde_json::to_vec(entries).unwrap_or_default()

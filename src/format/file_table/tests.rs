@@ -28,6 +28,7 @@ fn the_table_round_trips_and_refuses_unknown_keys() {
     let bytes = encode(&table);
     let back: Vec<Entry> = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(back, table);
+    assert_eq!(held(&table), vec![("y.bin".to_string(), 0)]);
     let text = String::from_utf8(bytes).unwrap();
     assert!(!text.contains("null"), "absent places are left out: {text}");
     let odd = br#"[{"name": "x", "held": 1, "extra": 2}]"#;

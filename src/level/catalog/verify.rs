@@ -295,13 +295,7 @@ fn check_held_files(
             return false;
         }
     };
-    let held: Vec<(String, u64)> = table
-        .iter()
-        .filter_map(|e| match e.place() {
-            Ok(file_table::Place::Held(len)) => Some((e.name.clone(), len)),
-            _ => None,
-        })
-        .collect();
+    let held = file_table::held(&table);
     if held.is_empty() {
         return true;
     }
