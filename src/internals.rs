@@ -44,7 +44,9 @@ pub mod node {
 
 /// Checked directory handles, no-follow opens, locks and crash points.
 pub mod safefs {
-    pub use crate::safefs::{check_base, crash, my_uid, open_append, Dir, Kind, Lock};
+    pub use crate::safefs::{
+        check_base, crash, my_uid, open_append, private_root, Dir, FsError, Kind, Lock,
+    };
 }
 
 /// Partners and erasure groups.

@@ -223,6 +223,7 @@ impl<'c> Checkpointer<'c> {
         cfg.validate()?;
         let place = comm.place();
         let mut cfg = cfg.clone();
+        let rooted = cfg.private_storage_roots().map_err(|e| e.to_string());
         cfg.storage.local_dir =
             place.local_dir(&cfg.storage.local_dir, cfg.topology.ranks_per_node > 0);
         let cfg = &cfg;
@@ -233,11 +234,11 @@ impl<'c> Checkpointer<'c> {
             world_size: comm.size() as u32,
             node: comm.node(),
         };
-        let opened = L1Store::open(&cfg.storage.local_dir, owner);
-        let local = opened
-            .as_ref()
-            .err()
-            .map(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")));
+        let opened = rooted.and_then(|()| {
+            L1Store::open(&cfg.storage.local_dir, owner)
+                .map_err(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")))
+        });
+        let local = opened.as_ref().err().cloned();
         let rejoin = comm.failures().rejoin;
         let trouble = match rejoin {
             // The others are not in init: nobody to agree with.

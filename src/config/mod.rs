@@ -423,6 +423,50 @@ impl Config {
         format!("`{key}` ({})", self.source_of(key))
     }
 
+    /// Points `storage.local_dir` and `storage.global_dir` at the
+    /// directories frame keeps its files in: a shared directory with the
+    /// sticky bit (`/dev/shm`, `/tmp`) becomes this user's private
+    /// `frame-<uid>` inside it, created mode 0700 if missing; any other
+    /// directory stays as it is. Where each value came from is kept for
+    /// messages, and calling this again changes nothing.
+    ///
+    /// Fails, naming the key and where its value came from, when
+    /// `storage.local_dir` is a directory frame must not use (writable by
+    /// others without the sticky bit, a link, another user's). An unusable
+    /// `storage.global_dir` is left as it is, for level 4 to report where
+    /// it is used: a job without level 4 never needs it.
+    pub fn private_storage_roots(&mut self) -> Result<(), ConfigError> {
+        let key = "storage.local_dir";
+        let local = crate::safefs::private_root(&self.storage.local_dir)
+            .map_err(|e| ConfigError::key(self.source_of(key), None, key, e.to_string()))?;
+        let global = crate::safefs::private_root(&self.storage.global_dir)
+            .unwrap_or_else(|_| self.storage.global_dir.clone());
+        self.move_storage_root("storage.local_dir", local);
+        self.move_storage_root("storage.global_dir", global);
+        Ok(())
+    }
+
+    /// Sets storage key `key` to `path`, the directory below its value that
+    /// frame uses: the value keeps its origin.
+    fn move_storage_root(&mut self, key: &str, path: std::path::PathBuf) {
+        let current = match key {
+            "storage.local_dir" => &self.storage.local_dir,
+            _ => &self.storage.global_dir,
+        };
+        if *current == path {
+            return;
+        }
+        let before = self.source_of(key);
+        match key {
+            "storage.local_dir" => self.storage.local_dir = path.clone(),
+            _ => self.storage.global_dir = path.clone(),
+        }
+        if before != Source::Program {
+            let value = toml::Value::String(path.display().to_string());
+            self.loaded.insert(key.to_string(), value);
+        }
+    }
+
     /// The interval of `level` (levels 2 to 4; level 1 is `snapshot.interval`).
     pub fn level_interval(&self, level: crate::level::Level) -> Interval {
         use crate::level::Level;

@@ -171,9 +171,13 @@ fn shared_secret(job: &SimpleCommunicator) -> Result<Secret, String> {
 /// Runs the manager of `node` until every one of `members` is done.
 fn serve(job: &SimpleCommunicator, node: u32, members: &[i32], cfg: &Config, secret: Secret) {
     // Under MPI no runtime gives the node a directory of its own.
-    let local_dir = crate::node::NodePlace::standalone(node)
-        .local_dir(&cfg.storage.local_dir, cfg.topology.ranks_per_node > 0);
-    let started = crate::safefs::Dir::open_or_create(&local_dir)
+    let root = crate::safefs::private_root(&cfg.storage.local_dir);
+    let local_dir = crate::node::NodePlace::standalone(node).local_dir(
+        root.as_deref().unwrap_or(&cfg.storage.local_dir),
+        cfg.topology.ranks_per_node > 0,
+    );
+    let started = root
+        .and_then(|_| crate::safefs::Dir::open_or_create(&local_dir))
         .map_err(|e| e.to_string())
         .and_then(|_| {
             let bind = match cfg.manager.address.parse() {

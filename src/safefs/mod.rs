@@ -17,7 +17,8 @@ mod path;
 
 pub(crate) use atomic::AtomicFile;
 pub(crate) use path::{append_json_line, open_nofollow, read_nofollow};
-pub use path::{check_base, open_append};
+pub(crate) use path::private_root_existing;
+pub use path::{check_base, open_append, private_root};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;
@@ -159,8 +160,8 @@ fn check_private_dir(path: &Path, st: &rustix::fs::Stat) -> FsResult<()> {
     let mode = st.st_mode & 0o7777;
     if mode & 0o022 != 0 {
         return Err(unsafe_(format!(
-            "writable by other users (mode {mode:04o}); make it private with `chmod go-w {}`",
-            path.display()
+            "writable by other users (mode {mode:04o}); frame keeps its files only where no one else can change them: \
+             use a directory of your own, or a shared one with the sticky bit such as /dev/shm (frame then makes a private directory in it)"
         )));
     }
     Ok(())

@@ -5,7 +5,7 @@ use super::{kind_of, my_uid, FsError, FsResult, Kind};
 use rustix::fs::{FileType, OFlags};
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Opens the regular file at `path` for reading without following a
 /// symbolic link at its last component (for tools that read trees they did
@@ -56,10 +56,85 @@ pub fn check_base(path: &Path) -> FsResult<()> {
     let mode = st.st_mode & 0o7777;
     if mode & 0o022 != 0 && mode & 0o1000 == 0 {
         return Err(unsafe_(format!(
-            "writable by other users without the sticky bit (mode {mode:04o})"
+            "writable by other users without the sticky bit (mode {mode:04o}), so they could rename or remove what frame makes in it; \
+             use a directory of your own, or a shared one with the sticky bit such as /dev/shm"
         )));
     }
     Ok(())
+}
+
+/// The directory frame keeps a storage setting's files in.
+///
+/// A directory that other users may write to, but only through the sticky
+/// bit (`/dev/shm`, `/tmp`, a tmpfs mounted with its default mode 1777),
+/// is shared by everyone on the node: frame never writes directly into it
+/// and never asks anyone to change its mode. It makes this user's private
+/// subdirectory `frame-<uid>` in it instead (mode 0700, created without
+/// following a link, its owner and mode checked) and returns that.
+///
+/// Any other `path` is returned as it is: a missing one is created private
+/// where it is used, one of this user's is checked there. A directory
+/// others can write to without the sticky bit, a shared one owned by
+/// another user, a symbolic link or a file are refused.
+pub fn private_root(path: &Path) -> FsResult<PathBuf> {
+    private_root_in(path, true)
+}
+
+/// Where [`private_root`] puts this user's files, without creating
+/// anything: for tools that read what jobs left (`frame ls /dev/shm`).
+pub(crate) fn private_root_existing(path: &Path) -> FsResult<PathBuf> {
+    private_root_in(path, false)
+}
+
+/// The name of this user's private directory inside a shared one.
+fn private_name() -> String {
+    format!("frame-{}", my_uid())
+}
+
+fn private_root_in(path: &Path, create: bool) -> FsResult<PathBuf> {
+    let st = match rustix::fs::lstat(path) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(path.to_path_buf()),
+        Err(e) => return Err(FsError::io("inspect", path, e)),
+    };
+    let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
+    match kind_of(FileType::from_raw_mode(st.st_mode)) {
+        Kind::Dir => {}
+        Kind::Symlink => {
+            return Err(unsafe_(
+                "is a symbolic link (frame never follows links it did not create); name the directory it points to".into(),
+            ))
+        }
+        _ => return Err(unsafe_("not a directory".into())),
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 == 0 {
+        return Ok(path.to_path_buf());
+    }
+    check_base(path)?;
+    let name = private_name();
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let base = rustix::fs::open(path, flags, rustix::fs::Mode::empty())
+        .map_err(|e| FsError::io("open directory", path, e))?;
+    let mine = path.join(&name);
+    if create {
+        match rustix::fs::mkdirat(&base, name.as_str(), rustix::fs::Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(FsError::io("create directory", &mine, e)),
+        }
+    }
+    let fd = rustix::fs::openat(&base, name.as_str(), flags, rustix::fs::Mode::empty()).map_err(
+        |e| match e {
+            rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => FsError::unsafe_at(
+                &mine,
+                "is not a directory of this user's (frame never follows links it did not create)",
+            ),
+            e => FsError::io("open directory", &mine, e),
+        },
+    )?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io("inspect", &mine, e))?;
+    super::check_private_dir(&mine, &st)?;
+    Ok(mine)
 }
 
 /// Opens `path` for appending (JSON-lines metrics): created mode 0600 if

@@ -93,6 +93,77 @@ fn bases_must_be_owned_by_us_or_root_and_sticky_if_shared() {
 }
 
 #[test]
+fn a_shared_sticky_directory_gets_a_private_one_of_this_user_inside() {
+    let t = scratch();
+    let shared = t.path().join("shm");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mine = shared.join(format!("frame-{}", my_uid()));
+    assert_eq!(private_root(&shared).unwrap(), mine);
+    let mode = std::fs::symlink_metadata(&mine).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o700);
+    // Again: the same directory, nothing changed.
+    assert_eq!(private_root(&shared).unwrap(), mine);
+    Dir::open(&mine).unwrap();
+    // A private directory, or a missing one, is used as it is.
+    assert_eq!(private_root(t.path()).unwrap(), t.path());
+    let missing = t.path().join("missing");
+    assert_eq!(private_root(&missing).unwrap(), missing);
+    assert!(!missing.exists());
+}
+
+#[test]
+fn what_another_user_planted_in_a_shared_directory_is_refused() {
+    let t = scratch();
+    let shared = t.path().join("shm");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let mine = shared.join(format!("frame-{}", my_uid()));
+    // A link where the private directory goes.
+    let elsewhere = t.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &mine).unwrap();
+    let e = private_root(&shared).unwrap_err().to_string();
+    assert!(e.contains("link"), "{e}");
+    std::fs::remove_file(&mine).unwrap();
+    // A file, and a directory others can write to.
+    std::fs::write(&mine, b"").unwrap();
+    assert!(private_root(&shared).is_err());
+    std::fs::remove_file(&mine).unwrap();
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let e = private_root(&shared).unwrap_err().to_string();
+    assert!(e.contains("writable by other users"), "{e}");
+    // Another user's (when the tests can give it away).
+    if rustix::process::geteuid().is_root() {
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&mine, Some(4242), None).unwrap();
+        let e = private_root(&shared).unwrap_err().to_string();
+        assert!(e.contains("uid 4242"), "{e}");
+    }
+}
+
+#[test]
+fn a_directory_others_can_write_without_the_sticky_bit_is_refused_without_advice_to_chmod_it() {
+    let t = scratch();
+    for mode in [0o777, 0o775, 0o757] {
+        let open = t.path().join(format!("open-{mode:o}"));
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(mode)).unwrap();
+        let e = private_root(&open).unwrap_err().to_string();
+        assert!(e.contains("without the sticky bit"), "{e}");
+        assert!(!e.contains("chmod"), "{e}");
+        assert!(!open.join(format!("frame-{}", my_uid())).exists());
+        let e = Dir::open(&open).unwrap_err().to_string();
+        assert!(e.contains("writable by other users") && !e.contains("chmod"), "{e}");
+    }
+    // A link to a shared directory is not followed.
+    let link = t.path().join("link");
+    std::os::unix::fs::symlink("/tmp", &link).unwrap();
+    assert!(private_root(&link).unwrap_err().to_string().contains("symbolic link"));
+}
+
+#[test]
 fn exclusive_creation_and_capped_reads() {
     let t = scratch();
     let d = Dir::open_or_create(t.path()).unwrap();

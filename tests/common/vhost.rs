@@ -57,8 +57,7 @@ impl Cluster {
             "virtual hosts need root (network and mount namespaces)"
         );
         for tool in ["ip", "unshare", "/usr/sbin/sshd", "ssh", "ssh-keygen"] {
-            let found = sh(&format!("command -v {tool}")).status.success();
-            assert!(found, "{tool} is missing (apt-get install iproute2 openssh-server openssh-client util-linux)");
+            super::need_tool(tool);
         }
         // Names and addresses of their own for every cluster of every test
         // process (a removed namespace's devices may linger a moment).

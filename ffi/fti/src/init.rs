@@ -72,7 +72,13 @@ fn read_config(path: *const c_char) -> Result<FtiFile, String> {
     let path = unsafe { CStr::from_ptr(path) }
         .to_string_lossy()
         .into_owned();
-    FtiFile::load(&path, std::env::vars()).map_err(|e| e.to_string())
+    let mut fti = FtiFile::load(&path, std::env::vars()).map_err(|e| e.to_string())?;
+    // The directories as frame uses them (a private one inside a shared
+    // RAM disk), so that earlier executions' checkpoints are found there.
+    fti.config
+        .private_storage_roots()
+        .map_err(|e| e.to_string())?;
+    Ok(fti)
 }
 
 /// The nodes of the configuration.

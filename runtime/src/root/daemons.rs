@@ -6,7 +6,7 @@ use crate::handoff::NodeSpec;
 pub(super) use crate::rundir::RunDir;
 use frame::env;
 use frame::internals::auth::Secret;
-use frame::internals::safefs::Dir;
+use frame::internals::safefs::{self, Dir};
 use std::io;
 use std::path::{Path, PathBuf};
 use tokio::process::{Child, Command};
@@ -20,25 +20,25 @@ fn startup(e: impl std::fmt::Display) -> RunError {
     RunError::Startup(e.to_string())
 }
 
-/// The node-local directory of node `node` (on its own host, when the
-/// job's nodes are hosts).
-pub(super) fn node_dir(launch: &Launch, node: u32) -> PathBuf {
+/// The node-local directory of every node, `total` of them: on hosts of
+/// their own, each host's configured directory (the daemon makes it
+/// private there); on this machine, `node-<n>` below the configured base
+/// (this user's private directory in it when it is a shared RAM disk),
+/// each checked and created here.
+pub(super) fn node_dirs(launch: &Launch, total: usize) -> Result<Vec<PathBuf>, RunError> {
     if !launch.hosts.is_empty() {
-        // Each host is a node: its own local directory is the node's.
-        return launch.local_dir.clone();
+        return Ok(vec![launch.local_dir.clone(); total]);
     }
-    frame::internals::node::dir_of(&launch.local_dir, node)
-}
-
-/// Checks (creating them if needed) the node-local base directory and the
-/// directory of every node.
-pub(super) fn check_node_dirs(launch: &Launch, nodes: usize) -> Result<(), RunError> {
-    let base = Dir::open_or_create(&launch.local_dir).map_err(startup)?;
-    for n in 0..nodes {
-        base.sub(&frame::internals::node::dir_name(n as u32), true)
-            .map_err(startup)?;
-    }
-    Ok(())
+    let key = |e: safefs::FsError| startup(format!("storage.local_dir: {e}"));
+    let root = safefs::private_root(&launch.local_dir).map_err(key)?;
+    let base = Dir::open_or_create(&root).map_err(key)?;
+    (0..total as u32)
+        .map(|n| {
+            base.sub(&frame::internals::node::dir_name(n), true)
+                .map_err(startup)?;
+            Ok(frame::internals::node::dir_of(&root, n))
+        })
+        .collect()
 }
 
 /// The executable daemons run: the launch's, or this one.

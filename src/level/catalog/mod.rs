@@ -375,6 +375,11 @@ pub struct Tree {
 /// directory found. `root` may itself be a level directory or a checkpoint
 /// directory.
 pub fn scan(root: &Path) -> io::Result<Tree> {
+    // A shared RAM disk (/dev/shm): this user's files are in their private
+    // directory there, and nobody else's are looked at.
+    // Anything else is scanned as given (what it holds is judged below).
+    let root = crate::safefs::private_root_existing(root).unwrap_or_else(|_| root.to_path_buf());
+    let root = root.as_path();
     let meta = fs::metadata(root)?;
     if !meta.is_dir() {
         return Err(io::Error::new(

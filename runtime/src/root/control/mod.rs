@@ -134,9 +134,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
     let began = Instant::now();
     let total = launch.nodes + launch.spare_nodes;
     let size = launch.nodes * launch.ranks_per_node;
-    if launch.hosts.is_empty() {
-        daemons::check_node_dirs(launch, total)?;
-    }
+    let dirs = daemons::node_dirs(launch, total)?;
     let run = daemons::run_dir(launch.run_dir.as_deref())?;
     let secret = Secret::generate()?;
     // Daemons on other hosts cannot reach loopback: listen on every
@@ -174,7 +172,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 tx: None,
                 last_seen: Instant::now(),
                 stopping: false,
-                dir: daemons::node_dir(launch, n as u32),
+                dir: dirs[n].clone(),
                 progress: None,
                 host: launch.hosts.get(n).cloned(),
                 remote: None,
