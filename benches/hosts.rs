@@ -10,6 +10,9 @@
 //! the three set-ups alternate. Run: `sudo cargo bench --bench hosts`.
 
 mod support;
+#[path = "../tests/common/tools.rs"]
+#[allow(dead_code)]
+mod tools;
 #[path = "../tests/common/vhost.rs"]
 #[allow(dead_code)]
 mod vhost;

@@ -111,6 +111,7 @@ fn main() {
         if node { "--die-node" } else { "--die-rank" },
         &victim.to_string(),
         "--die-after-promotions",
+        "--timestamps",
     ]
     .map(String::from);
     let shm = tempfile::Builder::new()

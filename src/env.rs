@@ -86,6 +86,11 @@ pub const RUNTIME: &[&str] = &[
 /// over to other hosts with the `FRAME_*` settings.
 pub const LOG: &str = "RUST_LOG";
 
+/// How frame's processes print the library's events: `plain` (one line
+/// per event, the default) or `full` (timestamps, levels, module paths);
+/// see [`log`](crate::log).
+pub const LOG_FORMAT: &str = "FRAME_LOG_FORMAT";
+
 /// Slurm's list of the allocation's nodes (compressed: `n[01-04],gpu7`).
 pub const SLURM_NODELIST: &str = "SLURM_JOB_NODELIST";
 /// Slurm's tasks per node of the allocation (`4`, or `4(x2),2`).

@@ -133,5 +133,23 @@ pub enum Error {
     NothingToRecover,
 }
 
+impl Error {
+    /// Whether this is the outcome of a collective step that every rank
+    /// taking part got alike (the ranks agreed on it before returning):
+    /// a program or library that prints errors can let one rank speak
+    /// for all.
+    pub fn is_collective(&self) -> bool {
+        matches!(
+            self,
+            Error::Init { .. }
+                | Error::NotRecoverable { .. }
+                | Error::RegionMismatch { .. }
+                | Error::SnapshotFailed { .. }
+                | Error::Finalize { .. }
+                | Error::NothingToRecover
+        )
+    }
+}
+
 /// Result alias for frame's API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -40,6 +40,7 @@ mod error;
 mod format;
 pub mod internals;
 mod level;
+pub mod log;
 mod manager;
 pub mod metrics;
 mod node;

@@ -44,6 +44,33 @@ fn c_heat() -> &'static Heat {
     HEAT.get_or_init(|| Heat::new(programs().heat.clone()))
 }
 
+/// Checks that `out` holds exactly one line of libfti's containing
+/// `needle`, an error line in FTI's style, and no line in `tracing`'s own
+/// format (a timestamp, a module path).
+fn said_once(out: &str, needle: &str) {
+    let all: Vec<&str> = out.lines().collect();
+    let at: Vec<usize> = (0..all.len())
+        .filter(|i| all[*i].contains(needle))
+        .collect();
+    assert_eq!(at.len(), 1, "{needle:?} is said {} times:\n{out}", at.len());
+    // A message of several lines continues on indented ones.
+    let first = (0..=at[0])
+        .rev()
+        .find(|i| !all[*i].starts_with(' '))
+        .map_or("", |i| all[i]);
+    assert!(
+        first.starts_with("[ frame-FTI  Error ] : "),
+        "not an FTI-style line: {first}\n{out}"
+    );
+    for l in out.lines() {
+        let stamp = l.len() > 20 && l.as_bytes()[4] == b'-' && l.as_bytes()[10] == b'T';
+        assert!(
+            !stamp && !l.contains("frame::"),
+            "a tracing line: {l}\n{out}"
+        );
+    }
+}
+
 #[test]
 fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_deletes_nothing() {
     let _serial = serial();
@@ -125,6 +152,9 @@ fn fti_init_returns_nrec_when_checkpoints_the_job_had_cannot_be_restored_and_del
             "{what}:\n{}",
             again.out
         );
+        // Every rank hit the same error: rank 0 says it, once, as FTI's
+        // users read their logs.
+        said_once(&again.out, "FTI_Init: not recoverable");
         let after = common::file_hashes(&local);
         for file in &before {
             assert!(after.contains(file), "{what}: {file:?} is gone or changed");
@@ -269,6 +299,7 @@ fn bad_configurations_are_clear_errors_on_every_rank_never_a_hang() {
             "{name}:\n{}",
             job.out
         );
+        said_once(&job.out, expected);
         if name != "missing.fti" {
             assert!(
                 job.out.contains(path.to_str().unwrap()),

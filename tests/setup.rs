@@ -159,7 +159,10 @@ fn a_dry_run_names_every_missing_package_and_installs_nothing() {
         .lines()
         .find_map(|l| l.strip_prefix("would install Debian packages: "))
         .unwrap_or_else(|| panic!("no package line in:\n{out}{err}"));
-    let named: Vec<&str> = line.split_whitespace().filter(|p| *p != "python3-venv").collect();
+    let named: Vec<&str> = line
+        .split_whitespace()
+        .filter(|p| *p != "python3-venv")
+        .collect();
     assert_eq!(named, list, "the dry run and --list disagree");
     assert!(!out.contains("installing"), "{out}");
     // On this machine, set up by the script, nothing is missing.

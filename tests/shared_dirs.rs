@@ -89,7 +89,11 @@ fn job_on_a_shared_directory(shared: &Path, reference: &str) {
         .map(|e| e.path())
         .filter(|p| p.to_string_lossy().contains(&job_id) || p.ends_with("node-0"))
         .collect();
-    assert!(strays.is_empty(), "written outside {}: {strays:?}", mine.display());
+    assert!(
+        strays.is_empty(),
+        "written outside {}: {strays:?}",
+        mine.display()
+    );
     // The tools look where the job wrote, from the shared directory's name.
     let (ok, out) = frame(&["ls", "--job", &job_id], shared);
     assert!(ok && out.contains(&format!("job {job_id}")), "{out}");
@@ -107,7 +111,11 @@ fn a_job_on_dev_shm_keeps_its_files_in_a_private_directory_of_the_user() {
     let _g = serial();
     let shm = Path::new("/dev/shm");
     let mode = std::fs::metadata(shm).unwrap().permissions().mode() & 0o7777;
-    assert_eq!(mode & 0o1002, 0o1002, "/dev/shm is not a shared sticky directory here");
+    assert_eq!(
+        mode & 0o1002,
+        0o1002,
+        "/dev/shm is not a shared sticky directory here"
+    );
     job_on_a_shared_directory(shm, &reference());
 }
 
@@ -172,7 +180,11 @@ fn a_local_dir_others_can_write_without_the_sticky_bit_is_refused_by_the_checkpo
         assert!(e.contains("without the sticky bit"), "{e}");
         assert!(!e.contains("chmod"), "{e}");
     }
-    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0, "it wrote there");
+    assert_eq!(
+        std::fs::read_dir(&open).unwrap().count(),
+        0,
+        "it wrote there"
+    );
 }
 
 #[test]
@@ -185,5 +197,9 @@ fn a_local_dir_others_can_write_without_the_sticky_bit_stops_frame_run() {
     assert!(job.out.contains("storage.local_dir"), "{}", job.out);
     assert!(job.out.contains("without the sticky bit"), "{}", job.out);
     assert!(!job.out.contains("chmod"), "{}", job.out);
-    assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0, "it wrote there");
+    assert_eq!(
+        std::fs::read_dir(&open).unwrap().count(),
+        0,
+        "it wrote there"
+    );
 }

@@ -147,10 +147,7 @@ fn main() -> ExitCode {
     if let Some(code) = frame_runtime::serve_if_daemon() {
         return code;
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    frame::log::init(frame::log::Style::Plain, "error");
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { launch, command } => run::run(&launch, &command),

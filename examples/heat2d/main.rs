@@ -115,6 +115,10 @@ struct Args {
     /// partner copies exist, however slow the machine (benchmarks).
     #[arg(long, requires = "die_at")]
     die_after_promotions: bool,
+    /// Print when rank 0 restored a checkpoint (`rank 0 restored (unix ns
+    /// N)`), for benchmarks that time a recovery from the kill.
+    #[arg(long)]
+    timestamps: bool,
     /// A helper of a replacement (part 1, under --spares) SIGKILLs itself
     /// after this many of its steps, 0 before the first (a team that loses
     /// a member).
@@ -272,8 +276,7 @@ fn rank_main(
             ),
             (state, None) => println!("rank 0 entered {state} (epoch {}); starting at step 0", ctx.epoch()),
         }
-        if recovered.is_some() {
-            // For the benchmarks that time a recovery from the kill.
+        if recovered.is_some() && args.timestamps {
             println!("rank 0 restored (unix ns {})", unix_ns());
         }
     }
@@ -492,11 +495,7 @@ fn main() -> ExitCode {
         }
     };
     // The launcher and the ranks log to standard error (RUST_LOG).
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    frame::log::init(frame::log::Style::Plain, "error");
     #[cfg(feature = "ulfm")]
     if args.ulfm || args.ulfm_spares.is_some() {
         return under_ulfm(&args, &cfg);

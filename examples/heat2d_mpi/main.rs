@@ -165,12 +165,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // frame's warnings (a level that failed, a fallback) go to standard
     // error; RUST_LOG chooses more.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    frame::log::init(frame::log::Style::Plain, "warn");
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
         eprintln!("heat2d_mpi: MPI was already initialised");
         return ExitCode::FAILURE;

@@ -24,13 +24,7 @@ pub(crate) fn main() -> ExitCode {
 pub(crate) fn main_code() -> u8 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Failed promotions are worth a line on the job's standard error.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+    frame::log::init(frame::log::Style::Plain, "warn");
     match serve() {
         Ok(never) => match never {},
         Err(e) => {

@@ -1,7 +1,7 @@
 //! The commit markers of levels 2 to 4 and the listing of a level's
 //! checkpoint directories.
 
-use super::fsio::StorageError;
+use super::fsio::{write_small, StorageError};
 use super::names;
 use crate::safefs::{Dir, Kind};
 use crate::topology::Layout;
@@ -38,7 +38,7 @@ pub(crate) fn mark(root: &Dir, commit: &Commit) -> Result<(), StorageError> {
         return Ok(());
     };
     let bytes = serde_json::to_vec(commit).unwrap_or_default();
-    ckpt.write_atomic(COMMITTED, &bytes, "commit")?;
+    write_small(&ckpt, COMMITTED, &bytes, "commit")?;
     Ok(())
 }
 

@@ -18,7 +18,7 @@
 //! recovery.
 
 use super::commit::{self, Commit};
-use super::fsio::StorageError;
+use super::fsio::{write_small, StorageError};
 use super::names;
 use super::stream::{Arriving, Pieces};
 use super::Level;
@@ -148,7 +148,7 @@ impl CopyStore {
         from.link(&data, &ckpt, &data)?;
         ckpt.sync()?;
         let tag = format!("l{}", self.level.number());
-        ckpt.write_atomic(&record, &self.record_for(meta).to_json(), &tag)?;
+        write_small(&ckpt, &record, &self.record_for(meta).to_json(), &tag)?;
         Ok(())
     }
 
@@ -330,8 +330,7 @@ impl IncomingCopy {
             }
         })?;
         let tag = format!("l{}", self.level.number());
-        self.ckpt
-            .write_atomic(&names::record_file(m.rank), &m.to_json(), &tag)?;
+        write_small(&self.ckpt, &names::record_file(m.rank), &m.to_json(), &tag)?;
         Ok(())
     }
 }

@@ -15,18 +15,23 @@ pub enum StorageError {
     #[error(transparent)]
     Fs(FsError),
     /// The storage is full (or a file-size limit was reached).
-    #[error("no space left on the storage of {} (needed {needed} bytes): {cause}", path.display())]
+    #[error("no space left on the storage of {}{}: {cause}", path.display(), needed_note(*needed))]
     NoSpace {
         /// The file being written.
         path: PathBuf,
-        /// Bytes that were needed.
-        needed: u64,
+        /// Bytes that were needed, when the write knew.
+        needed: Option<u64>,
         /// The I/O error (part of the message, so not a separate source).
         cause: io::Error,
     },
     /// A checkpoint file or record is damaged or does not match.
     #[error(transparent)]
     Format(#[from] FormatError),
+}
+
+/// ` (needed N bytes)` when the size a write needed is known.
+fn needed_note(needed: Option<u64>) -> String {
+    needed.map_or(String::new(), |n| format!(" (needed {n} bytes)"))
 }
 
 impl From<FsError> for StorageError {
@@ -36,13 +41,14 @@ impl From<FsError> for StorageError {
 }
 
 impl StorageError {
-    /// Wraps a file-system error, classifying a full storage as `NoSpace`.
+    /// Wraps a file-system error, classifying a full storage as `NoSpace`;
+    /// `needed` is the size the operation needed (0: not known).
     pub(crate) fn from_fs(e: FsError, needed: u64) -> Self {
         match e {
             FsError::Io { path, cause, .. } if crate::safefs::is_no_space(&cause) => {
                 StorageError::NoSpace {
                     path,
-                    needed,
+                    needed: (needed > 0).then_some(needed),
                     cause,
                 }
             }
@@ -71,3 +77,19 @@ impl StorageError {
         }
     }
 }
+
+/// Writes the small file `name` of `dir` atomically (see
+/// `Dir::write_atomic`); a full storage is reported with the bytes the
+/// file needed.
+pub(crate) fn write_small(
+    dir: &crate::safefs::Dir,
+    name: &str,
+    bytes: &[u8],
+    tag: &str,
+) -> Result<(), StorageError> {
+    dir.write_atomic(name, bytes, tag)
+        .map_err(|e| StorageError::from_fs(e, bytes.len() as u64))
+}
+
+#[cfg(test)]
+mod tests;

@@ -32,7 +32,7 @@ pub use pack::L4Write;
 
 use super::commit::{self, Commit, COMMITTED};
 use super::copies::Held;
-use super::fsio::StorageError;
+use super::fsio::{write_small, StorageError};
 use super::names;
 use super::stream::{PieceSource, Pieces};
 use super::Level;
@@ -190,7 +190,7 @@ impl GlobalStore {
         };
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let body = serde_json::to_vec(&manifest).unwrap_or_default();
-        ckpt.write_atomic(&manifest_file(rank), &body, &rank.to_string())?;
+        write_small(&ckpt, &manifest_file(rank), &body, &rank.to_string())?;
         Ok(stats)
     }
 

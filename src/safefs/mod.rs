@@ -16,8 +16,8 @@ pub mod crash;
 mod path;
 
 pub(crate) use atomic::AtomicFile;
-pub(crate) use path::{append_json_line, open_nofollow, read_nofollow};
 pub(crate) use path::private_root_existing;
+pub(crate) use path::{append_json_line, open_nofollow, read_nofollow};
 pub use path::{check_base, open_append, private_root};
 
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};

@@ -100,7 +100,11 @@ fn a_shared_sticky_directory_gets_a_private_one_of_this_user_inside() {
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let mine = shared.join(format!("frame-{}", my_uid()));
     assert_eq!(private_root(&shared).unwrap(), mine);
-    let mode = std::fs::symlink_metadata(&mine).unwrap().permissions().mode() & 0o7777;
+    let mode = std::fs::symlink_metadata(&mine)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777;
     assert_eq!(mode, 0o700);
     // Again: the same directory, nothing changed.
     assert_eq!(private_root(&shared).unwrap(), mine);
@@ -155,12 +159,18 @@ fn a_directory_others_can_write_without_the_sticky_bit_is_refused_without_advice
         assert!(!e.contains("chmod"), "{e}");
         assert!(!open.join(format!("frame-{}", my_uid())).exists());
         let e = Dir::open(&open).unwrap_err().to_string();
-        assert!(e.contains("writable by other users") && !e.contains("chmod"), "{e}");
+        assert!(
+            e.contains("writable by other users") && !e.contains("chmod"),
+            "{e}"
+        );
     }
     // A link to a shared directory is not followed.
     let link = t.path().join("link");
     std::os::unix::fs::symlink("/tmp", &link).unwrap();
-    assert!(private_root(&link).unwrap_err().to_string().contains("symbolic link"));
+    assert!(private_root(&link)
+        .unwrap_err()
+        .to_string()
+        .contains("symbolic link"));
 }
 
 #[test]

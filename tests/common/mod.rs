@@ -6,7 +6,11 @@ pub mod fti;
 pub mod mpirun;
 pub mod python;
 pub mod storage;
+pub mod tools;
 pub mod vhost;
+
+#[allow(unused_imports)]
+pub use tools::{need_tool, TOOLS};
 
 use frame::comm::LocalComm;
 use frame::config::{Config, Interval};
@@ -17,42 +21,6 @@ use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
-
-/// Every program from outside Rust the tests start (looked up on the
-/// PATH, or the path given). `scripts/test` installs the packages that
-/// hold them; `tests/setup.rs` checks that its list covers every one.
-pub const TOOLS: &[&str] = &[
-    "cc",
-    "make",
-    "pkg-config",
-    "mpicc",
-    "mpiexec",
-    "gfortran",
-    "cmake",
-    "strace",
-    "/usr/bin/time",
-    "ip",
-    "unshare",
-    "setpriv",
-    "/usr/sbin/sshd",
-    "ssh",
-    "ssh-keygen",
-];
-
-/// Fails the test when `tool` (one of [`TOOLS`]) is missing, saying how to
-/// install what the tests need.
-pub fn need_tool(tool: &str) {
-    assert!(TOOLS.contains(&tool), "{tool} is not in common::TOOLS");
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "{tool} is missing: `scripts/test --setup` installs what the tests need (`scripts/test --list` names the packages)"
-    );
-}
 
 /// The warnings C test programs are compiled with: any is an error.
 pub const C_FLAGS: [&str; 6] = [

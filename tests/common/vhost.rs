@@ -57,7 +57,7 @@ impl Cluster {
             "virtual hosts need root (network and mount namespaces)"
         );
         for tool in ["ip", "unshare", "/usr/sbin/sshd", "ssh", "ssh-keygen"] {
-            super::need_tool(tool);
+            super::tools::need_tool(tool);
         }
         // Names and addresses of their own for every cluster of every test
         // process (a removed namespace's devices may linger a moment).

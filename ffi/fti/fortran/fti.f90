@@ -294,13 +294,13 @@ contains
       integer(c_int64_t), intent(in) :: n
       integer, intent(out) :: err
       if (.not. contiguous) then
-         write (0, '(a,i0,a)') 'frame (FTI): FTI_Protect: variable ', id, &
+         write (0, '(a,i0,a)') '[ frame-FTI  Error ] : FTI_Protect: variable ', id, &
             ': the pointer is to a non-contiguous section (protect a contiguous copy)'
          err = FTI_NSCS
          return
       end if
       if (tid < 0) then
-         write (0, '(a,i0,a)') 'frame (FTI): FTI_Protect: variable ', id, ': FTI_Init has not run'
+         write (0, '(a,i0,a)') '[ frame-FTI  Error ] : FTI_Protect: variable ', id, ': FTI_Init has not run'
          err = FTI_NSCS
          return
       end if

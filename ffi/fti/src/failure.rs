@@ -85,11 +85,17 @@ unsafe extern "C" fn on_error(comm: *mut MPI_Comm, code: *mut c_int) {
         .map(|c| *c as u8)
         .collect();
     let rank = crate::status::rank().map_or_else(|| "?".to_string(), |r| r.to_string());
-    eprintln!(
-        "frame (FTI): rank {rank}: MPI reported an error on the program's communicator ({}): \
+    // Said whatever the verbosity (the process ends next), in one write.
+    let line = format!(
+        "{}rank {rank}: MPI reported an error on the program's communicator ({}): \
          a process of the job may have failed; the job ends, and the same command run again \
          restarts from the newest checkpoint",
+        frame_core::log::prefix(frame_core::log::Style::Fti, frame_core::log::Level::ERROR),
         String::from_utf8_lossy(&text)
+    );
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr().lock(),
+        format!("{line}\n").as_bytes(),
     );
     // SAFETY: MPI passes the communicator the error happened on.
     let comm = (!comm.is_null()).then(|| unsafe { *comm });

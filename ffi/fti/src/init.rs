@@ -8,7 +8,7 @@
 
 use crate::restart;
 use crate::session::{self, Session};
-use crate::status::{guard, Failure, FTI_SCES};
+use crate::status::{guard, Failure, SaidBy, FTI_SCES};
 use frame_core::comm::mpi::{placement, MpiComm, Nodes, Placement};
 use frame_core::config::fti::FtiFile;
 use frame_core::config::{Config, Interval, Source};
@@ -44,23 +44,42 @@ fn duplicate(comm: MPI_Comm) -> Result<SimpleCommunicator, Failure> {
     Ok(unsafe { SimpleCommunicator::from_raw(dup.assume_init()) })
 }
 
-/// Every rank's local problem, agreed: all ranks fail if any does, each
-/// with its own message or the first failing rank's number.
+/// Agrees on whether every rank's `local` step succeeded: an error on any
+/// rank fails the call on all. The first failing rank's message is said
+/// once: by rank 0 alone, without a rank, when every rank failed with it;
+/// otherwise by that rank, and by each other failing rank whose message
+/// differs. Ranks that did not fail say nothing (another rank says why).
+/// Collective.
 fn agree(world: &SimpleCommunicator, local: Result<(), String>) -> Result<(), Failure> {
-    let mine = if local.is_err() {
-        world.rank()
-    } else {
-        i32::MAX
-    };
+    let me = world.rank();
+    let mine = if local.is_err() { me } else { i32::MAX };
     let mut first = i32::MAX;
     world.all_reduce_into(&mine, &mut first, SystemOperation::min());
-    match (local, first) {
-        (Err(e), _) => Err(Failure::new(e)),
-        (Ok(()), i32::MAX) => Ok(()),
-        (Ok(()), rank) => Err(Failure::new(format!(
-            "rank {rank} could not initialise FTI (see its message)"
-        ))),
+    if first == i32::MAX {
+        return Ok(());
     }
+    let mut text = match (&local, me == first) {
+        (Err(e), true) => e.clone().into_bytes(),
+        _ => Vec::new(),
+    };
+    let mut len = text.len() as u64;
+    let root = world.process_at_rank(first);
+    root.broadcast_into(&mut len);
+    text.resize(usize::try_from(len).unwrap_or(0), 0);
+    root.broadcast_into(&mut text[..]);
+    let said = String::from_utf8_lossy(&text).into_owned();
+    let alike = i32::from(local.as_ref().err() == Some(&said));
+    let mut all_alike = 0;
+    world.all_reduce_into(&alike, &mut all_alike, SystemOperation::logical_and());
+    let who = match &local {
+        _ if all_alike != 0 => SaidBy::Lowest,
+        Err(e) if me == first || *e != said => SaidBy::This,
+        _ => SaidBy::Another,
+    };
+    let message = local
+        .err()
+        .unwrap_or_else(|| format!("rank {first} could not initialise FTI: {said}"));
+    Err(Failure::new(message).said_by(who))
 }
 
 /// Reads the configuration file on this rank.
@@ -214,11 +233,11 @@ fn note_older_execution(fti: &FtiFile, exec_id: &str) {
         return;
     };
     let held = job_dir(&fti.config, old).filter(|d| holds_checkpoints(d));
-    if let (Some(dir), false) = (held, crate::status::silent()) {
-        eprintln!(
-            "frame (FTI): starting execution {exec_id} ([restart] failure = 0); the checkpoints of execution {old} are kept in {} (set failure = 1 and exec_id = {old} to restart from them)",
+    if let Some(dir) = held {
+        crate::say::info(format_args!(
+            "starting execution {exec_id} ([restart] failure = 0); the checkpoints of execution {old} are kept in {} (set failure = 1 and exec_id = {old} to restart from them)",
             dir.display()
-        );
+        ));
     }
 }
 
@@ -240,21 +259,17 @@ fn program_name() -> Option<String> {
 }
 
 /// Sets up logging at the file's verbosity, once per process; `rank` is
-/// the rank in the program's communicator (-1 for a dedicated rank).
+/// the rank in the program's communicator (-1 for a dedicated rank). Lines
+/// read `[ frame-FTI  Warning ] : ...`; `RUST_LOG` overrides the verbosity.
 fn start_logging(verbosity: u8, rank: i32) {
-    use tracing_subscriber::filter::LevelFilter;
     let level = match verbosity {
-        1 => LevelFilter::DEBUG,
-        2 if rank == 0 => LevelFilter::INFO,
-        2 => LevelFilter::WARN,
-        3 => LevelFilter::ERROR,
-        _ => LevelFilter::OFF,
+        1 => "debug",
+        2 if rank == 0 => "info",
+        2 => "warn",
+        3 => "error",
+        _ => "off",
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    frame_core::log::init(frame_core::log::Style::Fti, level);
 }
 
 /// Initialises FTI: reads `config_file` (FTI's INI format), finds the nodes,
@@ -289,13 +304,13 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         let fti = read_config(config_file);
         let fti = agree(&world, fti.as_ref().map(|_| ()).map_err(Clone::clone))
             .and_then(|()| fti.map_err(Failure::new))?;
-        crate::status::set_silent(fti.verbosity >= 4);
+        crate::say::set_silent(fti.verbosity >= 4);
         let placed = place(&world, &fti);
         agree(&world, placed.as_ref().map(|_| ()).map_err(Clone::clone))?;
         let place = placed.map_err(Failure::new)?;
-        if world.rank() == 0 && !crate::status::silent() {
+        if world.rank() == 0 {
             for w in &fti.warnings {
-                eprintln!("frame (FTI): warning: {w}");
+                crate::say::warning(w);
             }
         }
         let exec_id = execution(&world, &fti)?;
@@ -388,12 +403,12 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
                     ))
                 })?;
                 let found = crate::single_file::find(s.comm, &place)?;
-                if !crate::status::silent() && frame_core::comm::Comm::rank(s.comm) == 0 {
-                    eprintln!(
-                        "frame (FTI): restarting on {} ranks from the single file {}",
+                if frame_core::comm::Comm::rank(s.comm) == 0 {
+                    crate::say::info(format_args!(
+                        "restarting on {} ranks from the single file {}",
                         frame_core::comm::Comm::size(s.comm),
                         found.path().display()
-                    );
+                    ));
                 }
                 s.single_recovery = Some(found);
                 s.recovering = true;

@@ -10,6 +10,8 @@
 //! Modules, one job each:
 //! - `status`: FTI's return codes and the guard that turns errors and
 //!   panics into them, with a message on standard error;
+//! - `say`: the lines libfti prints (`[ frame-FTI  Warning ] : ...`), and
+//!   the verbosity that silences them;
 //! - `args`: checks of the ids, levels and names programs pass;
 //! - `types`: the type handles and `FTI_InitType`;
 //! - `composite`: composite types and their fields;
@@ -45,6 +47,7 @@ mod icp;
 mod init;
 mod names;
 mod restart;
+mod say;
 mod session;
 mod single_file;
 mod stage;

@@ -61,12 +61,10 @@ impl Keys {
             return;
         }
         if let Err(e) = crate::restart::write_keys(&self.path, failure, &self.exec_id) {
-            if !crate::status::silent() {
-                eprintln!(
-                    "frame (FTI): warning: {}: could not write [restart] failure = {failure} and exec_id: {e}",
-                    self.path.display()
-                );
-            }
+            crate::say::warning(format_args!(
+                "{}: could not write [restart] failure = {failure} and exec_id: {e}",
+                self.path.display()
+            ));
         }
     }
 

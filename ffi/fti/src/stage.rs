@@ -117,7 +117,6 @@ impl Staging {
     fn start(&self) -> std::io::Result<Mover> {
         let (queue, moves) = mpsc::channel::<Move>();
         let states = Arc::clone(&self.states);
-        let quiet = crate::status::silent();
         let set = move |id, state| {
             states
                 .lock()
@@ -132,13 +131,11 @@ impl Staging {
                     match move_file(&from, &to) {
                         Ok(()) => set(id, SI_SCES),
                         Err(e) => {
-                            if !quiet {
-                                eprintln!(
-                                    "frame (FTI): FTI_SendFile: request {id}: {} to {}: {e} (the file stays)",
-                                    from.display(),
-                                    to.display()
-                                );
-                            }
+                            crate::say::warning(format_args!(
+                                "FTI_SendFile: request {id}: {} to {}: {e} (the file stays)",
+                                from.display(),
+                                to.display()
+                            ));
                             set(id, SI_FAIL);
                         }
                     }

@@ -14,11 +14,25 @@ pub const FTI_DONE: c_int = 1;
 /// Nothing to recover.
 pub const FTI_NREC: c_int = -2;
 
-/// A failed call: its code and what went wrong.
+/// A failed call: its code, what went wrong, and which rank says so.
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub code: c_int,
     pub message: String,
+    pub said_by: SaidBy,
+}
+
+/// Which rank prints a failure: a job's ranks that fail alike print one
+/// line between them, not one each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SaidBy {
+    /// This rank's own failure: it prints it, naming itself.
+    This,
+    /// Every rank failed alike (a collective call's agreed outcome): the
+    /// lowest rank, rank 0, prints it for all.
+    Lowest,
+    /// Another rank prints the cause: this one says nothing.
+    Another,
 }
 
 impl Failure {
@@ -27,6 +41,7 @@ impl Failure {
         Self {
             code: FTI_NSCS,
             message: message.into(),
+            said_by: SaidBy::This,
         }
     }
 
@@ -34,14 +49,25 @@ impl Failure {
     pub fn no_recovery(message: impl Into<String>) -> Self {
         Self {
             code: FTI_NREC,
-            message: message.into(),
+            ..Self::new(message)
         }
+    }
+
+    /// The same failure, printed by `who`.
+    pub fn said_by(mut self, who: SaidBy) -> Self {
+        self.said_by = who;
+        self
     }
 }
 
 impl From<frame_core::Error> for Failure {
     fn from(e: frame_core::Error) -> Self {
-        match e {
+        let who = if e.is_collective() {
+            SaidBy::Lowest
+        } else {
+            SaidBy::This
+        };
+        let failure = match e {
             // FTI's code for checkpoints that exist but cannot be restored.
             frame_core::Error::NothingToRecover | frame_core::Error::NotRecoverable { .. } => {
                 Self::no_recovery(e.to_string())
@@ -51,7 +77,8 @@ impl From<frame_core::Error> for Failure {
                 Self::new(format!("variable {id} {reason}"))
             }
             e => Self::new(e.to_string()),
-        }
+        };
+        failure.said_by(who)
     }
 }
 
@@ -77,11 +104,11 @@ pub(crate) fn guard_value<T>(
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(fail)) => {
-            report(name, &fail.message);
+            report(name, &fail);
             on_failure(fail.code)
         }
         Err(_) => {
-            report(name, "internal error (a bug in frame)");
+            report(name, &Failure::new("internal error (a bug in frame)"));
             on_failure(FTI_NSCS)
         }
     }
@@ -89,7 +116,6 @@ pub(crate) fn guard_value<T>(
 
 thread_local! {
     static RANK: Cell<Option<usize>> = const { Cell::new(None) };
-    static SILENT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// This process's rank, once `FTI_Init` knows it (for messages).
@@ -102,23 +128,18 @@ pub(crate) fn rank() -> Option<usize> {
     RANK.with(Cell::get)
 }
 
-/// Whether the configuration's verbosity silences frame's messages.
-pub(crate) fn silent() -> bool {
-    SILENT.with(Cell::get)
-}
-
-/// Silences (or not) frame's messages.
-pub(crate) fn set_silent(silent: bool) {
-    SILENT.with(|s| s.set(silent));
-}
-
-/// Prints a failure of `name`, with the rank when one is known.
-fn report(name: &str, message: &str) {
-    if silent() {
-        return;
-    }
-    match RANK.with(Cell::get) {
-        Some(rank) => eprintln!("frame (FTI): rank {rank}: {name}: {message}"),
-        None => eprintln!("frame (FTI): {name}: {message}"),
+/// Prints a failure of `name` where it is said (see [`SaidBy`]): this
+/// rank's own names the rank; one every rank hit alike is printed by
+/// rank 0 alone.
+fn report(name: &str, fail: &Failure) {
+    match (fail.said_by, rank()) {
+        (SaidBy::Another, _) => {}
+        (SaidBy::Lowest, Some(r)) if r > 0 => {}
+        (SaidBy::Lowest, _) | (SaidBy::This, None) => {
+            crate::say::error(format_args!("{name}: {}", fail.message))
+        }
+        (SaidBy::This, Some(r)) => {
+            crate::say::error(format_args!("rank {r}: {name}: {}", fail.message))
+        }
     }
 }

@@ -160,8 +160,8 @@ async fn serve(
 ) -> std::io::Result<()> {
     // On a host of its own the node's directory is the configured one,
     // made private to the user here when it is a shared RAM disk.
-    spec.node_dir = frame::internals::safefs::private_root(&spec.node_dir)
-        .map_err(std::io::Error::other)?;
+    spec.node_dir =
+        frame::internals::safefs::private_root(&spec.node_dir).map_err(std::io::Error::other)?;
     frame::internals::safefs::Dir::open_or_create(&spec.node_dir).map_err(std::io::Error::other)?;
     let open = || async {
         let s = tokio::net::TcpStream::connect(root).await?;

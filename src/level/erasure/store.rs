@@ -10,7 +10,7 @@
 
 use super::{BlobEntry, Codec, GroupManifest};
 use crate::format::{FormatError, FormatErrorKind, Metadata};
-use crate::level::fsio::StorageError;
+use crate::level::fsio::{write_small, StorageError};
 use crate::level::{names, CopyStore, Level, Pieces};
 use crate::safefs::Dir;
 use std::os::unix::fs::FileExt;
@@ -219,7 +219,7 @@ impl ErasureStore {
     pub fn write_manifest(&self, m: &GroupManifest) -> Result<(), StorageError> {
         let ckpt = self.copies.checkpoint_dir(m.checkpoint_id, true)?;
         let bytes = serde_json::to_vec(m).unwrap_or_default();
-        Ok(ckpt.write_atomic(MANIFEST, &bytes, "group")?)
+        write_small(&ckpt, MANIFEST, &bytes, "group")
     }
 
     /// The group manifest of checkpoint `id`, if present and about it.

@@ -42,7 +42,7 @@ pub(crate) use held::{check_held, remove_held, Checked};
 
 pub(crate) use read::open_rank_file;
 
-use super::fsio::StorageError;
+use super::fsio::{write_small, StorageError};
 use super::names::{self, L1_DIR, POINTER, SPARE};
 use super::slot::Slot;
 use super::stream::PieceSource;
@@ -443,7 +443,7 @@ impl L1Store {
         self.spare.rename(&slot.name, ckpt, &data)?;
         slot.moved(ckpt, &data, Some(id));
         ckpt.sync()?;
-        ckpt.write_atomic(&record, &meta.to_json(), &rank.to_string())?;
+        write_small(ckpt, &record, &meta.to_json(), &rank.to_string())?;
         Ok(())
     }
 
@@ -455,8 +455,7 @@ impl L1Store {
             checkpoint_id: id,
         };
         let bytes = serde_json::to_vec(&pointer).unwrap_or_default();
-        self.root
-            .write_atomic(POINTER, &bytes, &self.owner.rank.to_string())?;
+        write_small(&self.root, POINTER, &bytes, &self.owner.rank.to_string())?;
         self.committed.insert(id);
         Ok(())
     }
