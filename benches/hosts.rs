@@ -9,6 +9,9 @@
 //! time (detection to the world barrier), median of the runs; the runs of
 //! the three set-ups alternate. Run: `sudo cargo bench --bench hosts`.
 
+#[path = "../tests/common/patience.rs"]
+#[allow(dead_code)]
+mod patience;
 mod support;
 #[path = "../tests/common/tools.rs"]
 #[allow(dead_code)]

@@ -425,7 +425,9 @@ fn two_jobs_with_one_job_id_in_one_directory_are_refused() {
             ckpt.checkpoint().unwrap()
         })
     });
-    held_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    common::Patience::new(Duration::from_secs(60))
+        .wait(|slice| held_rx.recv_timeout(slice).ok())
+        .unwrap();
     let second = cfg.clone();
     let errors = ranks(1, 1, move |comm| {
         Checkpointer::init(&second, &comm)

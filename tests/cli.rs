@@ -157,7 +157,9 @@ fn clean_removes_a_jobs_checkpoints_after_confirmation_and_spares_a_running_job(
         })
     });
     for _ in 0..3 {
-        held_rx.recv_timeout(DEADLINE).unwrap();
+        common::Patience::new(DEADLINE)
+            .wait(|slice| held_rx.recv_timeout(slice).ok())
+            .unwrap();
     }
     let (code, out) = frame(&["clean", "--job", "stays", "--yes"], dir.path());
     for _ in 0..3 {

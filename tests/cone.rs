@@ -123,12 +123,13 @@ fn a_killed_rank_recovers_in_its_cone() {
     assert_eq!(runtime.len(), 1, "{}", job.out);
     assert_eq!(runtime[0]["mode"], "cone");
     // The report shows it.
-    let report = std::process::Command::new(common::frame_bin())
-        .arg("report")
-        .arg(dir.path().join("metrics.jsonl"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&report.stdout);
+    let (status, text, err) = common::run(
+        std::process::Command::new(common::frame_bin())
+            .arg("report")
+            .arg(dir.path().join("metrics.jsonl")),
+        std::time::Duration::from_secs(60),
+    );
+    assert!(status.success(), "{err}");
     assert!(text.contains("cone recoveries"), "{text}");
 }
 

@@ -170,23 +170,25 @@ fn a_process_killed_while_writing_leaves_the_previous_checkpoint() {
     // Wait until the new file is half written but has no header yet (the
     // header is written last), then kill the process.
     let spare = dir.path().join("killed").join("l1").join("spare");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut killed_mid_write = false;
-    while Instant::now() < deadline {
-        if let Some(true) = mid_write(&spare) {
-            nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(child.pid()),
-                nix::sys::signal::Signal::SIGKILL,
-            )
-            .unwrap();
-            killed_mid_write = true;
-            break;
+    let watched = common::Patience::new(Duration::from_secs(120)).wait(|slice| {
+        let until = Instant::now() + slice;
+        while Instant::now() < until {
+            if let Some(true) = mid_write(&spare) {
+                nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(child.pid()),
+                    nix::sys::signal::Signal::SIGKILL,
+                )
+                .unwrap();
+                return Some(true);
+            }
+            if child.child.try_wait().unwrap().is_some() {
+                return Some(false);
+            }
+            std::thread::yield_now();
         }
-        if child.child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::yield_now();
-    }
+        None
+    });
+    let killed_mid_write = watched.unwrap_or(false);
     let status = child.wait(CHILD_DEADLINE);
     assert!(
         killed_mid_write,

@@ -165,8 +165,10 @@ impl Running {
     /// Waits for the end: (success, output).
     fn finish(mut self) -> (bool, String) {
         use wait_timeout::ChildExt;
-        let status = self.guard.child.wait_timeout(DEADLINE).expect("wait");
-        if status.is_none() {
+        let child = &mut self.guard.child;
+        let status = common::Patience::of(child.id(), DEADLINE)
+            .wait(|slice| child.wait_timeout(slice).expect("wait"));
+        if status.is_err() {
             let _ = self.guard.child.kill();
         }
         let out = self.out.join().unwrap_or_default();
@@ -178,8 +180,9 @@ impl Running {
             .is_ok()
         {}
         let out = out + &self.err.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(status) = status else {
-            panic!("the job did not end within {DEADLINE:?}:\n{out}");
+        let status = match status {
+            Ok(status) => status,
+            Err(why) => panic!("the job did not end: {why}:\n{out}"),
         };
         (status.success(), out)
     }
@@ -337,24 +340,17 @@ fn the_secret_is_on_no_remote_command_line_or_daemon_environment() {
     let job = Running::start(&c, "secret", &[]);
     // Ranks hold the secret in their environment (readable by their user
     // alone): that is where the test learns it.
-    let end = Instant::now() + Duration::from_secs(120);
-    let secret = loop {
-        let found = c.with_role(0, "rank").into_iter().find_map(|rank| {
-            let environ = std::fs::read(format!("/proc/{rank}/environ")).ok()?;
-            environ
-                .split(|b| *b == 0)
-                .find_map(|v| v.strip_prefix(b"FRAME_RT_SECRET="))
-                .map(<[u8]>::to_vec)
-        });
-        if let Some(s) = found {
-            break s;
-        }
-        assert!(
-            Instant::now() < end,
-            "no rank with the job's secret on host 0"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let secret =
+        common::patience::poll(Duration::from_secs(120), Duration::from_millis(20), || {
+            c.with_role(0, "rank").into_iter().find_map(|rank| {
+                let environ = std::fs::read(format!("/proc/{rank}/environ")).ok()?;
+                environ
+                    .split(|b| *b == 0)
+                    .find_map(|v| v.strip_prefix(b"FRAME_RT_SECRET="))
+                    .map(<[u8]>::to_vec)
+            })
+        })
+        .unwrap_or_else(|why| panic!("no rank with the job's secret on host 0: {why}"));
     assert_eq!(secret.len(), 64);
     for host in 0..6 {
         c.wait_role(host, "daemon", Duration::from_secs(60));

@@ -14,7 +14,7 @@ use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Connections the attacker holds.
 const FLOOD: usize = 1000;
@@ -132,25 +132,16 @@ fn attacker(stop: &Path) -> ChildGuard {
 
 /// The pid of rank `rank` of the job whose run directory is `run`.
 fn rank_pid(run: &Path, rank: u32, deadline: Duration) -> i32 {
-    let until = Instant::now() + deadline;
     let want = format!("FRAME_RANK={rank}").into_bytes();
-    loop {
-        let found = common::processes_mentioning(run).into_iter().find(|pid| {
+    common::patience::poll(deadline, Duration::from_millis(20), || {
+        common::processes_mentioning(run).into_iter().find(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
                 .unwrap_or_default()
                 .split(|b| *b == 0)
                 .any(|v| v == want.as_slice())
-        });
-        if let Some(pid) = found {
-            return pid;
-        }
-        assert!(
-            Instant::now() < until,
-            "no rank {rank} in {}",
-            run.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        })
+    })
+    .unwrap_or_else(|why| panic!("no rank {rank} in {}: {why}", run.display()))
 }
 
 #[test]

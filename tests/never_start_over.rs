@@ -12,7 +12,7 @@ mod common;
 
 use common::{example, final_checksum, frame_bin, frame_run, run, scratch, serial, Job};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const GRID: [&str; 8] = [
     "--nx", "96", "--ny", "90", "--steps", "300", "--every", "10",
@@ -106,14 +106,12 @@ fn level_1_only_a_node_lost_online_is_an_error_that_deletes_nothing() {
 /// The pid of the daemon of the node rank `rank` runs on, once the node's
 /// pointer names a checkpoint (waited for with a deadline).
 fn daemon_of_rank_after_a_commit(run_dir: &Path, pointer: &Path, rank: u32) -> i32 {
-    let until = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < until, "no commit within 60 s");
-        if std::fs::read_to_string(pointer).is_ok_and(|t| t.contains("checkpoint_id")) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::patience::poll(Duration::from_secs(60), Duration::from_millis(5), || {
+        std::fs::read_to_string(pointer)
+            .is_ok_and(|t| t.contains("checkpoint_id"))
+            .then_some(())
+    })
+    .unwrap_or_else(|why| panic!("no commit: {why}"));
     for pid in common::processes_mentioning(run_dir) {
         let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let env = String::from_utf8_lossy(&env);
@@ -171,14 +169,13 @@ fn level_1_only_a_node_whose_daemon_alone_was_killed_is_an_error() {
     )
     .expect("kill the daemon");
     use wait_timeout::ChildExt;
-    let status = child
-        .wait_timeout(Duration::from_secs(120))
-        .expect("wait")
-        .unwrap_or_else(|| {
+    let status = common::Patience::new(Duration::from_secs(120))
+        .wait(|slice| child.wait_timeout(slice).expect("wait"))
+        .unwrap_or_else(|why| {
             let group = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
             let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
             let _ = child.wait();
-            panic!("the job did not end within 120 s")
+            panic!("the job did not end: {why}")
         });
     common::assert_no_survivors(&run_dir, Duration::from_secs(30));
     let (out, err) = output.join();

@@ -1,8 +1,10 @@
-//! The README's test command sets up a machine from one list: CI calls it
-//! rather than installing anything itself, every program the tests start
-//! comes from a package of its list, its dry run names every missing
-//! package and changes nothing, and without root it says what to install
-//! and stops before running anything.
+//! The test set-up. The README's test command sets up a machine from one
+//! list: CI calls it rather than installing anything itself, every
+//! program the tests start comes from a package of its list, its dry run
+//! names every missing package and changes nothing, and without root it
+//! says what to install and stops before running anything. And the
+//! patience every wait of the tests has (`common::Patience`) runs out for
+//! a process that hangs and for one that spins, never for one that works.
 
 mod common;
 
@@ -204,4 +206,85 @@ fn without_root_it_names_what_to_install_and_runs_nothing() {
         "it went on without the packages:\n{out}{err}"
     );
     assert!(!dir.path().join("target").exists(), "it made target/");
+}
+
+#[test]
+fn patience_runs_out_for_a_child_that_does_nothing() {
+    let _g = common::serial();
+    let mut child = common::ChildGuard::spawn(Command::new("sleep").arg("600"));
+    let began = std::time::Instant::now();
+    let why = common::Patience::of(child.child.id(), Duration::from_secs(2))
+        .wait(|slice| wait_timeout::ChildExt::wait_timeout(&mut child.child, slice).unwrap())
+        .unwrap_err();
+    assert!(why.starts_with("nothing ran for"), "{why}");
+    assert!(began.elapsed() >= Duration::from_secs(2), "{why}");
+}
+
+#[test]
+fn patience_runs_out_for_a_child_that_spins() {
+    let _g = common::serial();
+    let mut child =
+        common::ChildGuard::spawn(Command::new("sh").args(["-c", "while :; do :; done"]));
+    let why = common::Patience::of(child.child.id(), Duration::from_secs(1))
+        .wait(|slice| wait_timeout::ChildExt::wait_timeout(&mut child.child, slice).unwrap())
+        .unwrap_err();
+    assert!(why.starts_with("used "), "{why}");
+}
+
+/// A process that spins on CPU 0 and is not one of the test's (its
+/// parent is gone): the load of another user. Killed when dropped.
+struct Hog(i32);
+
+impl Hog {
+    fn start(dir: &Path) -> Self {
+        let pid_file = dir.join("hog.pid");
+        let script = format!(
+            "echo $$ > {}; exec taskset -c 0 sh -c 'while :; do :; done' </dev/null >/dev/null 2>&1",
+            pid_file.display()
+        );
+        let (status, _, err) = run(
+            Command::new("setsid").args(["-f", "sh", "-c", &script]),
+            DEADLINE,
+        );
+        assert!(status.success(), "{err}");
+        let pid = common::patience::poll(DEADLINE, Duration::from_millis(10), || {
+            std::fs::read_to_string(&pid_file).ok()?.trim().parse().ok()
+        })
+        .unwrap();
+        Hog(pid)
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        if let Some(p) = rustix::process::Pid::from_raw(self.0) {
+            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[test]
+fn patience_lasts_while_a_child_on_a_loaded_cpu_works_past_the_wall_clock_limit() {
+    let _g = common::serial();
+    let dir = scratch();
+    let _hog = Hog::start(dir.path());
+    // 1.5 s of CPU on the hog's CPU: about 3 s of wall time, past a 2 s
+    // wall-clock deadline, well within the CPU budget of a 2 s patience.
+    let mut child = common::ChildGuard::spawn(Command::new("taskset").args([
+        "-c",
+        "0",
+        "python3",
+        "-c",
+        "import time\nwhile time.process_time() < 1.5: pass",
+    ]));
+    let began = std::time::Instant::now();
+    let status = common::Patience::of(child.child.id(), Duration::from_secs(2))
+        .wait(|slice| wait_timeout::ChildExt::wait_timeout(&mut child.child, slice).unwrap());
+    let status = status.unwrap_or_else(|why| panic!("{why}"));
+    assert!(status.success());
+    assert!(
+        began.elapsed() > Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
 }

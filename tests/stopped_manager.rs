@@ -7,7 +7,7 @@ mod common;
 use common::{example, final_checksum, run, scratch, serial, ChildGuard};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(240);
 const SHAPE: [&str; 6] = [
@@ -56,15 +56,12 @@ fn manager_of(dir: &Path, node: u32) -> Option<i32> {
 
 /// Waits until `file` holds a line containing `needle`.
 fn wait_for_record(file: &Path, needle: &str, deadline: Duration) {
-    let until = Instant::now() + deadline;
-    while !std::fs::read_to_string(file).is_ok_and(|t| t.contains(needle)) {
-        assert!(
-            Instant::now() < until,
-            "no {needle} in {} in time",
-            file.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::patience::poll(deadline, Duration::from_millis(20), || {
+        std::fs::read_to_string(file)
+            .is_ok_and(|t| t.contains(needle))
+            .then_some(())
+    })
+    .unwrap_or_else(|why| panic!("no {needle} in {}: {why}", file.display()));
 }
 
 #[test]

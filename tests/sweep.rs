@@ -27,7 +27,7 @@ const RANKS: usize = 3;
 const PER_NODE: usize = 2;
 const STEPS: u64 = 4;
 const CHILD_DEADLINE: Duration = Duration::from_secs(60);
-/// The whole sweep must end within this (a hang is a failure).
+/// The whole sweep's patience (see `common::Patience`): a hang is a failure.
 const SWEEP_DEADLINE: Duration = Duration::from_secs(900);
 
 /// A rank's state at `step`: deterministic, different for every rank and step.
@@ -314,7 +314,7 @@ fn sweep(
     scratch: &Path,
     label: &str,
     keep: &[(usize, u64)],
-    deadline: Instant,
+    patience: &mut common::Patience,
 ) -> (usize, Vec<(PathBuf, Oracle)>) {
     let counts = count_points(start, scratch);
     assert!(counts.iter().all(|c| *c > 0), "no crash points: {counts:?}");
@@ -330,7 +330,9 @@ fn sweep(
     let mut kills = 0;
     for (rank, &count) in counts.iter().enumerate() {
         for n in 1..=count {
-            assert!(Instant::now() < deadline, "sweep {label} past its deadline");
+            if let Some(why) = patience.exhausted() {
+                panic!("sweep {label}: {why}");
+            }
             let what = format!("{label}: rank {rank} killed at crash point {n} of {count}");
             let work = scratch.join(format!("{label}-{rank}-{n}"));
             common::copy_tree(start, &work);
@@ -372,7 +374,7 @@ fn kill_at_every_file_system_call_of_a_file_checkpoint_job_and_of_its_recovery()
 
 fn kill_everywhere(files: bool) {
     let _g = serial();
-    let deadline = Instant::now() + SWEEP_DEADLINE;
+    let mut patience = common::Patience::new(SWEEP_DEADLINE);
     let dir = scratch();
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
@@ -395,7 +397,7 @@ fn kill_everywhere(files: bool) {
         dir.path(),
         "run",
         &keep,
-        deadline,
+        &mut patience,
     );
     let mut second = 0;
     for (i, (state, oracle)) in kept.iter().enumerate() {
@@ -405,7 +407,7 @@ fn kill_everywhere(files: bool) {
             dir.path(),
             &format!("recovery{i}"),
             &[],
-            deadline,
+            &mut patience,
         );
         second += n;
     }

@@ -4,6 +4,7 @@
 
 pub mod fti;
 pub mod mpirun;
+pub mod patience;
 pub mod python;
 pub mod storage;
 pub mod tools;
@@ -11,6 +12,8 @@ pub mod vhost;
 
 #[allow(unused_imports)]
 pub use tools::{need_tool, TOOLS};
+
+pub use patience::Patience;
 
 use frame::comm::LocalComm;
 use frame::config::{Config, Interval};
@@ -32,9 +35,10 @@ pub const C_FLAGS: [&str; 6] = [
     "-pedantic",
 ];
 
-/// Deadline for one group of rank threads.
+/// Patience with one group of rank threads (see [`Patience`]: the
+/// deadlines of tests are never wall-clock ones).
 pub const RANKS_DEADLINE: Duration = Duration::from_secs(120);
-/// Deadline for one child process.
+/// Patience with one child process (see [`Patience`]).
 pub const CHILD_DEADLINE: Duration = Duration::from_secs(300);
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -86,7 +90,7 @@ pub fn show_warnings() {
 
 /// Runs `f` on `size` rank threads (`per_node` ranks per virtual node) and
 /// returns their results in rank order. Fails the test if any rank panics or
-/// the ranks do not finish within [`RANKS_DEADLINE`].
+/// the ranks run out of the [`Patience`] of [`RANKS_DEADLINE`].
 pub fn ranks<T, F>(size: usize, per_node: usize, f: F) -> Vec<T>
 where
     T: Send + 'static,
@@ -97,9 +101,9 @@ where
     std::thread::spawn(move || {
         let _ = tx.send(LocalComm::run(size, per_node, f));
     });
-    let results = rx
-        .recv_timeout(RANKS_DEADLINE)
-        .unwrap_or_else(|_| panic!("ranks did not finish within {RANKS_DEADLINE:?}"));
+    let results = Patience::new(RANKS_DEADLINE)
+        .wait(|slice| rx.recv_timeout(slice).ok())
+        .unwrap_or_else(|why| panic!("the ranks did not finish: {why}"));
     results
         .into_iter()
         .enumerate()
@@ -133,14 +137,18 @@ impl ChildGuard {
         self.child.id() as i32
     }
 
-    /// Waits for the child to exit, failing the test after `deadline`.
+    /// Waits for the child to exit, failing the test when the
+    /// [`Patience`] of `deadline` runs out.
     pub fn wait(&mut self, deadline: Duration) -> ExitStatus {
-        match self.child.wait_timeout(deadline).expect("wait") {
-            Some(status) => status,
-            None => {
+        let child = &mut self.child;
+        let waited = Patience::of(child.id(), deadline)
+            .wait(|slice| child.wait_timeout(slice).expect("wait"));
+        match waited {
+            Ok(status) => status,
+            Err(why) => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                panic!("child {} did not exit within {deadline:?}", self.child.id());
+                panic!("child {} did not exit: {why}", self.child.id());
             }
         }
     }
@@ -167,16 +175,17 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Waits on `lines` for one containing `needle`, failing after `deadline`.
+/// Waits on `lines` for one containing `needle`, failing when the
+/// [`Patience`] of `deadline` runs out (or the lines end).
 pub fn wait_for_line(lines: &mpsc::Receiver<String>, needle: &str, deadline: Duration) -> String {
-    let until = Instant::now() + deadline;
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(line) if line.contains(needle) => return line,
-            Ok(_) => {}
-            Err(_) => panic!("no line containing {needle:?} within {deadline:?}"),
-        }
+    let found = Patience::new(deadline).wait(|slice| match lines.recv_timeout(slice) {
+        Ok(line) if line.contains(needle) => Some(Ok(line)),
+        Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => None,
+        Err(mpsc::RecvTimeoutError::Disconnected) => Some(Err("the output ended".to_string())),
+    });
+    match found {
+        Ok(Ok(line)) => line,
+        Ok(Err(why)) | Err(why) => panic!("no line containing {needle:?}: {why}"),
     }
 }
 
@@ -710,14 +719,18 @@ impl Watched {
         wanted: impl Fn(&str) -> bool,
         deadline: Duration,
     ) -> String {
-        let until = Instant::now() + deadline;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if wanted(&line) => return line,
-                Ok(_) => {}
-                Err(_) => panic!("no line {what} within {deadline:?}:\n{}", self.output()),
+        let found = Patience::of(self.guard.child.id(), deadline).wait(|slice| {
+            match self.lines.recv_timeout(slice) {
+                Ok(line) if wanted(&line) => Some(Ok(line)),
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    Some(Err("the output ended".to_string()))
+                }
             }
+        });
+        match found {
+            Ok(Ok(line)) => line,
+            Ok(Err(why)) | Err(why) => panic!("no line {what}: {why}:\n{}", self.output()),
         }
     }
 
@@ -735,16 +748,16 @@ impl Watched {
     /// Waits for the job to end (failing after `deadline`): its status and
     /// output.
     pub fn finish_status(mut self, deadline: Duration) -> (ExitStatus, String) {
-        let status = match self.guard.child.wait_timeout(deadline).expect("wait") {
-            Some(status) => status,
-            None => {
+        let child = &mut self.guard.child;
+        let waited = Patience::of(child.id(), deadline)
+            .wait(|slice| child.wait_timeout(slice).expect("wait"));
+        let status = match waited {
+            Ok(status) => status,
+            Err(why) => {
                 let pid = self.pid();
                 let _ = self.guard.child.kill();
                 let _ = self.guard.child.wait();
-                panic!(
-                    "job {pid} did not end within {deadline:?}:\n{}",
-                    self.output()
-                );
+                panic!("job {pid} did not end: {why}:\n{}", self.output());
             }
         };
         for r in self.readers.drain(..) {

@@ -109,17 +109,18 @@ fn launch(
         .expect("start the MPI launcher (is MPI installed?)");
     let group = child.id() as i32;
     let output = Output::collect(&mut child);
-    let waited = child.wait_timeout(deadline).expect("wait for mpiexec");
+    let waited = super::Patience::of(child.id(), deadline)
+        .wait(|slice| child.wait_timeout(slice).expect("wait for mpiexec"));
     let status = match waited {
-        Some(s) => s,
-        None => {
+        Ok(s) => s,
+        Err(why) => {
             // The group's leader is not reaped yet, so its id is still ours.
             if let Some(pid) = rustix::process::Pid::from_raw(group) {
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
             }
             let _ = child.wait();
             let (out, err) = output.join_within(Duration::from_secs(10));
-            panic!("the MPI job did not finish within {deadline:?}:\n{out}{err}");
+            panic!("the MPI job did not finish: {why}:\n{out}{err}");
         }
     };
     assert_no_survivors(marker, Duration::from_secs(30));

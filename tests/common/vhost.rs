@@ -274,15 +274,11 @@ exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
 
     /// Waits until host `i` runs at least one process of `role`.
     pub fn wait_role(&self, i: usize, role: &str, deadline: Duration) -> Vec<i32> {
-        let end = Instant::now() + deadline;
-        loop {
+        super::patience::poll(deadline, Duration::from_millis(20), || {
             let found = self.with_role(i, role);
-            if !found.is_empty() {
-                return found;
-            }
-            assert!(Instant::now() < end, "no {role} appeared on host {i}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            (!found.is_empty()).then_some(found)
+        })
+        .unwrap_or_else(|why| panic!("no {role} appeared on host {i}: {why}"))
     }
 
     /// Kills host `i`: every process of it, its sshd included (its RAM disk
