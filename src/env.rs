@@ -88,7 +88,7 @@ pub const LOG: &str = "RUST_LOG";
 
 /// How frame's processes print the library's events: `plain` (one line
 /// per event, the default) or `full` (timestamps, levels, module paths);
-/// see [`log`](crate::log).
+/// see the crate `frame-log`.
 pub const LOG_FORMAT: &str = "FRAME_LOG_FORMAT";
 
 /// Slurm's list of the allocation's nodes (compressed: `n[01-04],gpu7`).

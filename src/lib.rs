@@ -40,7 +40,6 @@ mod error;
 mod format;
 pub mod internals;
 mod level;
-pub mod log;
 mod manager;
 pub mod metrics;
 mod node;

@@ -147,7 +147,7 @@ fn main() -> ExitCode {
     if let Some(code) = frame_runtime::serve_if_daemon() {
         return code;
     }
-    frame::log::init(frame::log::Style::Plain, "error");
+    frame_log::init(frame_log::Style::Plain, "error");
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run { launch, command } => run::run(&launch, &command),

@@ -495,7 +495,7 @@ fn main() -> ExitCode {
         }
     };
     // The launcher and the ranks log to standard error (RUST_LOG).
-    frame::log::init(frame::log::Style::Plain, "error");
+    frame_log::init(frame_log::Style::Plain, "error");
     #[cfg(feature = "ulfm")]
     if args.ulfm || args.ulfm_spares.is_some() {
         return under_ulfm(&args, &cfg);

@@ -165,7 +165,7 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // frame's warnings (a level that failed, a fallback) go to standard
     // error; RUST_LOG chooses more.
-    frame::log::init(frame::log::Style::Plain, "warn");
+    frame_log::init(frame_log::Style::Plain, "warn");
     let Some((universe, _)) = mpi::initialize_with_threading(mpi::Threading::Serialized) else {
         eprintln!("heat2d_mpi: MPI was already initialised");
         return ExitCode::FAILURE;

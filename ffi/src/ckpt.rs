@@ -110,7 +110,7 @@ pub unsafe extern "C" fn frame_init(config_path: *const c_char, ctx: *mut FrameC
     guard("frame_init", || {
         // The library's warnings (a level that failed, a fallback) as plain
         // lines on standard error, unless the program logs otherwise.
-        frame_core::log::init(frame_core::log::Style::Plain, "warn");
+        frame_log::init(frame_log::Style::Plain, "warn");
         if state::initialised() {
             return Err(Failure::state(
                 "frame_init was already called (call frame_finalize first)",

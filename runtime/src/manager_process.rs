@@ -24,7 +24,7 @@ pub(crate) fn main() -> ExitCode {
 pub(crate) fn main_code() -> u8 {
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Failed promotions are worth a line on the job's standard error.
-    frame::log::init(frame::log::Style::Plain, "warn");
+    frame_log::init(frame_log::Style::Plain, "warn");
     match serve() {
         Ok(never) => match never {},
         Err(e) => {

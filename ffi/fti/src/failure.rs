@@ -90,7 +90,7 @@ unsafe extern "C" fn on_error(comm: *mut MPI_Comm, code: *mut c_int) {
         "{}rank {rank}: MPI reported an error on the program's communicator ({}): \
          a process of the job may have failed; the job ends, and the same command run again \
          restarts from the newest checkpoint",
-        frame_core::log::prefix(frame_core::log::Style::Fti, frame_core::log::Level::ERROR),
+        frame_log::prefix(frame_log::Style::Fti, frame_log::Level::ERROR),
         String::from_utf8_lossy(&text)
     );
     let _ = std::io::Write::write_all(

@@ -269,7 +269,7 @@ fn start_logging(verbosity: u8, rank: i32) {
         3 => "error",
         _ => "off",
     };
-    frame_core::log::init(frame_core::log::Style::Fti, level);
+    frame_log::init(frame_log::Style::Fti, level);
 }
 
 /// Initialises FTI: reads `config_file` (FTI's INI format), finds the nodes,

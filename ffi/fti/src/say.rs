@@ -1,8 +1,8 @@
 //! The lines libfti prints itself, worded like the library's events:
-//! `[ frame-FTI  Warning ] : ...` (see `frame::log`), and nothing once the
+//! `[ frame-FTI  Warning ] : ...` (see the crate `frame-log`), and nothing once the
 //! configuration's verbosity silenced frame.
 
-use frame_core::log::{prefix, Level, Style};
+use frame_log::{prefix, Level, Style};
 use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
 

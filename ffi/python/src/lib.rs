@@ -57,7 +57,7 @@ pub(crate) fn released<R>(py: Python<'_>, f: impl FnOnce() -> R) -> R {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // The library's warnings (a level that failed, a fallback) as plain
     // lines on standard error.
-    frame_core::log::init(frame_core::log::Style::Plain, "warn");
+    frame_log::init(frame_log::Style::Plain, "warn");
     errors::register(m)?;
     m.add_class::<checkpointer::Checkpointer>()?;
     m.add_class::<entry::Context>()?;

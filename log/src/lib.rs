@@ -1,16 +1,21 @@
-//! How frame's processes print what the library reports (its `tracing`
-//! events) on standard error.
+//! frame-log: how frame's processes print what the library reports (its
+//! `tracing` events) on standard error. The core library only emits
+//! events; the tool, the runtime, the examples, libframe, libfti and the
+//! Python package print them through this crate, so a program that only
+//! checkpoints pulls no log subscriber.
 //!
 //! By default each event is one plain line a user can read, with no
 //! timestamp or module path: `frame: warning: level 2 failed: ...`, or
 //! under libfti `[ frame-FTI  Warning ] : level 2 failed: ...`. The
-//! variable [`env::LOG_FORMAT`](crate::env::LOG_FORMAT) set to `full`
+//! variable [`env::LOG_FORMAT`](frame::env::LOG_FORMAT) set to `full`
 //! asks for `tracing`'s own format instead (timestamps, levels, module
-//! paths), for debugging; [`env::LOG`](crate::env::LOG) (`RUST_LOG`)
+//! paths), for debugging; [`env::LOG`](frame::env::LOG) (`RUST_LOG`)
 //! chooses which events are printed, as everywhere in Rust.
 //!
 //! A program that sets up `tracing` itself keeps its own subscriber:
 //! [`init`] then changes nothing.
+
+#![warn(missing_docs)]
 
 use std::fmt;
 pub use tracing::Level;
@@ -42,16 +47,16 @@ enum Format {
 }
 
 impl Format {
-    /// The format of [`env::LOG_FORMAT`](crate::env::LOG_FORMAT); an
+    /// The format of [`env::LOG_FORMAT`](frame::env::LOG_FORMAT); an
     /// unknown value is said once and the default used.
     fn from_env() -> Self {
-        match crate::env::var(crate::env::LOG_FORMAT).as_deref() {
+        match frame::env::var(frame::env::LOG_FORMAT).as_deref() {
             None | Some("") | Some("plain") => Format::Plain,
             Some("full") => Format::Full,
             Some(other) => {
                 eprintln!(
                     "frame: warning: {}={other:?} is not a log format (plain or full); using plain",
-                    crate::env::LOG_FORMAT
+                    frame::env::LOG_FORMAT
                 );
                 Format::Plain
             }
@@ -65,7 +70,7 @@ impl Format {
 /// already has a subscriber.
 pub fn init(style: Style, default: &str) {
     let filter =
-        EnvFilter::try_from_env(crate::env::LOG).unwrap_or_else(|_| EnvFilter::new(default));
+        EnvFilter::try_from_env(frame::env::LOG).unwrap_or_else(|_| EnvFilter::new(default));
     init_with(style, filter);
 }
 
