@@ -7,9 +7,7 @@
 
 mod common;
 
-use common::{
-    compile_c as compile, frame_run_with, libframe, run, scratch, serial, CHILD_DEADLINE,
-};
+use common::{compile_c as compile, frame_run_with, run, scratch, serial, CHILD_DEADLINE};
 use std::path::Path;
 use std::process::Command;
 
@@ -116,23 +114,8 @@ fn bad_arguments_from_c_return_error_codes_with_messages() {
 #[test]
 fn make_install_and_pkg_config_build_shared_and_static_programs() {
     let _g = serial();
-    let lib = libframe();
     let prefix = scratch();
-    let profile = if lib.ends_with("release") {
-        "release"
-    } else {
-        "debug"
-    };
-    let (status, out, err) = run(
-        Command::new("make")
-            .arg("-C")
-            .arg(Path::new(ROOT).join("ffi"))
-            .arg("install")
-            .arg(format!("PREFIX={}", prefix.path().display()))
-            .arg(format!("PROFILE={profile}")),
-        CHILD_DEADLINE,
-    );
-    assert!(status.success(), "make install failed:\n{out}{err}");
+    common::make_install(prefix.path(), &["FTI=no"]);
     let pc_dir = prefix.path().join("lib/pkgconfig");
     let pkg = |args: &[&str]| -> Vec<String> {
         let (status, out, err) = run(

@@ -23,22 +23,7 @@ fn installed() -> &'static Path {
         common::need_tool("cmake");
         let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cmake-prefix");
         let _ = std::fs::remove_dir_all(&prefix);
-        let profile = if common::profile_dir().ends_with("release") {
-            "release"
-        } else {
-            "debug"
-        };
-        let (status, out, err) = run(
-            Command::new("make")
-                .arg("-C")
-                .arg(Path::new(ROOT).join("ffi"))
-                .arg("install")
-                .arg(format!("PREFIX={}", prefix.display()))
-                .arg(format!("PROFILE={profile}"))
-                .arg("FTI=yes"),
-            CHILD_DEADLINE,
-        );
-        assert!(status.success(), "make -C ffi install failed:\n{out}{err}");
+        common::make_install(&prefix, &["FTI=yes"]);
         for f in [
             "lib/cmake/frame/frameConfig.cmake",
             "lib/cmake/frame/frameConfigVersion.cmake",

@@ -625,6 +625,28 @@ pub fn libframe_with(features: &[&str]) -> PathBuf {
     dir
 }
 
+/// Runs `make -C ffi install` into `prefix` in this test's profile, with
+/// the further make arguments `args` (as users install libframe and
+/// libfti); fails the test when it fails.
+pub fn make_install(prefix: &Path, args: &[&str]) {
+    let profile = if profile_dir().ends_with("release") {
+        "release"
+    } else {
+        "debug"
+    };
+    let (status, out, err) = run(
+        Command::new("make")
+            .arg("-C")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("ffi"))
+            .arg("install")
+            .arg(format!("PREFIX={}", prefix.display()))
+            .arg(format!("PROFILE={profile}"))
+            .args(args),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "make -C ffi install failed:\n{out}{err}");
+}
+
 /// Compiles `source` (relative to the repository) into `out` against
 /// libframe (shared).
 pub fn compile_c(source: &str, out: &Path) {
