@@ -63,7 +63,7 @@ fn run(exe: &Path, dir: &Path, mode: &str, fail: bool) -> Run {
     let _ = std::fs::remove_dir_all(dir.join("local"));
     let mut cmd = Command::new(exe);
     cmd.args(ARGS)
-        .args(["--recovery", mode])
+        .args(["--recovery", mode, "--measure"])
         .arg("--metrics")
         .arg(&metrics)
         .env("FRAME_METRICS_FILE", &metrics)

@@ -54,7 +54,7 @@ fn run(exe: &Path, dir: &Path, mode: &str, fail: bool, spares: u32, side: usize)
     let side = side.to_string();
     cmd.args(GRID)
         .args(["--nx", &side, "--ny", &side])
-        .args(["--every", "1000", "--recovery", mode])
+        .args(["--every", "1000", "--recovery", mode, "--measure"])
         .args(["--spares", &spares.to_string()])
         .arg("--metrics")
         .arg(&metrics)

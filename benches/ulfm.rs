@@ -111,7 +111,7 @@ fn main() {
         if node { "--die-node" } else { "--die-rank" },
         &victim.to_string(),
         "--die-after-promotions",
-        "--timestamps",
+        "--measure",
     ]
     .map(String::from);
     let shm = tempfile::Builder::new()

@@ -115,10 +115,12 @@ struct Args {
     /// partner copies exist, however slow the machine (benchmarks).
     #[arg(long, requires = "die_at")]
     die_after_promotions: bool,
-    /// Print when rank 0 restored a checkpoint (`rank 0 restored (unix ns
-    /// N)`), for benchmarks that time a recovery from the kill.
+    /// Print what benchmarks read: when rank 0 restored a checkpoint
+    /// (`rank 0 restored (unix ns N)`, to time a recovery from the kill)
+    /// and each rank's CPU time at the end (`heat2d: rank R used S s of
+    /// CPU`).
     #[arg(long)]
-    timestamps: bool,
+    measure: bool,
     /// A helper of a replacement (part 1, under --spares) SIGKILLs itself
     /// after this many of its steps, 0 before the first (a team that loses
     /// a member).
@@ -276,7 +278,7 @@ fn rank_main(
             ),
             (state, None) => println!("rank 0 entered {state} (epoch {}); starting at step 0", ctx.epoch()),
         }
-        if recovered.is_some() && args.timestamps {
+        if recovered.is_some() && args.measure {
             println!("rank 0 restored (unix ns {})", unix_ns());
         }
     }
@@ -362,12 +364,14 @@ fn rank_main(
     let stats = ckpt.stats().clone();
     ckpt.finalize()?;
     // What this process computed (benchmarks compare recovery modes by it).
-    let line = format!(
-        "heat2d: rank {} used {:.3} s of CPU\n",
-        comm.rank(),
-        frame_runtime::process_cpu_time().as_secs_f64()
-    );
-    say(&line);
+    if args.measure {
+        let line = format!(
+            "heat2d: rank {} used {:.3} s of CPU\n",
+            comm.rank(),
+            frame_runtime::process_cpu_time().as_secs_f64()
+        );
+        say(&line);
+    }
     if let Some(sum) = checksum {
         let mean_ms = if stats.checkpoints > 0 {
             stats.checkpoint_time.as_secs_f64() * 1e3 / stats.checkpoints as f64
