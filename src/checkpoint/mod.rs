@@ -223,7 +223,12 @@ impl<'c> Checkpointer<'c> {
         cfg.validate()?;
         let place = comm.place();
         let mut cfg = cfg.clone();
-        let rooted = cfg.private_storage_roots().map_err(|e| e.to_string());
+        let rooted = cfg.private_storage_roots().map_err(|e| match e {
+            crate::config::ConfigError::Key { message, .. } => {
+                format!("{message} (key {})", cfg.describe("storage.local_dir"))
+            }
+            e => e.to_string(),
+        });
         cfg.storage.local_dir =
             place.local_dir(&cfg.storage.local_dir, cfg.topology.ranks_per_node > 0);
         let cfg = &cfg;

@@ -94,7 +94,8 @@ fn private_name() -> String {
 fn private_root_in(path: &Path, create: bool) -> FsResult<PathBuf> {
     let st = match rustix::fs::lstat(path) {
         Ok(st) => st,
-        Err(rustix::io::Errno::NOENT) => return Ok(path.to_path_buf()),
+        // Missing (or below a file): where it is used says so.
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(path.to_path_buf()),
         Err(e) => return Err(FsError::io("inspect", path, e)),
     };
     let unsafe_ = |reason: String| FsError::unsafe_at(path, reason);
