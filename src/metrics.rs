@@ -270,6 +270,16 @@ pub struct RuntimeRecoveryRecord {
     /// go on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
+    /// For a node declared dead because it fell silent: how long nothing
+    /// had come from it (milliseconds), the detection's latency from its
+    /// last sign of life.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silent_ms: Option<f64>,
+    /// The silence that node was allowed at that time (milliseconds): the
+    /// heartbeat timeout, or more when its heartbeats had been arriving
+    /// slowly (a loaded machine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_ms: Option<f64>,
 }
 
 impl RuntimeRecoveryRecord {

@@ -3,8 +3,8 @@
 //! its daemons started by the ssh launcher. A job on 4 hosts plus 2 spares
 //! computes what it computes on one machine, and recovers online and
 //! bit-exact when a rank is killed, a host is killed (every process of it,
-//! its RAM disk gone), a host and its partner, two hosts of one group, or a
-//! host is cut off the network. A host that refuses ssh stops the start
+//! its RAM disk gone), a host and its partner, or two hosts of one group
+//! (cut links: `tests/partitions.rs`). A host that refuses ssh stops the start
 //! with its name, and the job's secret is on no remote command line and in
 //! no remote daemon's environment. Inside a Slurm allocation (its
 //! variables, and an `srun` stand-in: no slurmd runs in the namespaces) the
@@ -13,180 +13,12 @@
 
 mod common;
 
+use common::hosts_job::{
+    heat2d, host_args, on_one_host, strs, Running, DEADLINE, LOCAL, LONG, SHORT,
+};
 use common::vhost::{contains, Cluster};
-use common::{example, final_checksum, run, serial, wait_for_line, ChildGuard};
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use common::{final_checksum, run, serial, wait_for_line};
 use std::time::{Duration, Instant};
-
-const DEADLINE: Duration = Duration::from_secs(240);
-/// A short run (fault-free comparisons) and a long one (faults injected
-/// from outside while it runs).
-const SHORT: [&str; 8] = [
-    "--nx", "64", "--ny", "60", "--steps", "240", "--every", "10",
-];
-const LONG: [&str; 8] = [
-    "--nx", "64", "--ny", "60", "--steps", "1500", "--every", "10",
-];
-/// Every host's node-local directory, on its own RAM disk.
-const LOCAL: &str = "/dev/shm/frame-hosts-test";
-
-/// heat2d with levels 2 to 4 on (groups of 2 hosts), its global directory
-/// in `global`.
-fn heat2d(grid: &[&str], global: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(grid)
-        .args(args)
-        .env("FRAME_STORAGE_LOCAL_DIR", LOCAL)
-        .env("FRAME_STORAGE_GLOBAL_DIR", global)
-        .env("FRAME_L2_INTERVAL", "1")
-        .env("FRAME_L3_INTERVAL", "2")
-        .env("FRAME_L3_GROUP_SIZE", "2")
-        .env("FRAME_L4_INTERVAL", "3")
-        .env("FRAME_L4_CHUNK_SIZE", "64 KiB");
-    cmd
-}
-
-/// The launch options for hosts 0..4 with hosts 4 and 5 as spares.
-fn host_args(c: &Cluster) -> Vec<String> {
-    [
-        "--hosts",
-        &c.list(0..6, 2),
-        "--spare-nodes",
-        "2",
-        "--launcher",
-        "ssh",
-        "--launcher-command",
-        &c.launcher_command(),
-        "--heartbeat-timeout",
-        "3s",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-fn strs(v: &[String]) -> Vec<&str> {
-    v.iter().map(String::as_str).collect()
-}
-
-/// The checksum of `grid` on virtual nodes of this machine (4 nodes of 2
-/// ranks, 2 spares).
-fn on_one_host(grid: &[&str]) -> String {
-    let dir = common::scratch();
-    let mut cmd = heat2d(
-        grid,
-        &dir.path().join("global"),
-        &[
-            "--nodes",
-            "4",
-            "--ranks-per-node",
-            "2",
-            "--spare-nodes",
-            "2",
-        ],
-    );
-    cmd.env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"));
-    let (status, out, err) = run(&mut cmd, DEADLINE);
-    assert!(status.success(), "{out}{err}");
-    final_checksum(&out)
-}
-
-/// A long job across the hosts, running in the background, its standard
-/// error read line by line as it comes.
-struct Running {
-    guard: ChildGuard,
-    out: std::thread::JoinHandle<String>,
-    lines: mpsc::Receiver<String>,
-    err: Arc<Mutex<String>>,
-}
-
-impl Running {
-    fn start(c: &Cluster, tag: &str, env: &[(&str, &str)]) -> Self {
-        // Rank 0 logs each level's commits.
-        Self::start_with(c, tag, env, &[], "warn,frame::checkpoint::promotion=info")
-    }
-
-    /// [`Running::start`] with more heat2d arguments and this log filter.
-    fn start_with(c: &Cluster, tag: &str, env: &[(&str, &str)], more: &[&str], log: &str) -> Self {
-        let mut args = host_args(c);
-        args.extend(more.iter().map(|a| a.to_string()));
-        let mut cmd = heat2d(
-            &LONG,
-            &c.shared_dir().join(format!("global-{tag}")),
-            &strs(&args),
-        );
-        cmd.envs(env.iter().copied());
-        cmd.env("RUST_LOG", log)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut guard = ChildGuard::spawn(&mut cmd);
-        let mut stdout = guard.child.stdout.take().expect("stdout");
-        let out = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
-            s
-        });
-        let stderr = guard.child.stderr.take().expect("stderr");
-        let (tx, lines) = mpsc::channel();
-        let err = Arc::new(Mutex::new(String::new()));
-        let all = Arc::clone(&err);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut all = all.lock().unwrap_or_else(|p| p.into_inner());
-                all.push_str(&line);
-                all.push('\n');
-                let _ = tx.send(line);
-            }
-        });
-        Self {
-            guard,
-            out,
-            lines,
-            err,
-        }
-    }
-
-    /// Waits until `level` committed twice: the first of the two commits
-    /// is then recorded on every node (a node's manager handles its orders
-    /// in turn, and the second promotion came after the first commit).
-    fn wait_for_commits(&self, level: u8) {
-        let tag = format!("level=L{level}");
-        let mut seen = 0;
-        while seen < 2 {
-            let line = wait_for_line(&self.lines, "level committed", Duration::from_secs(120));
-            if line.contains(&tag) {
-                seen += 1;
-            }
-        }
-    }
-
-    /// Waits for the end: (success, output).
-    fn finish(mut self) -> (bool, String) {
-        use wait_timeout::ChildExt;
-        let child = &mut self.guard.child;
-        let status = common::Patience::of(child.id(), DEADLINE)
-            .wait(|slice| child.wait_timeout(slice).expect("wait"));
-        if status.is_err() {
-            let _ = self.guard.child.kill();
-        }
-        let out = self.out.join().unwrap_or_default();
-        // The reader ends with the job's standard error.
-        let end = Instant::now() + Duration::from_secs(10);
-        while self
-            .lines
-            .recv_timeout(end.saturating_duration_since(Instant::now()))
-            .is_ok()
-        {}
-        let out = out + &self.err.lock().unwrap_or_else(|p| p.into_inner());
-        let status = match status {
-            Ok(status) => status,
-            Err(why) => panic!("the job did not end: {why}:\n{out}"),
-        };
-        (status.success(), out)
-    }
-}
 
 /// Kills `hosts` once a checkpoint reached `level` (and so is at every
 /// level below), and checks the job recovered from `expect` to the
@@ -310,27 +142,6 @@ fn a_host_and_its_partner_are_recovered_from_erasure_groups() {
 #[test]
 fn two_hosts_of_one_group_are_recovered_from_the_global_directory() {
     kill_hosts_and_recover(&[0, 1], 4, "L4", &[]);
-}
-
-#[test]
-fn a_host_cut_off_the_network_is_declared_dead_and_recovered() {
-    let _g = serial();
-    let reference = on_one_host(&LONG);
-    let c = Cluster::start(6);
-    let job = Running::start(&c, "link", &[]);
-    job.wait_for_commits(2);
-    c.link(3, false);
-    let (ok, out) = job.finish();
-    assert!(ok, "{out}");
-    assert_eq!(final_checksum(&out), reference, "{out}");
-    assert!(
-        out.contains("node 3 died (its daemon stopped sending heartbeats)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("failed nodes [3]") && out.contains("from L2"),
-        "{out}"
-    );
 }
 
 #[test]

@@ -7,7 +7,10 @@
 //! messages wait in a queue for the rank's main thread. It also sends the
 //! daemon a heartbeat every period, whatever the program is doing, with the
 //! last iteration the program reported: a rank whose heartbeats stop (a
-//! stopped or wedged process) is killed and replaced.
+//! stopped or wedged process) is killed and replaced. And it holds the
+//! rank's lease: the daemon passes on the rest of its own lease from the
+//! root with every beat; a rank that gets none in time (its daemon stopped,
+//! or lost the root) ends itself, so it never runs beside a replacement.
 
 use super::handoff::{RankEnv, Transport};
 use super::idle::Idle;
@@ -40,7 +43,14 @@ pub(crate) struct Agent {
     to_daemon: Arc<tokio::sync::Mutex<Sender<tokio::net::unix::OwnedWriteHalf>>>,
     from_daemon: mpsc::Receiver<ToRank>,
     flushed: Arc<Mutex<Option<mpsc::Sender<()>>>>,
+    /// Where the root's answer to `Ending` goes.
+    end_waiter: EndWaiter,
+    /// How long a rank waits for that answer.
+    end_wait: Duration,
 }
+
+/// The waiter for the root's answer to a rank's end.
+type EndWaiter = Arc<Mutex<Option<mpsc::Sender<Option<String>>>>>;
 
 impl Agent {
     /// Starts listening, connects to the daemon and says hello.
@@ -78,6 +88,12 @@ impl Agent {
         let flushed: Arc<Mutex<Option<mpsc::Sender<()>>>> = Arc::new(Mutex::new(None));
         let (interrupt, waiter) = (Arc::clone(&hub), Arc::clone(&flushed));
         let team_hubs: Arc<Mutex<Vec<Arc<Hub>>>> = Arc::default();
+        // Until the daemon's first lease: the first lease a daemon holds
+        // (see `root::control::liveness`).
+        let lease = Arc::new(Lease::new(Duration::from_millis(env.spec.lease_ms.max(1))));
+        let renewed = Arc::clone(&lease);
+        let end_waiter: EndWaiter = Arc::default();
+        let ended = Arc::clone(&end_waiter);
         let teams = Arc::clone(&team_hubs);
         let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
         let report = Arc::clone(&to_daemon);
@@ -109,6 +125,12 @@ impl Agent {
                         }
                         let _ = inbox.send(ToRank::Reinit { epoch });
                     }
+                    Ok(Some(ToRank::Lease { ms })) => renewed.renew(ms),
+                    Ok(Some(ToRank::EndConfirmed { refused })) => {
+                        if let Some(done) = ended.lock().ok().and_then(|mut w| w.take()) {
+                            let _ = done.send(refused);
+                        }
+                    }
                     Ok(Some(ToRank::Flushed)) => {
                         if let Some(done) = waiter.lock().ok().and_then(|mut w| w.take()) {
                             let _ = done.send(());
@@ -137,12 +159,15 @@ impl Agent {
             to_daemon,
             from_daemon,
             flushed,
+            end_waiter,
+            end_wait: Duration::from_millis(env.spec.rank_timeout_ms.max(1000)) * 2,
         };
         agent.send(FromRank::Hello {
             rank: env.rank,
             pid: std::process::id(),
             epoch: env.epoch,
         });
+        watch_lease(&agent.rt, lease, env.rank);
         // Heartbeats start after the hello: the daemon expects it first.
         let (beat_to, beat_progress) = (Arc::clone(&agent.to_daemon), Arc::clone(&agent.progress));
         let period = Duration::from_millis(env.spec.heartbeat_ms.max(10));
@@ -207,6 +232,39 @@ impl Agent {
             }
             send(msg);
             let _ = rx.recv_timeout(FLUSH_TIMEOUT);
+        })
+    }
+
+    /// What the rank's communicator calls at the job's end in `epoch`,
+    /// before the library removes the checkpoints: asks the root, which
+    /// owns the job's outcome, whether the job ends well. No answer (the
+    /// root is gone or cut off: the lease ends the process soon) keeps
+    /// every checkpoint.
+    pub(crate) fn end_confirm(&self, epoch: u64) -> frame::comm::net::EndConfirm {
+        let handle = self.rt.handle().clone();
+        let to_daemon = Arc::clone(&self.to_daemon);
+        let waiter = Arc::clone(&self.end_waiter);
+        let wait = self.end_wait;
+        Arc::new(move || {
+            let (tx, rx) = mpsc::channel();
+            if let Ok(mut w) = waiter.lock() {
+                *w = Some(tx);
+            }
+            let sent = handle.block_on(async {
+                let mut to = to_daemon.lock().await;
+                to.send(&FromRank::Ending { epoch }).await
+            });
+            if let Err(e) = sent {
+                return Err(format!("its daemon cannot be reached: {e}"));
+            }
+            match rx.recv_timeout(wait) {
+                Ok(None) => Ok(()),
+                Ok(Some(refused)) => Err(refused),
+                Err(_) => Err(format!(
+                    "no answer from the runtime's root within {} s",
+                    wait.as_secs()
+                )),
+            }
         })
     }
 
@@ -293,4 +351,56 @@ impl Agent {
     pub(crate) fn next(&self) -> Option<ToRank> {
         self.from_daemon.recv().ok()
     }
+}
+
+/// A rank's lease from its daemon: the instant past which it must not run
+/// without word from the daemon, as milliseconds since the agent started.
+struct Lease {
+    start: std::time::Instant,
+    until_ms: AtomicU64,
+}
+
+impl Lease {
+    fn new(first: Duration) -> Self {
+        Self {
+            start: std::time::Instant::now(),
+            until_ms: AtomicU64::new(first.as_millis() as u64),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The daemon gave `ms` more milliseconds from now.
+    fn renew(&self, ms: u64) {
+        let until = self.now_ms().saturating_add(ms);
+        self.until_ms.fetch_max(until, Ordering::Relaxed);
+    }
+}
+
+/// Ends the process when its lease runs out (checked every 50 ms on the
+/// agent's thread, whatever the program does).
+fn watch_lease(rt: &tokio::runtime::Runtime, lease: Arc<Lease>, rank: Option<u32>) {
+    rt.spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_millis(50));
+        loop {
+            tick.tick().await;
+            if lease.now_ms() < lease.until_ms.load(Ordering::Relaxed) {
+                continue;
+            }
+            let who = rank.map_or("a standby process".to_string(), |r| format!("rank {r}"));
+            // One write, so lines of other processes cannot cut it.
+            let line = format!(
+                "frame: {who} (pid {}) heard nothing from its daemon within its lease (the daemon is stopped or lost the root): ending\n",
+                std::process::id()
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+            let _ = rustix::process::kill_process(
+                rustix::process::getpid(),
+                rustix::process::Signal::KILL,
+            );
+            return;
+        }
+    });
 }

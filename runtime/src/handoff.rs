@@ -106,6 +106,10 @@ pub(crate) struct NodeSpec {
     pub env: Vec<(String, String)>,
     /// Names this start of the node's daemon; its hello repeats it.
     pub ticket: u64,
+    /// The daemon's lease from its hello until the root first renews it,
+    /// milliseconds (see `daemon::lease`).
+    #[serde(default)]
+    pub lease_ms: u64,
 }
 
 /// What a daemon on another host reads on its standard input.

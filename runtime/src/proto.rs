@@ -60,6 +60,14 @@ pub(crate) enum ToDaemon {
     Finish,
     /// Stop: kill every local rank and exit.
     Shutdown,
+    /// The answer to rank `rank`'s `Ending`: `None` when the job ends
+    /// well and the rank may remove its checkpoints, or why it must not.
+    EndConfirmed { rank: u32, refused: Option<String> },
+    /// The root heard heartbeat `beat`: the daemon's lease runs until `ms`
+    /// milliseconds after it sent that heartbeat (by its own clock), and
+    /// the root declares the node dead no sooner than that (see
+    /// `root::control::liveness`).
+    Lease { beat: u64, ms: u64 },
 }
 
 /// The release of the world barrier of an epoch.
@@ -143,8 +151,16 @@ pub(crate) enum ToRoot {
     Aborted { rank: u32, reason: String },
     /// A rank exited cleanly after `Finish`.
     Exited { rank: u32 },
+    /// Rank `rank` reached the end of the job in `epoch` and asks whether
+    /// it may remove the job's checkpoints (answered by `EndConfirmed`).
+    Ending { rank: u32, epoch: u64 },
     /// The daemon is alive; the slowest of its ranks reached this iteration.
-    Heartbeat { progress: Option<u64> },
+    Heartbeat {
+        progress: Option<u64>,
+        /// Numbers the daemon's heartbeats; the root's lease names it.
+        #[serde(default)]
+        beat: u64,
+    },
     /// A rank reported checkpoint `id` committed on every rank (`None`:
     /// the job is removing its checkpoints at its end).
     Committed { id: Option<u64> },
@@ -213,6 +229,13 @@ pub(crate) enum ToRank {
     Finish,
     /// A message was written to the daemon (reply to a flush request).
     Flushed,
+    /// The root's answer to `Ending` (see `ToDaemon::EndConfirmed`).
+    EndConfirmed { refused: Option<String> },
+    /// The rank may live on for `ms` milliseconds from now without
+    /// another lease: past it, its daemon (or the daemon's root) may be
+    /// gone or cut off, and the rank ends itself. Sent with every beat of
+    /// the daemon, for the rest of the daemon's own lease.
+    Lease { ms: u64 },
 }
 
 /// What a rank tells its daemon.
@@ -229,6 +252,9 @@ pub(crate) enum FromRank {
     Ready { epoch: u64, endpoint: Endpoint },
     /// The resilient function returned in `epoch`.
     Done { epoch: u64 },
+    /// The program reached the end in `epoch`: may it remove the job's
+    /// checkpoints? (answered by `EndConfirmed`)
+    Ending { epoch: u64 },
     /// About to die from injection `injection`; answer `Flushed` once forwarded.
     Fired { injection: u32 },
     /// Giving up with an application error.

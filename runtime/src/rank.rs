@@ -118,6 +118,7 @@ where
                 stood_in: go.stood_in.clone(),
             })
             .with_commit_notes(agent.commit_notes())
+            .with_end_confirm(agent.end_confirm(epoch))
             .with_runtime_node(frame::internals::node::RuntimeNode {
                 dir: env.spec.node_dir.clone(),
                 manager: env.manager.clone(),

@@ -22,6 +22,7 @@ impl Checkpointer<'_> {
         if self.cfg.retention.keep_on_finalize {
             return Ok(());
         }
+        self.confirm_end()?;
         // Every rank reached the end: from here a failure may start over,
         // as the files are about to go. The runtime forgets its record
         // before anything is removed.
@@ -36,6 +37,23 @@ impl Checkpointer<'_> {
             }
         }
         self.remove_level_1()
+    }
+
+    /// Asks, on every rank, whether the job ends well (under a runtime, its
+    /// root owns the job's outcome) and agrees on it: a job the runtime
+    /// gave up on, or cannot vouch for, keeps every checkpoint, and the
+    /// error names the ranks that were refused and why. Collective.
+    fn confirm_end(&mut self) -> Result<()> {
+        let refused = self.comm.confirm_end().err().map(|why| {
+            format!("the runtime did not confirm that the job ends well ({why}); every checkpoint is kept")
+        });
+        let trouble = agree_on_problems(self.comm, refused.as_deref())?;
+        if !trouble.is_empty() {
+            return Err(Error::Finalize {
+                problems: problems(trouble),
+            });
+        }
+        Ok(())
     }
 
     /// Removes this job's level-1 files on every rank: first every node's
@@ -100,6 +118,10 @@ impl Checkpointer<'_> {
             }
         }
         self.comm.barrier()?;
+        self.confirm_end()?;
+        let Some(levels) = self.levels.as_mut() else {
+            return Ok(Some(id));
+        };
         self.comm.note_committed(None);
         let local = levels.remove_local().err();
         let trouble = agree_on_problems(self.comm, local.as_deref())?;

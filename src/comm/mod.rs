@@ -211,6 +211,15 @@ pub trait Comm: Send {
         let _ = id;
     }
 
+    /// Asks the runtime that owns the job's outcome whether the job ends
+    /// well, before the library removes its checkpoints at the end:
+    /// `Err` says why not (the runtime is gone or cut off, or is
+    /// recovering a failure), and every checkpoint is then kept. Outside
+    /// a runtime, the program's end is the job's: always `Ok`.
+    fn confirm_end(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Where this communicator's message log stands, for the checkpoint
     /// being written; `None` when it keeps no log (the default) or when its
     /// receives are not in each sender's order at this point. A logging

@@ -29,6 +29,8 @@ fn every_record_names_its_event_and_reads_back() {
         barrier_ns: 0,
         fallback: None,
         runtime_recovery_ms: 0.0,
+        silent_ms: Some(5200.0),
+        threshold_ms: Some(5000.0),
     };
     let mut closed = runtime.clone();
     closed.close(5_000_000);

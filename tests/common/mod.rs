@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fti;
+pub mod hosts_job;
 pub mod mpirun;
 pub mod patience;
 pub mod python;

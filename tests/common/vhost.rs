@@ -170,6 +170,25 @@ exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
         format!("ssh -F {}", self.ssh_config().display())
     }
 
+    /// `--launcher-command` for these hosts whose ssh takes `slow` seconds
+    /// to start on host `i` for each `(i, slow)`, and `every` seconds on
+    /// the others (a slow name lookup, PAM, a busy sshd).
+    pub fn slow_launcher(&self, slow: &[(usize, u32)], every: u32) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.dir.path().join(format!("slow-ssh-{every}"));
+        let cases: String = slow
+            .iter()
+            .map(|(i, s)| format!("        {}) delay={s} ;;\n", self.host(*i)))
+            .collect();
+        let script = format!(
+            "#!/bin/sh\ndelay={every}\nfor a in \"$@\"; do\n    case \"$a\" in\n{cases}    esac\ndone\nsleep \"$delay\"\nexec ssh -F {} \"$@\"\n",
+            self.ssh_config().display()
+        );
+        std::fs::write(&path, script).expect("slow ssh");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        path.display().to_string()
+    }
+
     fn keys(&self) {
         let d = self.dir.path();
         must(&format!(
@@ -332,6 +351,41 @@ exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
             self.veth(i),
             if up { "up" } else { "down" }
         ));
+    }
+
+    /// Cuts this machine (where the root runs) off every host, the hosts
+    /// still reaching each other and the shared directory (or connects it
+    /// again): the bridge loses (or gets back) this machine's address.
+    pub fn cut_root(&self, cut: bool) {
+        must(&format!(
+            "ip addr {} {}.1/24 dev {}",
+            if cut { "del" } else { "add" },
+            self.subnet,
+            self.bridge()
+        ));
+    }
+
+    /// The processes of the job on host `i`: its daemon, ranks and
+    /// standbys, manager (with their pid and role).
+    pub fn job_processes(&self, i: usize) -> Vec<(i32, &'static str)> {
+        ["daemon", "rank", "manager"]
+            .into_iter()
+            .flat_map(|role| self.with_role(i, role).into_iter().map(move |p| (p, role)))
+            .collect()
+    }
+
+    /// Waits (with the patience of `limit`) until host `i` runs no process
+    /// of the job; fails naming those left.
+    pub fn wait_job_gone(&self, i: usize, limit: Duration) {
+        let gone = super::patience::poll(limit, Duration::from_millis(50), || {
+            self.job_processes(i).is_empty().then_some(())
+        });
+        if let Err(why) = gone {
+            panic!(
+                "the job's processes on host {i} outlived it: {:?} ({why})",
+                self.job_processes(i)
+            );
+        }
     }
 
     /// Removes `path` (absolute) as every live host sees it, in its own

@@ -16,6 +16,7 @@
 mod exits;
 mod governor;
 mod helpers;
+mod lease;
 mod manager;
 mod orders;
 mod procs;
@@ -119,6 +120,8 @@ struct Daemon {
     events: UnboundedSender<Event>,
     socket: std::path::PathBuf,
     to_root: Sender<RootWrite>,
+    /// How long it may go on without hearing from the root.
+    lease: lease::Lease,
     shutting_down: bool,
     finishing: bool,
     /// Set once the program showed that it does not join the runtime: no
@@ -201,6 +204,10 @@ async fn serve(
             manager: Some(manager),
         })
         .await?;
+    let lease = lease::Lease::new(
+        Duration::from_millis(spec.lease_ms.max(1)),
+        std::time::Instant::now(),
+    );
 
     let socket = spec.run_dir.join(format!("node-{}.sock", spec.node));
     let listener = frame::comm::net::bind_private(&socket)?;
@@ -251,6 +258,7 @@ async fn serve(
         events,
         socket,
         to_root,
+        lease,
         shutting_down: false,
         finishing: false,
         program_broken: false,
@@ -494,6 +502,11 @@ impl Daemon {
             }
             Event::ManagerAnswered { pid } => self.manager_watch.answered(pid),
             Event::Beat => {
+                let now = std::time::Instant::now();
+                if let Some(silent) = self.lease.expired(now) {
+                    self.lease_ran_out(silent);
+                    return Ok(false);
+                }
                 self.enforce_deadlines();
                 self.watch_manager();
                 let progress = self
@@ -502,10 +515,45 @@ impl Daemon {
                     .filter(|p| p.rank.is_some())
                     .filter_map(|p| p.progress)
                     .min();
-                self.to_root.send(&ToRoot::Heartbeat { progress }).await?;
+                let beat = self.lease.beat(now);
+                self.to_root
+                    .send(&ToRoot::Heartbeat { progress, beat })
+                    .await?;
+                self.pass_lease_on(now).await;
             }
         }
         Ok(true)
+    }
+
+    /// The lease ran out: nothing came from the root for `silent`. The
+    /// node's processes stop with the daemon (the loop's end kills them),
+    /// before the root may start their replacements.
+    fn lease_ran_out(&mut self, silent: Duration) {
+        if !self.shutting_down {
+            // One write, so lines of other processes cannot cut it.
+            let line = format!(
+                "frame: node {}'s daemon (pid {}) heard nothing from the root for {:.1} s and its lease ran out (the root is gone, cut off, or gave the node up): stopping the node's ranks and manager\n",
+                self.spec.node,
+                std::process::id(),
+                silent.as_secs_f64()
+            );
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
+        }
+        self.shutting_down = true;
+    }
+
+    /// Gives every joined process of the node the rest of the daemon's
+    /// lease: a process that hears nothing more ends itself when it runs
+    /// out (its daemon stopped, or lost the root). A process that does not
+    /// read its connection is not waited for.
+    async fn pass_lease_on(&mut self, now: std::time::Instant) {
+        let ms = u64::try_from(self.lease.left(now).as_millis()).unwrap_or(u64::MAX);
+        let lease = ToRank::Lease { ms };
+        for p in self.procs.values_mut() {
+            if let Some((_, tx)) = p.conn.as_mut() {
+                let _ = tokio::time::timeout(Duration::from_millis(50), tx.send(&lease)).await;
+            }
+        }
     }
 
     /// Asks the manager whether it answers; kills one silent past the rank

@@ -103,6 +103,15 @@ impl Daemon {
                 self.shutting_down = true;
                 return Ok(false);
             }
+            ToDaemon::EndConfirmed { rank, refused } => {
+                let to = self.procs.values_mut().find(|p| p.rank == Some(rank));
+                if let Some((_, tx)) = to.and_then(|p| p.conn.as_mut()) {
+                    let _ = tx.send(&ToRank::EndConfirmed { refused }).await;
+                }
+            }
+            ToDaemon::Lease { beat, ms } => {
+                self.lease.renew(beat, ms, std::time::Instant::now());
+            }
         }
         Ok(true)
     }
@@ -136,6 +145,7 @@ impl Daemon {
                 })
             }
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
+            FromRank::Ending { epoch } => Some(ToRoot::Ending { rank, epoch }),
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
             FromRank::Idled { wall_ms, cpu_ms } => Some(ToRoot::Idled {

@@ -101,9 +101,18 @@ pub struct LaunchArgs {
     /// private directory of this user in the system's temporary directory).
     #[arg(long, value_name = "DIR")]
     pub run_dir: Option<PathBuf>,
-    /// A node silent for this long is declared dead.
+    /// A node silent for this long is declared dead (at least; a node
+    /// whose heartbeats arrive slowly, on a loaded machine, gets up to
+    /// three times as long). Its daemon's lease is three quarters of it: a
+    /// daemon that cannot reach the root stops its ranks by itself before
+    /// the root may replace them. 1 s to 1 h.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub heartbeat_timeout: Duration,
+    /// How long the daemons have to start and join (a slow ssh or
+    /// Slurm start is not a failure); a node not joined by then is named
+    /// in the start-up error. 1 s to 24 h.
+    #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]
+    pub start_timeout: Duration,
     /// A rank silent for this long (stopped, wedged), or that takes longer
     /// than this to join after its start or to roll back after a failure,
     /// is killed and replaced.
@@ -156,6 +165,19 @@ impl LaunchArgs {
             let per = hosts::ranks_per_node(&hosts, self.ranks_per_node).map_err(invalid)?;
             (nodes, per)
         };
+        let within = |flag: &str, d: Duration, lo: u64, hi: u64| {
+            if d < Duration::from_secs(lo) || d > Duration::from_secs(hi) {
+                return Err(invalid(format!(
+                    "--{flag} {}: must be from {} to {}",
+                    humantime::format_duration(d),
+                    humantime::format_duration(Duration::from_secs(lo)),
+                    humantime::format_duration(Duration::from_secs(hi))
+                )));
+            }
+            Ok(())
+        };
+        within("heartbeat-timeout", self.heartbeat_timeout, 1, 3600)?;
+        within("start-timeout", self.start_timeout, 1, 24 * 3600)?;
         let mut l = Launch::new(nodes, ranks_per_node, program);
         l.args = args;
         l.spare_nodes = self.spare_nodes;
@@ -222,6 +244,7 @@ impl LaunchArgs {
         l.run_dir = self.run_dir.clone();
         l.metrics = self.metrics.clone();
         l.heartbeat_timeout = self.heartbeat_timeout;
+        l.start_timeout = self.start_timeout;
         l.rank_timeout = self.rank_timeout;
         l.max_failures = self.max_failures;
         l.standby = self.standby;

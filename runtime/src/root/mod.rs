@@ -115,8 +115,11 @@ pub struct Launch {
     pub metrics: Option<PathBuf>,
     /// Heartbeat period of daemons and ranks.
     pub heartbeat: Duration,
-    /// A node whose heartbeats stop for this long is declared dead.
+    /// A node whose heartbeats stop for this long is declared dead (at
+    /// least: see `control::liveness`).
     pub heartbeat_timeout: Duration,
+    /// How long daemons have to join after they are started.
+    pub start_timeout: Duration,
     /// A rank whose heartbeats stop for this long, that takes longer than
     /// this to join after its start, or to roll back after a recovery began,
     /// is killed and replaced.
@@ -173,6 +176,7 @@ impl Launch {
             metrics: None,
             heartbeat: Duration::from_millis(200),
             heartbeat_timeout: Duration::from_secs(5),
+            start_timeout: Duration::from_secs(30),
             rank_timeout: Duration::from_secs(10),
             bind: std::net::Ipv4Addr::LOCALHOST.into(),
             limits: Limits::default(),

@@ -200,6 +200,7 @@ pub struct NetComm {
     journal: Option<Mutex<Logged>>,
     failures: Failures,
     notes: Option<CommitNotes>,
+    end: Option<EndConfirm>,
     runtime_node: Option<crate::node::RuntimeNode>,
     /// Where this rank listens (sent with a replacement's requests).
     endpoint: Option<Endpoint>,
@@ -228,6 +229,10 @@ struct Logged {
 /// Where a communicator passes the commits the library notes (see
 /// [`Comm::note_committed`]): the runtime's record of them.
 pub type CommitNotes = Arc<dyn Fn(Option<u64>) + Send + Sync>;
+
+/// Where a communicator asks whether the job ends well (see
+/// [`Comm::confirm_end`]): the runtime's root.
+pub type EndConfirm = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl NetComm {
     /// A communicator for `epoch`, reaching rank `r` at `table[r]`.
@@ -260,6 +265,7 @@ impl NetComm {
             journal: None,
             failures: Failures::default(),
             notes: None,
+            end: None,
             runtime_node: None,
             endpoint: None,
             fallback: None,
@@ -272,6 +278,13 @@ impl NetComm {
     /// `notes`.
     pub fn with_commit_notes(mut self, notes: CommitNotes) -> Self {
         self.notes = Some(notes);
+        self
+    }
+
+    /// The same communicator, asking `end` whether the job ends well
+    /// before the library removes its checkpoints.
+    pub fn with_end_confirm(mut self, end: EndConfirm) -> Self {
+        self.end = Some(end);
         self
     }
 
@@ -473,6 +486,13 @@ impl Comm for NetComm {
         }
         if let Some(notes) = &self.notes {
             notes(id);
+        }
+    }
+
+    fn confirm_end(&self) -> Result<(), String> {
+        match &self.end {
+            Some(end) => end(),
+            None => Ok(()),
         }
     }
 

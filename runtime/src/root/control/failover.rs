@@ -191,7 +191,10 @@ impl Cluster<'_> {
             barrier_ns: 0,
             runtime_recovery_ms: 0.0,
             fallback,
+            silent_ms: None,
+            threshold_ms: None,
         };
+        self.note_silence(&mut rec);
         // A recovery still open moves to the new epoch with this one.
         for open in &mut self.open {
             open.epoch = self.epoch;
@@ -231,7 +234,7 @@ impl Cluster<'_> {
     pub(super) fn bury(&mut self, node: u32) {
         let n = &mut self.nodes[node as usize];
         n.alive = false;
-        n.tx = None;
+        n.link = None;
         // On another host, the end of its standard input stops whatever of
         // the node still runs.
         n.remote = None;
@@ -304,7 +307,7 @@ impl Cluster<'_> {
         if let Some(pid) = node.pid {
             daemons::kill_group(pid);
         }
-        node.tx = None;
+        node.link = None;
         node.remote = None;
     }
 

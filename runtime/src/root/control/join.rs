@@ -4,7 +4,8 @@
 //! recovery). A hello must come from the daemon process the root started
 //! for that node.
 
-use super::{Cluster, Event, STARTUP};
+use super::link::Link;
+use super::Cluster;
 use crate::handoff::Handoff;
 use crate::proto::{Receiver, Sender, ToRoot};
 use crate::root::RunError;
@@ -18,6 +19,8 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 
 /// A daemon that proved the secret and said hello.
 pub(super) struct Joined {
+    /// When its hello arrived.
+    at: Instant,
     node: u32,
     pid: u32,
     ticket: u64,
@@ -67,6 +70,7 @@ async fn handshake(mut stream: tokio::net::TcpStream, secret: &Secret) -> std::i
             ticket,
             manager,
         }) => Ok(Joined {
+            at: Instant::now(),
             node,
             pid,
             ticket,
@@ -127,22 +131,22 @@ impl Cluster<'_> {
             node.pid = child.id();
             node.child = Some(child);
             node.remote = remote;
-            node.tx = None;
+            node.link = None;
             node.stopping = false;
-            node.last_seen = Instant::now();
         }
-        let deadline = Instant::now() + STARTUP;
-        while which.iter().any(|&n| self.nodes[n as usize].tx.is_none()) {
+        let deadline = Instant::now() + self.launch.start_timeout;
+        while which.iter().any(|&n| self.nodes[n as usize].link.is_none()) {
             self.check_started(which).await?;
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let late: Vec<String> = which
                     .iter()
-                    .filter(|&&n| self.nodes[n as usize].tx.is_none())
+                    .filter(|&&n| self.nodes[n as usize].link.is_none())
                     .map(|&n| format!("node {n}{}", self.nodes[n as usize].on_host()))
                     .collect();
                 return Err(RunError::Startup(format!(
-                    "daemons did not connect in time: {}",
+                    "daemons did not join within {} (--start-timeout): {}",
+                    humantime::format_duration(self.launch.start_timeout),
                     late.join(", ")
                 )));
             }
@@ -157,7 +161,7 @@ impl Cluster<'_> {
             // A daemon here must be the process the root started; one on
             // another host must carry the ticket of this start.
             let local_mismatch = slot.host.is_none() && slot.pid != Some(j.pid);
-            if slot.tx.is_some() || j.ticket != slot.gen || local_mismatch {
+            if slot.link.is_some() || j.ticket != slot.gen || local_mismatch {
                 tracing::warn!(
                     node = j.node,
                     pid = j.pid,
@@ -165,17 +169,16 @@ impl Cluster<'_> {
                 );
                 continue;
             }
-            slot.tx = Some(j.tx);
             slot.manager = j.manager;
-            let (node, gen, ev, mut rx) = (j.node, slot.gen, self.events.clone(), j.rx);
-            tokio::spawn(async move {
-                while let Ok(Some(msg)) = rx.next::<ToRoot>().await {
-                    if ev.send(Event::Daemon { node, gen, msg }).is_err() {
-                        return;
-                    }
-                }
-                let _ = ev.send(Event::Lost { node, gen });
-            });
+            // Its silence counts from now, its hello.
+            slot.link = Some(Link::open(
+                j.node,
+                slot.gen,
+                (j.rx, j.tx),
+                self.events.clone(),
+                self.launch.heartbeat_timeout,
+                j.at,
+            ));
         }
         Ok(())
     }
@@ -186,7 +189,7 @@ impl Cluster<'_> {
         for &n in which {
             let launcher = self.launch.launcher.name();
             let node = &mut self.nodes[n as usize];
-            if node.tx.is_some() {
+            if node.link.is_some() {
                 continue;
             }
             let Some(status) = node

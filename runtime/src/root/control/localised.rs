@@ -193,7 +193,7 @@ impl Cluster<'_> {
             self.committed.unwrap_or(0),
             "a second failure before the next checkpoint committed (one logged recovery per checkpoint interval)",
         ));
-        self.open.push(RuntimeRecoveryRecord {
+        let mut rec = RuntimeRecoveryRecord {
             failure: self.failures,
             mode: "logged".into(),
             kind: if nodes.is_empty() { "rank" } else { "node" }.into(),
@@ -206,7 +206,11 @@ impl Cluster<'_> {
             barrier_ns: 0,
             runtime_recovery_ms: 0.0,
             fallback: None,
-        });
+            silent_ms: None,
+            threshold_ms: None,
+        };
+        self.note_silence(&mut rec);
+        self.open.push(rec);
         let epoch = self.epoch;
         let helpers = self.launch.spares.saturating_sub(1);
         for &rank in &ranks {

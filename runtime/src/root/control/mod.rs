@@ -1,13 +1,17 @@
 //! The root's control loop: membership, barriers, failures, injections.
 //!
 //! `mod.rs` starts the job and dispatches events; `join.rs` accepts the
-//! daemons' connections (each must prove the job's secret); `failover.rs`
+//! daemons' connections (each must prove the job's secret); `link.rs` is
+//! the root's end of a joined daemon's connection, and `liveness.rs` how
+//! its silence is judged and its leases granted; `failover.rs`
 //! handles failures (online and redeploy), barrier releases and injections;
 //! `localised.rs` the logged recovery of one rank within an epoch, and
 //! `team.rs` the helpers that share a replacement's recomputation.
 
 mod failover;
 mod join;
+mod link;
+mod liveness;
 mod localised;
 mod team;
 
@@ -15,7 +19,7 @@ use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
 use crate::handoff::NodeSpec;
 use crate::inject::Trigger;
-use crate::proto::{now_ns, Sender, ToDaemon, ToRoot};
+use crate::proto::{now_ns, ToDaemon, ToRoot};
 use crate::State;
 use frame::comm::net::Endpoint;
 use frame::internals::auth::Secret;
@@ -25,12 +29,9 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 
-/// How long daemons have to connect after being started.
-const STARTUP: Duration = Duration::from_secs(30);
 /// How long a daemon has to exit after `Shutdown` before it is killed.
 const STOP: Duration = Duration::from_secs(2);
 
@@ -67,8 +68,8 @@ struct Node {
     gen: u64,
     pid: Option<u32>,
     child: Option<tokio::process::Child>,
-    tx: Option<Sender<OwnedWriteHalf>>,
-    last_seen: Instant,
+    /// The connection of its daemon, once it joined.
+    link: Option<link::Link>,
     stopping: bool,
     dir: PathBuf,
     /// The slowest of its ranks' iteration, from its last heartbeat.
@@ -127,6 +128,9 @@ struct Cluster<'a> {
     committed: Option<u64>,
     /// Logged recoveries: see `localised.rs`.
     logged: localised::Logged,
+    /// Nodes declared dead for their silence, with it (for the record of
+    /// the recovery).
+    silences: std::collections::BTreeMap<u32, liveness::Silence>,
 }
 
 /// Runs a job from start to end.
@@ -169,8 +173,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
                 gen: 0,
                 pid: None,
                 child: None,
-                tx: None,
-                last_seen: Instant::now(),
+                link: None,
                 stopping: false,
                 dir: dirs[n].clone(),
                 progress: None,
@@ -202,6 +205,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         last_progress: (began, None),
         committed: None,
         logged: localised::Logged::default(),
+        silences: std::collections::BTreeMap::new(),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
@@ -291,6 +295,19 @@ impl Cluster<'_> {
             if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
                 eprintln!("frame: cannot write metrics: {e}");
             }
+        }
+    }
+
+    /// Puts in `rec` how long its failed nodes had been silent, for
+    /// those declared dead for it (the longest).
+    fn note_silence(&mut self, rec: &mut RuntimeRecoveryRecord) {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let heard: Vec<liveness::Silence> = (rec.failed_nodes.iter())
+            .filter_map(|n| self.silences.remove(n))
+            .collect();
+        if let Some(s) = heard.iter().max_by_key(|s| s.silent) {
+            rec.silent_ms = Some(ms(s.silent));
+            rec.threshold_ms = Some(ms(s.threshold));
         }
     }
 
@@ -389,13 +406,14 @@ impl Cluster<'_> {
             .into(),
             restart_from: l.restart_from,
             launcher_pid: std::process::id(),
+            lease_ms: liveness::first_lease(l.heartbeat_timeout).as_millis() as u64,
         }
     }
 
     async fn send(&mut self, node: u32, msg: &ToDaemon) {
-        if let Some(tx) = self.nodes[node as usize].tx.as_mut() {
-            if let Err(e) = tx.send(msg).await {
-                tracing::debug!(node, error = %e, "daemon unreachable");
+        if let Some(link) = self.nodes[node as usize].link.as_ref() {
+            if !link.send(msg) {
+                tracing::debug!(node, "daemon unreachable");
             }
         }
     }
@@ -451,15 +469,19 @@ impl Cluster<'_> {
             }
             Event::Tick => {
                 self.report_progress();
-                let timeout = self.launch.heartbeat_timeout;
-                let silent: Vec<u32> = (0..self.nodes.len() as u32)
-                    .filter(|&n| {
+                // Arrivals are noted by each connection's reader as they
+                // come, whatever waits in this loop's queue.
+                let now = Instant::now();
+                let silent: Vec<(u32, liveness::Silence)> = (0..self.nodes.len() as u32)
+                    .filter_map(|n| {
                         let x = &self.nodes[n as usize];
-                        x.alive && !x.stopping && x.last_seen.elapsed() > timeout
+                        let silence = x.link.as_ref()?.liveness.silence(now)?;
+                        (x.alive && !x.stopping).then_some((n, silence))
                     })
                     .collect();
-                for node in silent {
-                    if !self.finishing {
+                for (node, silence) in silent {
+                    if !self.finishing && self.nodes[node as usize].alive {
+                        self.silences.insert(node, silence);
                         self.fail(Failure::Node {
                             node,
                             why: "its daemon stopped sending heartbeats",
@@ -482,10 +504,9 @@ impl Cluster<'_> {
     }
 
     async fn on_daemon_message(&mut self, node: u32, msg: ToRoot) -> Result<bool, RunError> {
-        self.nodes[node as usize].last_seen = Instant::now();
         match msg {
             ToRoot::Hello { .. } => {}
-            ToRoot::Heartbeat { progress } => self.nodes[node as usize].progress = progress,
+            ToRoot::Heartbeat { progress, .. } => self.nodes[node as usize].progress = progress,
             ToRoot::Committed { id } => {
                 self.committed = id.map(|id| id.max(self.committed.unwrap_or(0)));
                 if let Some(id) = id {
@@ -532,6 +553,17 @@ impl Cluster<'_> {
                         self.broadcast(&ToDaemon::Finish).await;
                     }
                 }
+            }
+            ToRoot::Ending { rank, epoch } => {
+                let refused = if epoch != self.epoch {
+                    Some(format!("the job moved on to epoch {}", self.epoch))
+                } else if !self.open.is_empty() || !self.logged.rejoining.is_empty() {
+                    Some("a recovery is under way".to_string())
+                } else {
+                    None
+                };
+                self.send(node, &ToDaemon::EndConfirmed { rank, refused })
+                    .await;
             }
             ToRoot::Exited { rank } => {
                 if let Some(e) = self.exited.get_mut(rank as usize) {

@@ -1,0 +1,136 @@
+//! Telling a slow node from a dead one, and the leases that keep a node
+//! the root gave up on from running on.
+//!
+//! Each node's reader task notes every message the moment it arrives
+//! ([`Liveness::heard`]), before the message waits in the control loop's
+//! queue, so a busy loop never mistakes queued heartbeats for silence; and
+//! silence is counted from the node's hello, never from its launch.
+//!
+//! **Slow is not dead.** A node counts as silent past a threshold that
+//! follows how its messages arrive: [`MULTIPLE`] times the longest of its
+//! recent gaps, never below the heartbeat timeout (`--heartbeat-timeout`,
+//! `floor`) and never above [`CEILING`] times it, which bounds how long a
+//! real silence takes to detect. On a loaded machine the gaps grow, and so
+//! does the patience.
+//!
+//! **Leases.** Every heartbeat the root hears renews the node's lease: the
+//! daemon may run its ranks until the lease ends, counted from when it
+//! *sent* that heartbeat (by its own clock, so a late delivery never
+//! stretches it), and then stops them by itself. The lease granted is the
+//! threshold less a margin of a quarter of the floor; the root declares
+//! the node dead only when the threshold has passed *and* the margin since
+//! the end of every lease it granted. So at no instant do the old
+//! incarnation of a rank and its replacement both run: by the time the
+//! root starts the replacement, the node's daemon (which looks at its
+//! lease with every heartbeat) stopped the old one a quarter of a
+//! heartbeat timeout before, less one heartbeat period; and a daemon
+//! stalled for half the heartbeat timeout still holds its lease.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The threshold is this many times the longest recent gap.
+pub(super) const MULTIPLE: u32 = 4;
+/// The threshold never exceeds this many heartbeat timeouts.
+pub(super) const CEILING: u32 = 3;
+/// How many recent gaps between messages are remembered.
+const GAPS: usize = 32;
+
+/// What the root knows of one node's messages (shared by its reader task
+/// and the control loop).
+pub(super) struct Liveness {
+    floor: Duration,
+    heard: Mutex<Heard>,
+}
+
+struct Heard {
+    last: Instant,
+    gaps: VecDeque<Duration>,
+    /// No lease lasts past this (the end of the latest one granted).
+    leased_until: Instant,
+    renewing: bool,
+}
+
+/// A node silent past its threshold and its leases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Silence {
+    /// How long nothing has come from it.
+    pub(super) silent: Duration,
+    /// The threshold it passed.
+    pub(super) threshold: Duration,
+}
+
+/// The silence a node may keep before it counts as dead, for the recent
+/// `gaps` between its messages and a heartbeat timeout `floor`.
+pub(super) fn threshold(gaps: impl IntoIterator<Item = Duration>, floor: Duration) -> Duration {
+    let longest = gaps.into_iter().max().unwrap_or_default();
+    (longest * MULTIPLE).clamp(floor, floor * CEILING)
+}
+
+/// The margin between the end of a node's lease and its death.
+pub(super) fn margin(floor: Duration) -> Duration {
+    floor / 4
+}
+
+/// The lease a daemon holds from its hello until the root first renews it.
+pub(super) fn first_lease(floor: Duration) -> Duration {
+    floor - margin(floor)
+}
+
+impl Liveness {
+    /// A node whose hello arrived at `now`, with heartbeat timeout `floor`.
+    pub(super) fn new(floor: Duration, now: Instant) -> Self {
+        Self {
+            floor,
+            heard: Mutex::new(Heard {
+                last: now,
+                gaps: VecDeque::new(),
+                leased_until: now + first_lease(floor),
+                renewing: true,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Heard> {
+        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A message arrived at `now`. For a heartbeat (`renew`) of a node
+    /// still renewed, the lease to grant: the daemon may run this long
+    /// after it sent the heartbeat.
+    pub(super) fn heard(&self, now: Instant, renew: bool) -> Option<Duration> {
+        let mut h = self.lock();
+        let gap = now.saturating_duration_since(h.last);
+        h.last = h.last.max(now);
+        if h.gaps.len() == GAPS {
+            h.gaps.pop_front();
+        }
+        h.gaps.push_back(gap);
+        if !(renew && h.renewing) {
+            return None;
+        }
+        let lease = threshold(h.gaps.iter().copied(), self.floor) - margin(self.floor);
+        // It was sent before it arrived: the lease ends sooner than this.
+        h.leased_until = h.leased_until.max(now + lease);
+        Some(lease)
+    }
+
+    /// The root gave the node up: no lease is renewed any more.
+    pub(super) fn stop_renewing(&self) {
+        self.lock().renewing = false;
+    }
+
+    /// Whether the node must count as dead at `now`: silent past its
+    /// threshold, and past the margin after every lease it was granted.
+    pub(super) fn silence(&self, now: Instant) -> Option<Silence> {
+        let h = self.lock();
+        let silent = now.saturating_duration_since(h.last);
+        let threshold = threshold(h.gaps.iter().copied(), self.floor);
+        let leases_over = now >= h.leased_until + margin(self.floor);
+        (silent > threshold && leases_over).then_some(Silence { silent, threshold })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+use super::*;
+
+const FLOOR: Duration = Duration::from_secs(5);
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn the_threshold_follows_the_gaps_between_the_floor_and_the_ceiling() {
+    assert_eq!(threshold([], FLOOR), FLOOR);
+    assert_eq!(threshold([ms(200), ms(210)], FLOOR), FLOOR);
+    assert_eq!(threshold([ms(200), ms(2000)], FLOOR), ms(8000));
+    assert_eq!(threshold([ms(60_000)], FLOOR), FLOOR * CEILING);
+}
+
+#[test]
+fn silence_counts_from_the_hello_and_the_last_message() {
+    let t0 = Instant::now();
+    let l = Liveness::new(FLOOR, t0);
+    assert_eq!(l.silence(t0 + ms(4900)), None);
+    let s = l.silence(t0 + ms(5100)).unwrap();
+    assert_eq!((s.silent, s.threshold), (ms(5100), FLOOR));
+    let l = Liveness::new(FLOOR, t0);
+    l.heard(t0 + ms(200), true);
+    assert_eq!(l.silence(t0 + ms(5100)), None);
+    assert!(l.silence(t0 + ms(5300)).is_some());
+    // A gap as long as the floor makes it four times as patient (capped).
+    l.heard(t0 + ms(5200), true);
+    assert_eq!(l.silence(t0 + ms(5200) + ms(14_900)), None);
+    assert!(l.silence(t0 + ms(5200) + ms(15_100)).is_some());
+}
+
+#[test]
+fn a_node_slowed_down_gets_more_patience_up_to_the_ceiling() {
+    let t0 = Instant::now();
+    let l = Liveness::new(FLOOR, t0);
+    // Heartbeats every 200 ms, then a gap of 3 s (a loaded machine).
+    let mut t = t0;
+    for _ in 0..10 {
+        t += ms(200);
+        l.heard(t, true);
+    }
+    t += ms(3000);
+    let lease = l.heard(t, true).unwrap();
+    assert_eq!(lease, ms(12_000) - margin(FLOOR));
+    assert_eq!(margin(FLOOR), ms(1250));
+    // 6 s of silence would have killed it with a fixed 5 s timeout.
+    assert_eq!(l.silence(t + ms(6000)), None);
+    let s = l.silence(t + ms(12_100)).unwrap();
+    assert_eq!(s.threshold, ms(12_000));
+    // A gap past the ceiling is capped.
+    let l = Liveness::new(FLOOR, t0);
+    l.heard(t0 + ms(60_000), true);
+    assert!(l
+        .silence(t0 + ms(60_000) + FLOOR * CEILING + ms(1))
+        .is_some());
+}
+
+#[test]
+fn the_node_dies_only_a_margin_after_its_last_lease_ends() {
+    let t0 = Instant::now();
+    let l = Liveness::new(FLOOR, t0);
+    let mut granted = Vec::new();
+    let mut t = t0;
+    for gap in [200, 200, 1500, 200, 200] {
+        t += ms(gap);
+        granted.push((t, l.heard(t, true).unwrap()));
+    }
+    let lease_end = granted
+        .iter()
+        .map(|(at, lease)| *at + *lease)
+        .max()
+        .unwrap();
+    // Whatever the threshold says later, the death waits for the leases.
+    let mut now = t;
+    while l.silence(now).is_none() {
+        now += ms(10);
+    }
+    assert!(now >= lease_end + margin(FLOOR), "{now:?} {lease_end:?}");
+    for (_, lease) in &granted {
+        assert!(*lease <= threshold([ms(1500)], FLOOR) - margin(FLOOR));
+    }
+}
+
+#[test]
+fn a_node_given_up_gets_no_lease_and_messages_that_are_not_heartbeats_renew_none() {
+    let t0 = Instant::now();
+    let l = Liveness::new(FLOOR, t0);
+    assert_eq!(l.heard(t0 + ms(100), false), None);
+    assert!(l.heard(t0 + ms(200), true).is_some());
+    l.stop_renewing();
+    assert_eq!(l.heard(t0 + ms(300), true), None);
+    // It still counts as heard (a late message is not a new lease).
+    assert_eq!(l.silence(t0 + ms(5200)), None);
+}
+
+#[test]
+fn the_first_lease_ends_a_margin_before_the_floor() {
+    assert_eq!(first_lease(FLOOR) + margin(FLOOR), FLOOR);
+    let t0 = Instant::now();
+    let l = Liveness::new(FLOOR, t0);
+    assert!(l.silence(t0 + FLOOR + ms(1)).is_some());
+}
