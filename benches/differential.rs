@@ -143,14 +143,19 @@ fn run(base: &Path, per_rank: usize, change: Change, block: usize) -> (u64, Dura
         let store = GlobalStore::open(&dir.join("diff"), "diff", 0).expect("store");
         let plain = GlobalStore::open(&dir.join("full"), "full", 0).expect("store");
         store
-            .write_from(&record(1, per_rank as u64), pieces(&source, &bytes), how)
+            .write_from(
+                &record(1, per_rank as u64),
+                pieces(&source, &bytes),
+                how,
+                None,
+            )
             .expect("base");
         for id in 2..2 + INTERVALS {
             apply(change, &mut bytes, &mut rng, id);
             let file = pieces(&source, &bytes);
             let t = Instant::now();
             let w = store
-                .write_from(&record(id, per_rank as u64), file, how)
+                .write_from(&record(id, per_rank as u64), file, how, None)
                 .expect("differential");
             diff.push(t.elapsed());
             written.push(w.written);
@@ -161,6 +166,7 @@ fn run(base: &Path, per_rank: usize, change: Change, block: usize) -> (u64, Dura
                     &record(id, per_rank as u64),
                     file,
                     L4Write::Full { chunk: CHUNK },
+                    None,
                 )
                 .expect("full");
             full.push(t.elapsed());

@@ -26,7 +26,7 @@ pub mod format {
 /// `frame inspect`, `verify` and `clean` read.
 pub mod level {
     pub use crate::level::{
-        catalog, erasure, l1, CopyStore, GlobalStore, L4Write, Pieces, StorageError,
+        catalog, erasure, l1, CopyStore, Fence, GlobalStore, L4Write, Pieces, StorageError,
     };
 }
 

@@ -3,7 +3,8 @@
 //! ranks ended by themselves (at no instant do a rank's old incarnation
 //! and its replacement both run), and the recovery's record says how long
 //! the node was silent; a daemon stalled for half the heartbeat timeout is
-//! no failure.
+//! no failure. Recovered ranks move the fence of the global directory to
+//! their epoch.
 
 mod common;
 
@@ -32,10 +33,14 @@ fn start(dir: &Path, args: &[&str], heat2d: &[&str]) -> Watched {
     let args = [&SHAPE[..], args].concat();
     let grid = [&GRID[..], heat2d].concat();
     let program = common::example("heat2d");
+    let global = dir.join("global");
     let env = [
         ("RUST_LOG", Some("frame::checkpoint=info")),
         // A lost node's ranks come back from their partner's copies.
         ("FRAME_L2_INTERVAL", Some("1")),
+        ("FRAME_L4_INTERVAL", Some("2")),
+        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str()),
+        ("FRAME_RETENTION_KEEP_ON_FINALIZE", Some("true")),
         ("FRAME_CONFIG", None),
     ];
     Watched::spawn(&mut frame_run_command(dir, &args, &program, &grid, &env))
@@ -60,8 +65,9 @@ fn signal(pid: i32, sig: rustix::process::Signal) {
     rustix::process::kill_process(pid, sig).unwrap();
 }
 
-fn reference(dir: &Path) -> String {
-    let (ok, out) = start(dir, &[], &[]).finish(DEADLINE);
+fn reference() -> String {
+    let dir = scratch();
+    let (ok, out) = start(dir.path(), &[], &[]).finish(DEADLINE);
     assert!(ok, "{out}");
     common::final_checksum(&out)
 }
@@ -70,7 +76,7 @@ fn reference(dir: &Path) -> String {
 fn a_stopped_daemons_ranks_end_by_their_lease_before_the_node_is_declared_dead() {
     let _g = serial();
     let dir = scratch();
-    let want = reference(dir.path());
+    let want = reference();
     // The ranks hold before step 150 (after checkpoint 6) until the
     // recovery interrupts them.
     let job = start(
@@ -108,13 +114,20 @@ fn a_stopped_daemons_ranks_end_by_their_lease_before_the_node_is_declared_dead()
     let silent = record["silent_ms"].as_f64().unwrap_or(0.0);
     let threshold = record["threshold_ms"].as_f64().unwrap_or(0.0);
     assert!(threshold >= 2000.0 && silent > threshold, "{record}");
+    // The recovered ranks moved the fence of the global directory to
+    // their epoch: a late write of the old one is refused.
+    let fence = dir.path().join("global/heat2d/l4/FENCE");
+    let fence: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&fence).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(fence["epoch"], 2, "{fence}");
+    assert!(fence["launch"].as_u64().unwrap_or(0) > 0, "{fence}");
 }
 
 #[test]
 fn a_daemon_stalled_for_half_the_heartbeat_timeout_is_no_failure() {
     let _g = serial();
     let dir = scratch();
-    let want = reference(dir.path());
+    let want = reference();
     let job = start(dir.path(), &["--heartbeat-timeout", "4s"], &[]);
     job.wait_for(&["checkpoint committed", "checkpoint=2 "], DEADLINE);
     let daemon = daemon_of(dir.path(), 1);

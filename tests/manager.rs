@@ -1,6 +1,7 @@
 //! A manager driven directly through its socket: the policy of a full
-//! queue (skip, or make the submitter wait), and refusal of peers that do
-//! not know the job's secret.
+//! queue (skip, or make the submitter wait), refusal of peers that do
+//! not know the job's secret, and the level-4 fence: a write of an epoch
+//! (or run) the job has left is refused and writes nothing.
 
 mod common;
 
@@ -83,6 +84,7 @@ fn task(id: u64, stamp: u64, partner: &Endpoint) -> Box<Task> {
         },
         blob_lens: BTreeMap::new(),
         metrics: None,
+        fence: None,
     })
 }
 
@@ -176,4 +178,87 @@ fn a_peer_without_the_secret_is_refused() {
     // The manager still serves the job.
     let mut ok = Client::connect(manager.endpoint(), &secret).unwrap();
     assert!(matches!(ok.call(&Request::Drain).unwrap(), Reply::Ok));
+}
+
+/// The status of checkpoint 1 at level 4 once the manager drained.
+fn level_4_status(client: &mut Client) -> Progress {
+    assert!(matches!(client.call(&Request::Drain).unwrap(), Reply::Ok));
+    let status = client
+        .call(&Request::Status {
+            job_id: JOB.into(),
+            keys: vec![(1, Level::L4)],
+        })
+        .unwrap();
+    let Reply::Status(mut p) = status else {
+        panic!("{status:?}")
+    };
+    p.remove(0)
+}
+
+#[test]
+fn a_level_4_write_of_an_epoch_the_job_left_is_refused_and_writes_nothing() {
+    use frame::internals::level::{Fence, GlobalStore};
+    let dir = scratch();
+    let stamp = level1_checkpoint(dir.path());
+    let secret = Secret::generate().unwrap();
+    let manager = start(dir.path(), WhenFull::Wait, &secret);
+    let mut client = Client::connect(manager.endpoint(), &secret).unwrap();
+    let global = dir.path().join("global");
+    let launch = 1_000_000;
+    // The job recovered into epoch 2: its ranks moved the fence.
+    let store = GlobalStore::open(&global, JOB, u32::MAX).unwrap();
+    store.pass(Some(Fence { launch, epoch: 2 })).unwrap();
+    let manifests = || {
+        common::files_under(&global)
+            .into_iter()
+            .filter(|p| p.to_string_lossy().ends_with(".l4.json"))
+            .count()
+    };
+    let l4 = |fence: Fence| {
+        let mut t = task(1, stamp, &Endpoint::Unix(dir.path().join("none.sock")));
+        t.levels = vec![Level::L4];
+        t.global_dir = global.clone();
+        t.fence = Some(fence);
+        t
+    };
+    // A manager of epoch 1 (frozen across the recovery, thawed now), and
+    // one of an older run of the job: refused, nothing written.
+    for old in [
+        Fence { launch, epoch: 1 },
+        Fence {
+            launch: launch - 1,
+            epoch: 9,
+        },
+    ] {
+        let reply = client.call(&Request::Submit(l4(old))).unwrap();
+        assert!(matches!(reply, Reply::Accepted), "{reply:?}");
+        let p = level_4_status(&mut client);
+        assert!(
+            matches!(&p, Progress::Failed(why) if why.contains("belongs to epoch") && why.contains("moved on to epoch 2")),
+            "{old:?}: {p:?}"
+        );
+        assert_eq!(manifests(), 0, "{old:?} wrote a manifest");
+    }
+    // The job's own epoch writes, and a later run moves the fence on.
+    for new in [
+        Fence { launch, epoch: 2 },
+        Fence {
+            launch: launch + 1,
+            epoch: 1,
+        },
+    ] {
+        client.call(&Request::Submit(l4(new))).unwrap();
+        assert_eq!(level_4_status(&mut client), Progress::Done, "{new:?}");
+    }
+    assert_eq!(manifests(), 1);
+    let p = {
+        client
+            .call(&Request::Submit(l4(Fence { launch, epoch: 3 })))
+            .unwrap();
+        level_4_status(&mut client)
+    };
+    assert!(
+        matches!(&p, Progress::Failed(why) if why.contains("of a later run")),
+        "{p:?}"
+    );
 }

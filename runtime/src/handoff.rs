@@ -110,6 +110,10 @@ pub(crate) struct NodeSpec {
     /// milliseconds (see `daemon::lease`).
     #[serde(default)]
     pub lease_ms: u64,
+    /// When the run was launched (the root's clock, nanoseconds since the
+    /// Unix epoch): with the epoch, what fences the job's shared storage.
+    #[serde(default)]
+    pub launched_ns: u64,
 }
 
 /// What a daemon on another host reads on its standard input.

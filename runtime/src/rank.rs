@@ -110,6 +110,7 @@ where
         let comm = comm
             .with_failures(frame::comm::Failures {
                 epoch,
+                launch: env.spec.launched_ns,
                 ranks: go.failed_ranks.clone(),
                 nodes: go.failed_nodes.clone(),
                 committed: go.committed,

@@ -64,6 +64,9 @@ pub(crate) struct Promotions {
     /// The round of the last level-3 promotion asked (see
     /// [`Task::round`]).
     round: u64,
+    /// The run and epoch of the ranks, under a runtime (see
+    /// [`Task::fence`]).
+    pub(super) fence: Option<crate::level::Fence>,
     /// The managers' answers sampled before the checkpoint being written
     /// (see [`Promotions::sample_status`]).
     sample: Option<state::Sample>,
@@ -167,6 +170,16 @@ fn index(level: Level) -> usize {
     level.number() as usize - 2
 }
 
+/// The run and epoch a communicator's writes belong to, under a runtime
+/// that launched its run (none otherwise).
+pub(super) fn fence_of(comm: &dyn Comm) -> Option<crate::level::Fence> {
+    let f = comm.failures();
+    (f.launch > 0).then_some(crate::level::Fence {
+        launch: f.launch,
+        epoch: f.epoch,
+    })
+}
+
 impl Promotions {
     /// Finds every rank's node, starts (or finds, or with `link` connects
     /// to) each node's manager and tells every rank where they are.
@@ -209,6 +222,21 @@ impl Promotions {
                 crate::level::GlobalStore::check_usable(&cfg.storage.global_dir, &cfg.job.id)
             {
                 local = Some(format!("level 4 cannot use storage.global_dir: {e}"));
+            }
+        }
+        // Under a runtime, the job's run and epoch fence its level-4
+        // directory: the recovered ranks move it forward before anything
+        // of the new epoch is written (see `level::global::fence`).
+        let fence = fence_of(comm);
+        if rank == 0 && local.is_none() && !cfg.l4.interval.is_zero() && fence.is_some() {
+            let moved = crate::level::GlobalStore::open(
+                &cfg.storage.global_dir,
+                &cfg.job.id,
+                crate::safefs::crash::ANYONE,
+            )
+            .and_then(|s| s.pass(fence));
+            if let Err(e) = moved {
+                local = Some(format!("level 4: {e}"));
             }
         }
         if leader && local.is_none() {
@@ -256,6 +284,7 @@ impl Promotions {
             manager_away: false,
             auto_every: [1; 3],
             round: first_round,
+            fence,
             replaying: false,
             _manager: manager,
             counts: [0; 3],
@@ -461,6 +490,7 @@ impl Promotions {
             l4: l4_write(&self.cfg.l4),
             blob_lens,
             metrics: self.cfg.metrics_file().map(|p| p.to_path_buf()),
+            fence: self.fence,
         };
         match self
             .call(&Request::Submit(Box::new(task)))

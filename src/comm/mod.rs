@@ -114,6 +114,11 @@ pub type CommResult<T> = Result<T, CommError>;
 pub struct Failures {
     /// The runtime's epoch (0 outside the runtime).
     pub epoch: u64,
+    /// When the runtime's run was launched (nanoseconds since the Unix
+    /// epoch by its launcher's clock; 0 outside a runtime that says):
+    /// with the epoch, it fences the job's shared storage against writes
+    /// of nodes the job gave up on.
+    pub launch: u64,
     /// Failed ranks.
     pub ranks: Vec<u32>,
     /// Failed nodes.

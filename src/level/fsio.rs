@@ -27,6 +27,19 @@ pub enum StorageError {
     /// A checkpoint file or record is damaged or does not match.
     #[error(transparent)]
     Format(#[from] FormatError),
+    /// A write of an epoch the job has left behind (see the level-4
+    /// fence): it comes from a node the job gave up on.
+    #[error("refused to write in {}: this write belongs to epoch {epoch}, and the job has moved on to epoch {current}{} (it comes from a node the job gave up on)", path.display(), if *later_run { " of a later run" } else { "" })]
+    Fenced {
+        /// The level-4 directory.
+        path: PathBuf,
+        /// The writer's epoch.
+        epoch: u64,
+        /// The job's epoch, as the fence says.
+        current: u64,
+        /// The fence is a later run's.
+        later_run: bool,
+    },
 }
 
 /// ` (needed N bytes)` when the size a write needed is known.
@@ -74,6 +87,7 @@ impl StorageError {
             StorageError::NoSpace { .. } => true,
             StorageError::Format(f) => f.is_no_space(),
             StorageError::Fs(f) => f.is_no_space(),
+            StorageError::Fenced { .. } => false,
         }
     }
 }

@@ -24,10 +24,12 @@
 //! another node's writes.
 
 mod chunks;
+pub(crate) mod fence;
 mod pack;
 
 pub(crate) use chunks::Chunks;
 pub(crate) use chunks::{ChunkReader, ChunkRef};
+pub use fence::Fence;
 pub use pack::L4Write;
 
 use super::commit::{self, Commit, COMMITTED};
@@ -158,8 +160,10 @@ impl GlobalStore {
         meta: &Metadata,
         file: Pieces,
         how: L4Write,
+        fence: Option<Fence>,
     ) -> Result<Written, StorageError> {
         let rank = meta.rank;
+        self.pass(fence)?;
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
         let (refs, layer, stats) = match how {
             L4Write::Full { chunk } => {
@@ -190,8 +194,19 @@ impl GlobalStore {
         };
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let body = serde_json::to_vec(&manifest).unwrap_or_default();
+        // The manifest is the write's commit point.
+        self.pass(fence)?;
         write_small(&ckpt, &manifest_file(rank), &body, &rank.to_string())?;
         Ok(stats)
+    }
+
+    /// Checks a write of `fence` against the directory's fence (none:
+    /// not checked), moving the fence forward to a newer one.
+    pub fn pass(&self, fence: Option<Fence>) -> Result<(), StorageError> {
+        match fence {
+            Some(f) => fence::pass(&self.root, f),
+            None => Ok(()),
+        }
     }
 
     /// The rank's newest sound manifest of a checkpoint before the one
@@ -339,7 +354,9 @@ impl GlobalStore {
         id: u64,
         stamp: u64,
         layout: Option<Layout>,
+        fence: Option<Fence>,
     ) -> Result<(), StorageError> {
+        self.pass(fence)?;
         commit::mark_level(&self.root, &self.job_id, Level::L4, (id, stamp), layout)
     }
 
@@ -494,6 +511,10 @@ impl GlobalStore {
                 }
             }
             self.root.remove_dir_if_empty(&name);
+        }
+        // The job ended: its run's fence goes with the marker.
+        if marker {
+            self.root.remove_file(names::FENCE)?;
         }
         // The archive keeps its chunks; everything else of the ranks goes,
         // temporaries included.

@@ -28,7 +28,7 @@ pub(crate) mod stream;
 pub use copies::CopyStore;
 pub(crate) use copies::IncomingCopy;
 pub use fsio::StorageError;
-pub use global::{GlobalStore, L4Write};
+pub use global::{Fence, GlobalStore, L4Write};
 pub(crate) use inventory::{Held, Inventory};
 pub(crate) use l1::open_rank_file as open_rank_file_in;
 pub(crate) use l1::L1Store;

@@ -17,6 +17,8 @@
 
 /// The pointer file naming the newest checkpoint committed on a node.
 pub(crate) const POINTER: &str = "LATEST";
+/// The fence of a level-4 directory (see `global::fence`).
+pub(crate) const FENCE: &str = "FENCE";
 /// The directory of reusable files.
 pub(crate) const SPARE: &str = "spare";
 /// The directory of level 1 under a job's directory.

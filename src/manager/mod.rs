@@ -418,7 +418,7 @@ impl Shared {
             }
             Level::L4 => GlobalStore::open(&o.global_dir, &o.job_id, who).and_then(|s| {
                 if o.marker {
-                    s.mark_committed(o.id, o.stamp, o.layout.clone())?;
+                    s.mark_committed(o.id, o.stamp, o.layout.clone(), o.fence)?;
                 }
                 s.retain(&o.ranks, keep, o.world, o.marker, o.archive)
             }),

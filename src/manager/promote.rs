@@ -224,7 +224,7 @@ fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> 
         let (ckpt, meta) = own_file(task, reader, rank)?;
         let file = pieces(&ckpt, &meta)?;
         let w = store
-            .write_from(&meta, file, task.l4)
+            .write_from(&meta, file, task.l4, task.fence)
             .map_err(|e| e.to_string())?;
         t.bytes_in += meta.file_len;
         t.bytes_out += w.written;

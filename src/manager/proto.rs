@@ -207,6 +207,9 @@ pub struct CommitOrder {
     /// instead of being removed.
     #[serde(default)]
     pub archive: bool,
+    /// The run and epoch the ranks were in (see [`Task::fence`](super::task::Task::fence)).
+    #[serde(default)]
+    pub fence: Option<crate::level::Fence>,
 }
 
 /// Removal of a job's higher-level files at the end of a run.

@@ -38,6 +38,10 @@ pub struct Task {
     pub blob_lens: BTreeMap<u32, u64>,
     /// A JSON-lines file for one line per level promoted, if any.
     pub metrics: Option<PathBuf>,
+    /// The run and epoch the ranks were in (under a runtime): the
+    /// level-4 write is refused once the job moved past them.
+    #[serde(default)]
+    pub fence: Option<crate::level::Fence>,
 }
 
 impl Task {

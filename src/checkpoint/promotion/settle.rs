@@ -172,6 +172,7 @@ impl Promotions {
             global_dir: self.cfg.storage.global_dir.clone(),
             layout: Some(topology.layout()),
             archive: f.level == Level::L4 && self.cfg.l4.archive,
+            fence: self.fence,
         };
         if let Some(Err(e)) = self.call(&Request::Commit { commit: order }) {
             tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");

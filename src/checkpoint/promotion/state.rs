@@ -149,6 +149,7 @@ impl Promotions {
             manager_away: false,
             auto_every: saved.auto_every,
             round: saved.round,
+            fence: super::fence_of(comm),
             _manager: manager,
             counts: saved.counts,
             since: [now; 3],

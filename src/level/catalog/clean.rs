@@ -30,6 +30,7 @@ pub struct Removal {
 /// Whether `name` is a file frame makes in a level directory.
 fn ours(name: &str) -> bool {
     name == names::POINTER
+        || name == names::FENCE
         || names::is_temporary(name)
         || names::is_lock(name)
         || name.starts_with(".probe-rank-")

@@ -83,6 +83,7 @@ fn a_full_write_names_every_chunk_by_its_content() {
             &record(1, first.len() as u64),
             pieces_of(src.path(), &first),
             L4Write::Full { chunk },
+            None,
         )
         .unwrap();
     assert_eq!(w.written, first.len() as u64);
@@ -97,6 +98,7 @@ fn a_full_write_names_every_chunk_by_its_content() {
             &record(2, second.len() as u64),
             pieces_of(src.path(), &second),
             L4Write::Full { chunk },
+            None,
         )
         .unwrap();
     assert_eq!(read_back(&store, 2), second);
@@ -168,7 +170,12 @@ fn differential_writes_store_only_changed_blocks_and_read_back_exact() {
     let mut versions = Vec::new();
     let write = |id: u64, bytes: &[u8]| {
         store
-            .write_from(&record(id, len as u64), pieces_of(src.path(), bytes), how)
+            .write_from(
+                &record(id, len as u64),
+                pieces_of(src.path(), bytes),
+                how,
+                None,
+            )
             .unwrap()
     };
     let w = write(1, &bytes);
@@ -202,7 +209,7 @@ fn differential_writes_store_only_changed_blocks_and_read_back_exact() {
     }
     assert_eq!(packs(&store).len(), 4);
     for id in 1..=4 {
-        store.mark_committed(id, id, None).unwrap();
+        store.mark_committed(id, id, None, None).unwrap();
     }
     store.retain(&[2], 1, 4, true, false).unwrap();
     let kept = packs(&store);
@@ -230,11 +237,21 @@ fn a_corrupted_block_in_a_pack_is_detected_by_every_checkpoint_that_names_it() {
     let len = 16 * block;
     let mut bytes = noise(len, 2);
     store
-        .write_from(&record(1, len as u64), pieces_of(src.path(), &bytes), how)
+        .write_from(
+            &record(1, len as u64),
+            pieces_of(src.path(), &bytes),
+            how,
+            None,
+        )
         .unwrap();
     bytes[block] ^= 1;
     store
-        .write_from(&record(2, len as u64), pieces_of(src.path(), &bytes), how)
+        .write_from(
+            &record(2, len as u64),
+            pieces_of(src.path(), &bytes),
+            how,
+            None,
+        )
         .unwrap();
     let first = packs(&store)
         .into_iter()
@@ -279,6 +296,7 @@ fn differential_writes_reuse_equal_blocks_and_full_writes_chunks() {
                 &record(id, bytes.len() as u64),
                 pieces_of(src.path(), bytes),
                 how,
+                None,
             )
             .unwrap()
     };
@@ -318,12 +336,17 @@ fn archived_checkpoints_keep_their_blocks_and_outlive_the_job() {
     for id in 1..=5u64 {
         bytes[(id as usize % 12) * 4096] ^= 0x11;
         store
-            .write_from(&record(id, len as u64), pieces_of(src.path(), &bytes), how)
+            .write_from(
+                &record(id, len as u64),
+                pieces_of(src.path(), &bytes),
+                how,
+                None,
+            )
             .unwrap();
         versions.push(bytes.clone());
         // Checkpoint 3 never commits.
         if id != 3 {
-            store.mark_committed(id, id, None).unwrap();
+            store.mark_committed(id, id, None, None).unwrap();
         }
         store.retain(&[2], 1, 4, true, true).unwrap();
     }
@@ -380,10 +403,10 @@ fn every_node_archives_its_ranks_whichever_moves_the_marker_first() {
             meta.rank = rank;
             meta.file = names::data_file(rank);
             store
-                .write_from(&meta, pieces_of(src.path(), &bytes), how)
+                .write_from(&meta, pieces_of(src.path(), &bytes), how, None)
                 .unwrap();
         }
-        store.mark_committed(id, id, None).unwrap();
+        store.mark_committed(id, id, None, None).unwrap();
     }
     // The node of rank 3 moves the marker; the node of rank 2 comes after.
     store.retain(&[3], 1, 4, true, true).unwrap();

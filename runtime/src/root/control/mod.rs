@@ -131,6 +131,9 @@ struct Cluster<'a> {
     /// Nodes declared dead for their silence, with it (for the record of
     /// the recovery).
     silences: std::collections::BTreeMap<u32, liveness::Silence>,
+    /// When the run was launched (what, with the epoch, fences the job's
+    /// shared storage: see `frame::comm::Failures::launch`).
+    launched_ns: u64,
 }
 
 /// Runs a job from start to end.
@@ -206,6 +209,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         committed: None,
         logged: localised::Logged::default(),
         silences: std::collections::BTreeMap::new(),
+        launched_ns: now_ns(),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
@@ -407,6 +411,7 @@ impl Cluster<'_> {
             restart_from: l.restart_from,
             launcher_pid: std::process::id(),
             lease_ms: liveness::first_lease(l.heartbeat_timeout).as_millis() as u64,
+            launched_ns: self.launched_ns,
         }
     }
 
