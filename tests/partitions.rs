@@ -3,7 +3,9 @@
 //! cut for good is declared dead and recovered, and its own processes stop
 //! by themselves when their lease runs out; the root cut off from every
 //! host leaves no process on them and every checkpoint committed before
-//! the cut, from which the same job resumes; and slow starts (one host's
+//! the cut, from which the same job resumes; two hosts that lose each
+//! other only, each still reaching the root, cost the job one of them,
+//! replaced by a spare; and slow starts (one host's
 //! ssh 7 s late, every host's 3 s) are not failures.
 
 mod common;
@@ -92,6 +94,36 @@ fn the_root_cut_off_leaves_no_process_on_the_hosts_and_every_checkpoint() {
         resumed >= newest,
         "resumed from {resumed}, {newest} had committed:\n{out}"
     );
+}
+
+#[test]
+fn two_hosts_cut_from_each_other_only_lose_one_of_them_to_the_spare() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let c = Cluster::start(6);
+    let job = Running::start(&c, "pair", &[]);
+    job.wait_for_commits(2);
+    // Nodes 1 and 3 (hosts 1 and 3) hold neighbouring ranks (2 and 6, 3
+    // and 7 of heat2d's 2 by 4 blocks); each still reaches the root and
+    // every other host.
+    c.isolate(&[1, 3], true);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    let given_up: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix("frame: giving up node "))
+        .and_then(|t| t.split(':').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no node was given up:\n{out}"));
+    assert!(given_up == 1 || given_up == 3, "{out}");
+    let other = 4 - given_up;
+    assert!(
+        out.contains(&format!("cut off from node {other} while both reach the root")),
+        "{out}"
+    );
+    assert!(out.contains(&format!("failed nodes [{given_up}]")), "{out}");
+    // The node given up stopped at once; the other runs on.
+    c.wait_job_gone(given_up, OUTLIVE);
 }
 
 #[test]

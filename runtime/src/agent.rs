@@ -286,6 +286,22 @@ impl Agent {
         })
     }
 
+    /// Where the communicator of `epoch` reports a peer the network lost.
+    pub(crate) fn lost_peers(&self, epoch: u64) -> frame::comm::net::LostPeers {
+        let handle = self.rt.handle().clone();
+        let to_daemon = Arc::clone(&self.to_daemon);
+        Arc::new(move |peer| {
+            let msg = FromRank::Unreachable {
+                epoch,
+                peer: peer as u32,
+            };
+            let _ = handle.block_on(async {
+                let mut tx = to_daemon.lock().await;
+                tx.send(&msg).await
+            });
+        })
+    }
+
     /// Listens for a team's messages (a replacement with helpers) on a
     /// mailbox of their own, which a recovery interrupts too.
     pub(crate) fn listen_team(&self, env: &RankEnv) -> std::io::Result<(Arc<Hub>, Endpoint)> {

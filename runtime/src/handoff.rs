@@ -114,6 +114,11 @@ pub(crate) struct NodeSpec {
     /// Unix epoch): with the epoch, what fences the job's shared storage.
     #[serde(default)]
     pub launched_ns: u64,
+    /// How long a rank's peer on another host may leave its connection
+    /// unanswered before the rank reports it lost, milliseconds (the
+    /// heartbeat timeout; 0: the library's default).
+    #[serde(default)]
+    pub lost_after_ms: u64,
 }
 
 /// What a daemon on another host reads on its standard input.
@@ -220,6 +225,10 @@ pub(crate) fn spec_security(spec: &NodeSpec) -> Result<std::sync::Arc<Security>,
         limits: Limits {
             max_message: spec.max_message,
             max_queued: spec.max_queued,
+        },
+        lost_after: match spec.lost_after_ms {
+            0 => frame::comm::net::LOST_AFTER,
+            ms => std::time::Duration::from_millis(ms),
         },
     }))
 }

@@ -151,6 +151,9 @@ pub(crate) enum ToRoot {
     Aborted { rank: u32, reason: String },
     /// A rank exited cleanly after `Finish`.
     Exited { rank: u32 },
+    /// Rank `rank` cannot reach rank `peer` in `epoch`: the network lost
+    /// it, while both may still be alive (see `root::control::partition`).
+    Unreachable { rank: u32, epoch: u64, peer: u32 },
     /// Rank `rank` reached the end of the job in `epoch` and asks whether
     /// it may remove the job's checkpoints (answered by `EndConfirmed`).
     Ending { rank: u32, epoch: u64 },
@@ -265,6 +268,9 @@ pub(crate) enum FromRank {
     /// Checkpoint `id` committed on every rank (`None`: the job is removing
     /// its checkpoints at its end; answer `Flushed` once forwarded).
     Committed { id: Option<u64> },
+    /// The network lost rank `peer` in `epoch`: its connection went
+    /// unanswered (see `frame::comm::net::LostPeers`).
+    Unreachable { epoch: u64, peer: u32 },
     /// This rank cannot feed a logged recovery's replacement (its log
     /// cannot replay what it must): a global restart is needed.
     Fallback { epoch: u64, reason: String },

@@ -120,6 +120,7 @@ where
             })
             .with_commit_notes(agent.commit_notes())
             .with_end_confirm(agent.end_confirm(epoch))
+            .with_lost_peers(agent.lost_peers(epoch))
             .with_runtime_node(frame::internals::node::RuntimeNode {
                 dir: env.spec.node_dir.clone(),
                 manager: env.manager.clone(),

@@ -17,6 +17,7 @@ pub const TOOLS: &[&str] = &[
     "strace",
     "/usr/bin/time",
     "ip",
+    "bridge",
     "unshare",
     "setpriv",
     "/usr/sbin/sshd",

@@ -56,7 +56,7 @@ impl Cluster {
             rustix::process::geteuid().is_root(),
             "virtual hosts need root (network and mount namespaces)"
         );
-        for tool in ["ip", "unshare", "/usr/sbin/sshd", "ssh", "ssh-keygen"] {
+        for tool in ["ip", "bridge", "unshare", "/usr/sbin/sshd", "ssh", "ssh-keygen"] {
             super::tools::need_tool(tool);
         }
         // Names and addresses of their own for every cluster of every test
@@ -351,6 +351,20 @@ exec ssh -F {cfg} -o BatchMode=yes -T "$host" "$3"
             self.veth(i),
             if up { "up" } else { "down" }
         ));
+    }
+
+    /// Cuts `hosts` off from each other only, each still reaching every
+    /// other host and this machine (or joins them again): their ports on
+    /// the bridge are isolated, and the bridge forwards nothing between
+    /// isolated ports. Nothing answers: their packets are dropped.
+    pub fn isolate(&self, hosts: &[usize], cut: bool) {
+        for &i in hosts {
+            must(&format!(
+                "bridge link set dev {} isolated {}",
+                self.veth(i),
+                if cut { "on" } else { "off" }
+            ));
+        }
     }
 
     /// Cuts this machine (where the root runs) off every host, the hosts

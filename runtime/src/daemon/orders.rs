@@ -146,6 +146,9 @@ impl Daemon {
             }
             FromRank::Done { epoch } => Some(ToRoot::Done { rank, epoch }),
             FromRank::Ending { epoch } => Some(ToRoot::Ending { rank, epoch }),
+            FromRank::Unreachable { epoch, peer } => {
+                Some(ToRoot::Unreachable { rank, epoch, peer })
+            }
             FromRank::Fired { injection } => Some(ToRoot::Fired { injection }),
             FromRank::Abort { reason } => Some(ToRoot::Aborted { rank, reason }),
             FromRank::Idled { wall_ms, cpu_ms } => Some(ToRoot::Idled {

@@ -5,7 +5,7 @@
 //! waits apart, one per sender, until a communicator serves it.
 
 use super::{Bytes, Rank};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -46,6 +46,9 @@ pub(super) struct HubState {
     /// Replacements' requests for their messages, by sender (the newest
     /// of each), at most [`MAX_SENDERS`].
     pub(super) requests: HashMap<Rank, Bytes>,
+    /// Senders whose connection the network lost, with the epoch of the
+    /// messages it carried (see `lost.rs`), at most [`MAX_SENDERS`].
+    pub(super) lost: HashSet<(Rank, u64)>,
 }
 
 /// A rank process's mailbox, shared by its communicators and its readers.
@@ -69,6 +72,7 @@ impl Hub {
                 queue: VecDeque::new(),
                 seen: HashMap::new(),
                 requests: HashMap::new(),
+                lost: HashSet::new(),
             }),
             ready: Condvar::new(),
             changes: AtomicU64::new(0),
@@ -132,6 +136,19 @@ impl Hub {
             drop(s);
             self.ready.notify_all();
         }
+    }
+
+    /// The connection from `src`, which carried messages of `epoch`, went
+    /// unanswered (see `lost.rs`): receives waiting on it wake up.
+    pub(super) fn mark_lost(&self, src: Rank, epoch: u64) {
+        let mut s = self.lock();
+        if epoch < s.epoch || s.lost.len() >= MAX_SENDERS {
+            return;
+        }
+        s.lost.insert((src, epoch));
+        self.changes.fetch_add(1, Ordering::Release);
+        drop(s);
+        self.ready.notify_all();
     }
 
     /// Starts a recovery into `epoch`: calls on communicators of older epochs
@@ -201,6 +218,7 @@ impl Hub {
         s.epoch = s.epoch.max(epoch);
         let floor = s.epoch;
         s.queue.retain(|m| m.epoch >= floor);
+        s.lost.retain(|&(_, e)| e >= floor);
         if s.interrupt.is_some_and(|e| e <= floor) {
             s.interrupt = None;
         }

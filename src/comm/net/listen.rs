@@ -49,6 +49,9 @@ pub async fn listen(bind: Bind, hub: Arc<Hub>, security: Arc<Security>) -> io::R
                 while let Ok((stream, _)) = listener.accept().await {
                     let pass = gate.admit();
                     let _ = stream.set_nodelay(true);
+                    if let Err(e) = super::lost::watch(&stream, security.lost_after) {
+                        tracing::debug!(error = %e, "cannot bound a peer's silence");
+                    }
                     tokio::spawn(serve(stream, pass, Arc::clone(&hub), Arc::clone(&security)));
                 }
             });
@@ -109,7 +112,19 @@ async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>, security: &
     let budget = Arc::new(Semaphore::new(units as usize));
     let mut frames =
         FramedRead::with_capacity(stream, wire::FrameDecoder::new(max_payload), 64 * 1024);
+    // The sender, once a frame named it, and the epoch of its messages.
+    let mut from = None;
     while let Some(next) = frames.next().await {
+        let next = match next {
+            Err(e) if super::lost::unanswered(&e) => {
+                tracing::debug!(?from, error = %e, "a peer's connection went unanswered");
+                if let Some((src, epoch)) = from {
+                    hub.mark_lost(src, epoch);
+                }
+                return;
+            }
+            other => other,
+        };
         let frame = match next.and_then(wire::decode) {
             Ok(f) => f,
             Err(e) => {
@@ -117,6 +132,7 @@ async fn read_frames<S: AsyncRead + Unpin>(stream: S, hub: Arc<Hub>, security: &
                 return;
             }
         };
+        from = Some((frame.src as usize, frame.epoch));
         let need = (frame.payload.len() as u64 / UNIT + 1).min(units);
         let Ok(permit) = Arc::clone(&budget).acquire_many_owned(need as u32).await else {
             return;

@@ -32,24 +32,28 @@
 
 mod hub;
 mod journal;
+mod link;
 mod listen;
+mod lost;
 mod rejoin;
 mod wire;
 
 use hub::Envelope;
+use link::Link;
 pub use hub::Hub;
 pub use journal::Unreplayable;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
+pub use lost::LostPeers;
 pub use rejoin::{Fallback, Replay, ReplayNotes};
 
 use super::{
     check_rank, Bytes, Comm, CommError, CommResult, Failures, MessageCounts, NodeId, Rank,
 };
-use crate::auth::{self, Channel, Secret};
+use crate::auth::Secret;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::io::{self, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -77,14 +81,22 @@ impl Default for Limits {
     }
 }
 
-/// What every connection of a job shares: the secret it proves, and the caps.
+/// What every connection of a job shares: the secret it proves, the caps,
+/// and how long a peer may stay silent.
 #[derive(Clone, Debug)]
 pub struct Security {
     /// The job's secret.
     pub secret: Secret,
     /// Caps on frames and queues.
     pub limits: Limits,
+    /// How long a peer on another host may leave bytes sent to it, or
+    /// keepalive probes of an idle connection, unanswered before the
+    /// network counts as having lost it (see [`LostPeers`]).
+    pub lost_after: Duration,
 }
+
+/// [`Security::lost_after`] of [`Security::generate`].
+pub const LOST_AFTER: Duration = Duration::from_secs(10);
 
 impl Security {
     /// Security with a fresh random secret and default limits (for a job
@@ -93,6 +105,7 @@ impl Security {
         Ok(Arc::new(Self {
             secret: Secret::generate()?,
             limits: Limits::default(),
+            lost_after: LOST_AFTER,
         }))
     }
 }
@@ -115,12 +128,6 @@ impl fmt::Display for Endpoint {
     }
 }
 
-/// An outgoing connection to one peer.
-enum Link {
-    Unix(std::os::unix::net::UnixStream),
-    Tcp(std::net::TcpStream),
-}
-
 /// Makes a write to a connection whose peer died an error instead of a
 /// fatal SIGPIPE, in a program that left the signal at its default (C
 /// and Fortran programs; Rust programs already ignore it): a peer's death
@@ -135,56 +142,6 @@ pub fn quiet_broken_pipes() {
             && old.sa_sigaction == libc::SIG_DFL
         {
             libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-        }
-    }
-}
-
-impl Link {
-    /// Connects and proves the job's secret (each attempt bounded by the
-    /// handshake timeout), trying again after a pause while the listener
-    /// drops the connection before the handshake is through.
-    fn connect(to: &Endpoint, secret: &Secret) -> io::Result<Self> {
-        let mut pauses = auth::backoff();
-        loop {
-            match Self::connect_once(to, secret) {
-                Err(e) if auth::worth_retrying(&e) => match pauses.next() {
-                    Some(pause) => std::thread::sleep(pause),
-                    None => return Err(e),
-                },
-                other => return other,
-            }
-        }
-    }
-
-    fn connect_once(to: &Endpoint, secret: &Secret) -> io::Result<Self> {
-        let limit = Some(auth::HANDSHAKE_TIMEOUT);
-        match to {
-            Endpoint::Unix(path) => {
-                let mut s = std::os::unix::net::UnixStream::connect(path)?;
-                s.set_read_timeout(limit)?;
-                s.set_write_timeout(limit)?;
-                auth::connect_blocking(&mut s, secret, Channel::Data)?;
-                s.set_read_timeout(None)?;
-                s.set_write_timeout(None)?;
-                Ok(Link::Unix(s))
-            }
-            Endpoint::Tcp(addr) => {
-                let mut s = std::net::TcpStream::connect_timeout(addr, auth::HANDSHAKE_TIMEOUT)?;
-                s.set_nodelay(true)?;
-                s.set_read_timeout(limit)?;
-                s.set_write_timeout(limit)?;
-                auth::connect_blocking(&mut s, secret, Channel::Data)?;
-                s.set_read_timeout(None)?;
-                s.set_write_timeout(None)?;
-                Ok(Link::Tcp(s))
-            }
-        }
-    }
-
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            Link::Unix(s) => s,
-            Link::Tcp(s) => s,
         }
     }
 }
@@ -208,6 +165,9 @@ pub struct NetComm {
     replay_notes: Option<ReplayNotes>,
     /// Node managers that moved, as replacements on a spare node said.
     moved: Mutex<std::collections::BTreeMap<u32, Endpoint>>,
+    /// Where peers the network lost are reported, and those reported.
+    lost: Option<LostPeers>,
+    reported: Mutex<std::collections::BTreeSet<Rank>>,
 }
 
 /// Where a rank is reached, and the connection to it once opened.
@@ -271,6 +231,37 @@ impl NetComm {
             fallback: None,
             replay_notes: None,
             moved: Mutex::default(),
+            lost: None,
+            reported: Mutex::default(),
+        }
+    }
+
+    /// The same communicator, reporting each peer the network lost (once)
+    /// to `lost` before it waits for the runtime's recovery.
+    pub fn with_lost_peers(mut self, lost: LostPeers) -> Self {
+        self.lost = Some(lost);
+        self
+    }
+
+    fn was_reported(&self, peer: Rank) -> bool {
+        self.reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&peer)
+    }
+
+    /// Tells the runtime, once, that the network lost `peer`.
+    fn report_lost(&self, peer: Rank) {
+        let first = self
+            .reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(peer);
+        if first {
+            tracing::warn!("rank {} cannot reach rank {peer}: the network lost it", self.rank);
+            if let Some(lost) = &self.lost {
+                lost(peer);
+            }
         }
     }
 
@@ -373,6 +364,9 @@ impl NetComm {
         let logging = self.journal.is_some();
         let failed = |e: io::Error| {
             tracing::debug!(dest, error = %e, "send failed");
+            if lost::unanswered(&e) {
+                self.report_lost(dest);
+            }
             // Only a dead peer breaks its connection, and the runtime reacts
             // to every death with a recovery: wait for it, so that this rank
             // rolls back like the others instead of failing on its own.
@@ -384,7 +378,7 @@ impl NetComm {
         let result = match peer.link.as_mut() {
             Some(l) => Ok(l),
             None => {
-                Link::connect(&peer.endpoint, &self.security.secret).map(|l| peer.link.insert(l))
+                Link::connect(&peer.endpoint, &self.security).map(|l| peer.link.insert(l))
             }
         }
         .and_then(|l| wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data));
@@ -393,6 +387,9 @@ impl NetComm {
             Err(e) if logging => {
                 // The message is in the log: the replacement gets it.
                 tracing::debug!(dest, error = %e, "peer down, logging only");
+                if lost::unanswered(&e) {
+                    self.report_lost(dest);
+                }
                 peer.link = None;
                 peer.down = true;
                 Ok(())
@@ -548,6 +545,25 @@ impl Comm for NetComm {
                 self.serve_requests()?;
                 s = self.hub.lock();
                 continue;
+            }
+            if s.lost.contains(&(src, self.epoch)) {
+                if self.journal.is_none() {
+                    drop(s);
+                    self.report_lost(src);
+                    // As for a peer that died: the recovery the runtime
+                    // starts, or the peer's failure.
+                    return Err(match self.hub.await_interrupt(self.epoch, PEER_GRACE) {
+                        Some(epoch) => CommError::Interrupted { epoch },
+                        None => CommError::PeerFailed { rank: src },
+                    });
+                }
+                if !self.was_reported(src) {
+                    // A logging communicator waits for the replacement.
+                    drop(s);
+                    self.report_lost(src);
+                    s = self.hub.lock();
+                    continue;
+                }
             }
             let found = s
                 .queue

@@ -28,6 +28,7 @@ fn world_with(n: usize, tcp: bool, limits: Limits) -> World {
     let security = Arc::new(Security {
         secret: crate::auth::Secret::generate().unwrap(),
         limits,
+        lost_after: super::LOST_AFTER,
     });
     let table = hubs
         .iter()
@@ -244,12 +245,12 @@ fn a_peer_without_the_secret_cannot_connect() {
     for tcp in [false, true] {
         let w = world(2, tcp);
         let _guard = w.rt.enter();
-        let stranger = crate::auth::Secret::generate().unwrap();
+        let stranger = Security {
+            secret: crate::auth::Secret::generate().unwrap(),
+            ..(*w.security).clone()
+        };
         assert!(Link::connect(&w.table[1], &stranger).is_err(), "tcp: {tcp}");
-        assert!(
-            Link::connect(&w.table[1], &w.security.secret).is_ok(),
-            "tcp: {tcp}"
-        );
+        assert!(Link::connect(&w.table[1], &w.security).is_ok(), "tcp: {tcp}");
         // The genuine peer still gets through.
         let (a, b) = (w.comm(0, 1), w.comm(1, 1));
         a.send(1, 7, b"genuine").unwrap();
@@ -532,4 +533,45 @@ fn the_request_tag_is_refused_to_programs() {
     let a = w.comm(0, 1).with_journal(1 << 20);
     let err = a.send_tagged(1, u64::MAX, b"x").unwrap_err().to_string();
     assert!(err.contains("reserved by frame"), "{err}");
+}
+
+#[test]
+fn a_receive_from_a_peer_the_network_lost_reports_it_once_and_waits_for_the_recovery() {
+    let _deadline = crate::testing::Deadline::new(Duration::from_secs(60));
+    let w = world(2, true);
+    let _guard = w.rt.enter();
+    let (tx, reports) = std::sync::mpsc::channel();
+    let tx = Mutex::new(tx);
+    let comm = w.comm(0, 1).with_lost_peers(Arc::new(move |peer| {
+        let _ = tx.lock().unwrap().send(peer);
+    }));
+    let hub = Arc::clone(&w.hubs[0]);
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| comm.recv_tagged(1, 7));
+        // A lost connection of an older epoch is no news.
+        hub.mark_lost(1, 0);
+        hub.mark_lost(1, 1);
+        assert_eq!(reports.recv_timeout(Duration::from_secs(30)), Ok(1));
+        hub.interrupt(2);
+        assert!(matches!(
+            waiting.join().unwrap(),
+            Err(CommError::Interrupted { epoch: 2 })
+        ));
+    });
+    // Reported once, however often it is found lost.
+    comm.report_lost(1);
+    assert!(reports.try_recv().is_err());
+}
+
+#[test]
+fn a_new_epoch_forgets_the_peers_lost_before() {
+    let hub = Hub::new();
+    hub.begin_epoch(1);
+    hub.mark_lost(3, 1);
+    assert!(hub.lock().lost.contains(&(3, 1)));
+    hub.begin_epoch(2);
+    assert!(hub.lock().lost.is_empty());
+    // A late mark of the old epoch is dropped.
+    hub.mark_lost(3, 1);
+    assert!(hub.lock().lost.is_empty());
 }

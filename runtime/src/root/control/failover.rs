@@ -92,7 +92,7 @@ impl Cluster<'_> {
 
     /// Kills (or stops) node `n`: its daemon's process group here, or, on
     /// another host, everything its daemon runs there.
-    async fn take_down(&mut self, n: u32, action: crate::inject::Action) {
+    pub(super) async fn take_down(&mut self, n: u32, action: crate::inject::Action) {
         let node = &self.nodes[n as usize];
         if !node.alive {
             return;

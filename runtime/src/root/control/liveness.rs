@@ -121,6 +121,12 @@ impl Liveness {
         self.lock().renewing = false;
     }
 
+    /// Whether every lease the node was granted ended, and the margin
+    /// after it passed, at `now`.
+    pub(super) fn leases_over(&self, now: Instant) -> bool {
+        now >= self.lock().leased_until + margin(self.floor)
+    }
+
     /// Whether the node must count as dead at `now`: silent past its
     /// threshold, and past the margin after every lease it was granted.
     pub(super) fn silence(&self, now: Instant) -> Option<Silence> {

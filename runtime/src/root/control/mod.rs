@@ -14,6 +14,7 @@ mod link;
 mod liveness;
 mod localised;
 mod team;
+mod verdict;
 
 use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
@@ -51,7 +52,7 @@ enum Failure {
     },
     Node {
         node: u32,
-        why: &'static str,
+        why: String,
         at_ns: u64,
     },
     /// A logged recovery cannot go on: restart globally (not a new failure).
@@ -128,9 +129,8 @@ struct Cluster<'a> {
     committed: Option<u64>,
     /// Logged recoveries: see `localised.rs`.
     logged: localised::Logged,
-    /// Nodes declared dead for their silence, with it (for the record of
-    /// the recovery).
-    silences: std::collections::BTreeMap<u32, liveness::Silence>,
+    /// What decides that nodes are dead: see `verdict.rs`.
+    verdicts: verdict::Verdicts,
     /// When the run was launched (what, with the epoch, fences the job's
     /// shared storage: see `frame::comm::Failures::launch`).
     launched_ns: u64,
@@ -208,7 +208,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         last_progress: (began, None),
         committed: None,
         logged: localised::Logged::default(),
-        silences: std::collections::BTreeMap::new(),
+        verdicts: verdict::Verdicts::default(),
         launched_ns: now_ns(),
     };
     let result = c.run(&mut inbox).await;
@@ -299,19 +299,6 @@ impl Cluster<'_> {
             if let Err(e) = f.write_all(&record.to_line()).and_then(|()| f.flush()) {
                 eprintln!("frame: cannot write metrics: {e}");
             }
-        }
-    }
-
-    /// Puts in `rec` how long its failed nodes had been silent, for
-    /// those declared dead for it (the longest).
-    fn note_silence(&mut self, rec: &mut RuntimeRecoveryRecord) {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        let heard: Vec<liveness::Silence> = (rec.failed_nodes.iter())
-            .filter_map(|n| self.silences.remove(n))
-            .collect();
-        if let Some(s) = heard.iter().max_by_key(|s| s.silent) {
-            rec.silent_ms = Some(ms(s.silent));
-            rec.threshold_ms = Some(ms(s.threshold));
         }
     }
 
@@ -412,6 +399,7 @@ impl Cluster<'_> {
             launcher_pid: std::process::id(),
             lease_ms: liveness::first_lease(l.heartbeat_timeout).as_millis() as u64,
             launched_ns: self.launched_ns,
+            lost_after_ms: l.heartbeat_timeout.as_millis() as u64,
         }
     }
 
@@ -461,40 +449,10 @@ impl Cluster<'_> {
                 }
                 return self.on_daemon_message(node, msg).await;
             }
-            Event::Lost { node, gen } => {
-                let n = &self.nodes[node as usize];
-                if n.gen == gen && n.alive && !n.stopping && !self.finishing {
-                    self.fail(Failure::Node {
-                        node,
-                        why: "its daemon's connection broke",
-                        at_ns: now_ns(),
-                    })
-                    .await?;
-                }
-            }
+            Event::Lost { node, gen } => self.on_lost(node, gen).await?,
             Event::Tick => {
                 self.report_progress();
-                // Arrivals are noted by each connection's reader as they
-                // come, whatever waits in this loop's queue.
-                let now = Instant::now();
-                let silent: Vec<(u32, liveness::Silence)> = (0..self.nodes.len() as u32)
-                    .filter_map(|n| {
-                        let x = &self.nodes[n as usize];
-                        let silence = x.link.as_ref()?.liveness.silence(now)?;
-                        (x.alive && !x.stopping).then_some((n, silence))
-                    })
-                    .collect();
-                for (node, silence) in silent {
-                    if !self.finishing && self.nodes[node as usize].alive {
-                        self.silences.insert(node, silence);
-                        self.fail(Failure::Node {
-                            node,
-                            why: "its daemon stopped sending heartbeats",
-                            at_ns: now_ns(),
-                        })
-                        .await?;
-                    }
-                }
+                self.judge().await?;
             }
             Event::Inject(idx) => {
                 if self.open.is_empty() && self.started && !self.finishing {
@@ -558,6 +516,9 @@ impl Cluster<'_> {
                         self.broadcast(&ToDaemon::Finish).await;
                     }
                 }
+            }
+            ToRoot::Unreachable { rank, epoch, peer } => {
+                self.on_unreachable(node, rank, epoch, peer)
             }
             ToRoot::Ending { rank, epoch } => {
                 let refused = if epoch != self.epoch {
