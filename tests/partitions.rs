@@ -5,12 +5,13 @@
 //! host leaves no process on them and every checkpoint committed before
 //! the cut, from which the same job resumes; two hosts that lose each
 //! other only, each still reaching the root, cost the job one of them,
-//! replaced by a spare; and slow starts (one host's
+//! replaced by a spare; a host cut off for 2, 6 or 12 s and back never
+//! runs a rank beside its replacement; and slow starts (one host's
 //! ssh 7 s late, every host's 3 s) are not failures.
 
 mod common;
 
-use common::hosts_job::{host_args, on_one_host, Running, LONG};
+use common::hosts_job::{host_args, on_one_host, Running, LOCAL, LONG};
 use common::vhost::Cluster;
 use common::{final_checksum, serial, wait_for_line};
 use std::time::Duration;
@@ -118,12 +119,84 @@ fn two_hosts_cut_from_each_other_only_lose_one_of_them_to_the_spare() {
     assert!(given_up == 1 || given_up == 3, "{out}");
     let other = 4 - given_up;
     assert!(
-        out.contains(&format!("cut off from node {other} while both reach the root")),
+        out.contains(&format!(
+            "cut off from node {other} while both reach the root"
+        )),
         "{out}"
     );
     assert!(out.contains(&format!("failed nodes [{given_up}]")), "{out}");
     // The node given up stopped at once; the other runs on.
     c.wait_job_gone(given_up, OUTLIVE);
+}
+
+/// Each rank's incarnations in the step logs of `dir` (see heat2d's
+/// `--step-log`): per rank, per pid, the first and last time it stepped.
+fn incarnations(dir: &std::path::Path) -> Vec<Vec<(u64, u64, u32)>> {
+    (0..8)
+        .map(|rank| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{rank}")))
+                .unwrap_or_else(|e| panic!("rank {rank}'s step log: {e}"));
+            let mut by_pid: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+            for line in text.lines() {
+                let f: Vec<u64> = line.split(' ').filter_map(|x| x.parse().ok()).collect();
+                assert_eq!(f.len(), 4, "rank {rank}: {line:?}");
+                let span = by_pid.entry(f[1] as u32).or_insert((f[0], f[0]));
+                span.0 = span.0.min(f[0]);
+                span.1 = span.1.max(f[0]);
+            }
+            let mut spans: Vec<(u64, u64, u32)> = by_pid
+                .into_iter()
+                .map(|(pid, (a, b))| (a, b, pid))
+                .collect();
+            spans.sort();
+            spans
+        })
+        .collect()
+}
+
+#[test]
+fn a_host_cut_off_for_2_6_and_12_s_never_runs_a_rank_twice_at_once() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let c = Cluster::start(6);
+    for secs in [2, 6, 12] {
+        // A node given up in the run before kept its files on its host.
+        c.remove_everywhere(std::path::Path::new(LOCAL));
+        let log = c.shared_dir().join(format!("steps-{secs}"));
+        std::fs::create_dir_all(&log).unwrap();
+        let tag = format!("blip-{secs}");
+        let job = Running::start_with(
+            &c,
+            &tag,
+            &[],
+            &["--step-log", log.to_str().unwrap()],
+            "warn,frame::checkpoint::promotion=info",
+        );
+        job.wait_for_commits(2);
+        c.link(3, false);
+        // The fault itself lasts this long: not a wait for a state.
+        std::thread::sleep(Duration::from_secs(secs));
+        c.link(3, true);
+        let (ok, out) = job.finish();
+        assert!(ok, "{secs} s:\n{out}");
+        assert_eq!(final_checksum(&out), reference, "{secs} s:\n{out}");
+        for (rank, spans) in incarnations(&log).iter().enumerate() {
+            for pair in spans.windows(2) {
+                assert!(
+                    pair[0].1 < pair[1].0,
+                    "{secs} s: rank {rank}'s pid {} stepped until {} ns, after pid {} began at {} ns:\n{out}",
+                    pair[0].2,
+                    pair[0].1,
+                    pair[1].2,
+                    pair[1].0
+                );
+            }
+        }
+        // Whatever of host 3's job was given up ended by its lease.
+        if out.contains("node 3 died") {
+            c.wait_job_gone(3, OUTLIVE);
+        }
+    }
 }
 
 #[test]

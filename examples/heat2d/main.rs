@@ -126,6 +126,11 @@ struct Args {
     /// a member).
     #[arg(long, value_name = "STEPS")]
     helper_dies_after: Option<u64>,
+    /// Every rank appends a line to DIR/rank-R for each step it computes:
+    /// the time (unix ns), its pid, epoch and step (for tests that check
+    /// that one incarnation of a rank runs at a time).
+    #[arg(long, value_name = "DIR")]
+    step_log: Option<std::path::PathBuf>,
     #[command(flatten)]
     launch: LaunchArgs,
 }
@@ -299,8 +304,27 @@ fn rank_main(
         }
         None => None,
     };
+    let mut step_log = match &args.step_log {
+        Some(dir) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("rank-{}", comm.rank())))?,
+        ),
+        None => None,
+    };
     while step.get() < args.size.steps {
         ctx.fault_point(step.get())?;
+        if let Some(log) = step_log.as_mut() {
+            let line = format!(
+                "{} {} {} {}\n",
+                unix_ns(),
+                std::process::id(),
+                ctx.epoch(),
+                step.get()
+            );
+            std::io::Write::write_all(log, line.as_bytes())?;
+        }
         let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
         // A replacement rejoining the others is part of the recovery the
         // hold waits for.

@@ -115,8 +115,8 @@ pub(crate) struct NodeSpec {
     #[serde(default)]
     pub launched_ns: u64,
     /// How long a rank's peer on another host may leave its connection
-    /// unanswered before the rank reports it lost, milliseconds (the
-    /// heartbeat timeout; 0: the library's default).
+    /// unanswered before the rank reports it lost, milliseconds (twice
+    /// the heartbeat timeout; 0: the library's default).
     #[serde(default)]
     pub lost_after_ms: u64,
 }

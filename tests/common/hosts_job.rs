@@ -64,7 +64,20 @@ pub fn strs(v: &[String]) -> Vec<&str> {
 
 /// The checksum of `grid` on virtual nodes of this machine (4 nodes of 2
 /// ranks, 2 spares).
+/// Computed once per grid and test binary: every test compares with it.
 pub fn on_one_host(grid: &[&str]) -> String {
+    static KNOWN: Mutex<Vec<(Vec<String>, String)>> = Mutex::new(Vec::new());
+    let key: Vec<String> = grid.iter().map(|a| a.to_string()).collect();
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, sum)) = known.iter().find(|(k, _)| *k == key) {
+        return sum.clone();
+    }
+    let sum = compute_on_one_host(grid);
+    known.push((key, sum.clone()));
+    sum
+}
+
+fn compute_on_one_host(grid: &[&str]) -> String {
     let dir = super::scratch();
     let mut cmd = heat2d(
         grid,

@@ -56,7 +56,14 @@ impl Cluster {
             rustix::process::geteuid().is_root(),
             "virtual hosts need root (network and mount namespaces)"
         );
-        for tool in ["ip", "bridge", "unshare", "/usr/sbin/sshd", "ssh", "ssh-keygen"] {
+        for tool in [
+            "ip",
+            "bridge",
+            "unshare",
+            "/usr/sbin/sshd",
+            "ssh",
+            "ssh-keygen",
+        ] {
             super::tools::need_tool(tool);
         }
         // Names and addresses of their own for every cluster of every test

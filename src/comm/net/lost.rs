@@ -44,7 +44,9 @@ pub(super) fn watch<S: AsFd>(s: &S, after: Duration) -> io::Result<()> {
 pub(super) fn unanswered(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::TimedOut | io::ErrorKind::HostUnreachable | io::ErrorKind::NetworkUnreachable
+        io::ErrorKind::TimedOut
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
     )
 }
 

@@ -39,9 +39,9 @@ mod rejoin;
 mod wire;
 
 use hub::Envelope;
-use link::Link;
 pub use hub::Hub;
 pub use journal::Unreplayable;
+use link::Link;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
 pub use lost::LostPeers;
@@ -258,7 +258,10 @@ impl NetComm {
             .unwrap_or_else(|p| p.into_inner())
             .insert(peer);
         if first {
-            tracing::warn!("rank {} cannot reach rank {peer}: the network lost it", self.rank);
+            tracing::warn!(
+                "rank {} cannot reach rank {peer}: the network lost it",
+                self.rank
+            );
             if let Some(lost) = &self.lost {
                 lost(peer);
             }
@@ -377,9 +380,7 @@ impl NetComm {
         };
         let result = match peer.link.as_mut() {
             Some(l) => Ok(l),
-            None => {
-                Link::connect(&peer.endpoint, &self.security).map(|l| peer.link.insert(l))
-            }
+            None => Link::connect(&peer.endpoint, &self.security).map(|l| peer.link.insert(l)),
         }
         .and_then(|l| wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data));
         match result {

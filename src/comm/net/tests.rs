@@ -250,7 +250,10 @@ fn a_peer_without_the_secret_cannot_connect() {
             ..(*w.security).clone()
         };
         assert!(Link::connect(&w.table[1], &stranger).is_err(), "tcp: {tcp}");
-        assert!(Link::connect(&w.table[1], &w.security).is_ok(), "tcp: {tcp}");
+        assert!(
+            Link::connect(&w.table[1], &w.security).is_ok(),
+            "tcp: {tcp}"
+        );
         // The genuine peer still gets through.
         let (a, b) = (w.comm(0, 1), w.comm(1, 1));
         a.send(1, 7, b"genuine").unwrap();

@@ -399,7 +399,9 @@ impl Cluster<'_> {
             launcher_pid: std::process::id(),
             lease_ms: liveness::first_lease(l.heartbeat_timeout).as_millis() as u64,
             launched_ns: self.launched_ns,
-            lost_after_ms: l.heartbeat_timeout.as_millis() as u64,
+            // Twice the heartbeat timeout: a blip the heartbeats ride out
+            // costs no connection either.
+            lost_after_ms: 2 * l.heartbeat_timeout.as_millis() as u64,
         }
     }
 

@@ -61,7 +61,10 @@ pub(super) fn pick(reports: &[Report]) -> Option<(u32, &Report)> {
     let most = named.values().copied().max()?;
     // Reported nodes in order, then reporting ones: the first reported
     // among the most named wins.
-    let mut order = reports.iter().map(|r| r.lost).chain(reports.iter().map(|r| r.from));
+    let mut order = reports
+        .iter()
+        .map(|r| r.lost)
+        .chain(reports.iter().map(|r| r.from));
     let node = order.find(|n| named[n] == most)?;
     let why = reports.iter().find(|r| r.lost == node || r.from == node)?;
     Some((node, why))
@@ -75,9 +78,8 @@ impl Cluster<'_> {
             return;
         };
         let current = epoch == self.epoch && self.placement.get(rank as usize) == Some(&from);
-        let live = |n: u32| {
-            self.nodes[n as usize].alive && !self.verdicts.evicting.contains_key(&n)
-        };
+        let live =
+            |n: u32| self.nodes[n as usize].alive && !self.verdicts.evicting.contains_key(&n);
         if !current || self.finishing || lost == from || !live(lost) || !live(from) {
             return;
         }
@@ -130,13 +132,12 @@ impl Cluster<'_> {
         for (node, silence) in silent {
             if self.nodes[node as usize].alive {
                 self.verdicts.silences.insert(node, silence);
-                let why = match self.verdicts.evicting.remove(&node) {
-                    Some(why) => why,
-                    None => "its daemon stopped sending heartbeats".into(),
-                };
+                // Silent, it may have been cut off from the root too:
+                // that is the truer account than a report of its peers.
+                self.verdicts.evicting.remove(&node);
                 self.fail(Failure::Node {
                     node,
-                    why,
+                    why: "its daemon stopped sending heartbeats".into(),
                     at_ns: now_ns(),
                 })
                 .await?;
