@@ -6,7 +6,8 @@
 //! the cut, from which the same job resumes; two hosts that lose each
 //! other only, each still reaching the root, cost the job one of them,
 //! replaced by a spare; a host cut off for 2, 6 or 12 s and back never
-//! runs a rank beside its replacement; and slow starts (one host's
+//! runs a rank beside its replacement; a daemon stopped past its lease is
+//! replaced, and ends by itself once thawed; and slow starts (one host's
 //! ssh 7 s late, every host's 3 s) are not failures.
 
 mod common;
@@ -197,6 +198,36 @@ fn a_host_cut_off_for_2_6_and_12_s_never_runs_a_rank_twice_at_once() {
             c.wait_job_gone(3, OUTLIVE);
         }
     }
+}
+
+#[test]
+fn a_daemon_stopped_past_its_lease_is_replaced_and_ends_once_thawed() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let c = Cluster::start(6);
+    let job = Running::start(&c, "frozen", &[]);
+    job.wait_for_commits(2);
+    let daemon = c.with_role(3, "daemon");
+    assert_eq!(daemon.len(), 1, "host 3 runs one daemon: {daemon:?}");
+    let daemon = rustix::process::Pid::from_raw(daemon[0]).expect("a pid");
+    rustix::process::kill_process(daemon, rustix::process::Signal::STOP).expect("SIGSTOP");
+    // Its ranks end by their lease; the node is declared dead and its
+    // ranks recover on a spare while the daemon is still frozen.
+    wait_for_line(
+        &job.lines,
+        "recovered from failure 1",
+        Duration::from_secs(120),
+    );
+    rustix::process::kill_process(daemon, rustix::process::Signal::CONT).expect("SIGCONT");
+    // Thawed, it finds its lease over and ends with whatever it ran.
+    c.wait_job_gone(3, OUTLIVE);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
+    assert!(
+        out.contains("node 3 died (its daemon stopped sending heartbeats)"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@
 pub(crate) mod copy_back;
 #[cfg(feature = "mpi")]
 pub mod dedicated;
+mod fences;
 pub mod inline;
 mod parity;
 mod promote;
@@ -119,6 +120,8 @@ struct Shared {
     opts: Options,
     state: Mutex<State>,
     changed: Condvar,
+    /// The newest run and epoch of each job heard of.
+    fences: fences::Fences,
 }
 
 impl Shared {
@@ -485,6 +488,7 @@ impl Manager {
             opts,
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
+            fences: fences::Fences::default(),
         });
         let (endpoint, stop, listener) = serve::start(Arc::clone(&shared))?;
         let worker = {

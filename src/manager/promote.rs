@@ -64,19 +64,19 @@ impl Peers {
         }
     }
 
-    /// Sends bytes to node `node`'s manager at `to` (see
-    /// [`Client::put_from`]), read from a source `open` makes,
+    /// Sends bytes of `task`'s promotion to node `node`'s manager at `to`
+    /// (see [`Client::put_from`]), read from a source `open` makes,
     /// reconnecting once (with a new source) if a kept connection broke.
     fn put<S: Source>(
         &mut self,
         (node, to): (u32, &Endpoint),
-        job_id: &str,
+        task: &Task,
         what: Put,
         mut open: impl FnMut() -> Result<S, String>,
     ) -> Result<(), Failure> {
         self.call(node, to, |c| {
             let mut source = open().map_err(PutError::Source)?;
-            c.put_from(job_id, what.clone(), &mut source)
+            c.put_from(&task.job_id, task.fence, what.clone(), &mut source)
         })
     }
 
@@ -208,7 +208,7 @@ fn partner(
             level: Level::L2,
             meta: Box::new(meta.clone()),
         };
-        peers.put((to, endpoint), &task.job_id, what, || pieces(&ckpt, &meta))?;
+        peers.put((to, endpoint), task, what, || pieces(&ckpt, &meta))?;
         t.bytes_in += len;
         t.bytes_out += len;
     }
@@ -317,7 +317,7 @@ fn erasure(
                     from: me as u32,
                     offset,
                 }));
-                peers.put(endpoint(holder)?, &task.job_id, what, || {
+                peers.put(endpoint(holder)?, task, what, || {
                     Ok(Scaled {
                         coefficient,
                         data: &window,
@@ -336,6 +336,7 @@ fn erasure(
         let req = Request::Layout {
             job_id: task.job_id.clone(),
             layout: Box::new(layout.clone()),
+            fence: task.fence,
         };
         peers.request(endpoint(node)?, &req)?;
     }

@@ -61,6 +61,10 @@ pub enum Request {
         job_id: String,
         /// What they are.
         what: Put,
+        /// The run and epoch of the ranks whose promotion sends them: a
+        /// copy of an epoch the job has left is refused (see `fences.rs`).
+        #[serde(default)]
+        fence: Option<crate::level::Fence>,
     },
     /// A piece of the bytes of a `Put` (the payload).
     Data,
@@ -97,6 +101,9 @@ pub enum Request {
         job_id: String,
         /// The layout.
         layout: Box<Layout>,
+        /// As for [`Request::Put`].
+        #[serde(default)]
+        fence: Option<crate::level::Fence>,
     },
 }
 
@@ -406,6 +413,7 @@ impl Client {
     pub fn put_from(
         &mut self,
         job_id: &str,
+        fence: Option<crate::level::Fence>,
         what: Put,
         source: &mut dyn Source,
     ) -> Result<Reply, PutError> {
@@ -413,6 +421,7 @@ impl Client {
         let head = Request::Put {
             job_id: job_id.to_string(),
             what,
+            fence,
         };
         // Flushed: the codec's buffer is empty when pieces bypass it.
         self.send(&head, &[])?;

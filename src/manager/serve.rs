@@ -223,7 +223,11 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             return;
         };
         let reply = match req {
-            Request::Put { job_id, what } => match begin(&shared, job_id, what).await {
+            Request::Put {
+                job_id,
+                what,
+                fence,
+            } => match admit_and_begin(&shared, job_id, what, fence).await {
                 Ok(inc) => {
                     incoming = Some(inc);
                     None
@@ -285,6 +289,18 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Starts taking in what a `Put` of `fence` brings, unless it belongs to
+/// an epoch the job has left (see `fences.rs`).
+async fn admit_and_begin(
+    shared: &Arc<Shared>,
+    job_id: String,
+    what: Put,
+    fence: Option<crate::level::Fence>,
+) -> Result<Incoming, String> {
+    shared.fences.admit(&job_id, fence)?;
+    begin(shared, job_id, what).await
+}
+
 /// Ends what a `Put` brought: a file copy is checked whole and named; a
 /// window of parity terms is added to its shard (written once complete).
 async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
@@ -326,20 +342,30 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
 async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
     let shared = Arc::clone(shared);
     let done = tokio::task::spawn_blocking(move || match req {
-        Request::Submit(task) => shared.submit(task),
+        Request::Submit(task) => {
+            shared.fences.note(&task.job_id, task.fence);
+            shared.submit(task)
+        }
         Request::Status { job_id, keys } => shared.status(&job_id, &keys),
         // Levels 2 and 3 prune at once, not after the promotions queued
         // before the order: what a node holds stays within its retention
         // however far the promotions lag. Level 4's pruning shares chunks
         // with the level-4 write in progress, so it waits its turn.
         Request::Commit { commit } if commit.level != crate::level::Level::L4 => {
+            shared.fences.note(&commit.job_id, commit.fence);
             shared.commit(&commit);
             Reply::Ok
         }
         Request::Commit { commit } => shared.chore(super::Work::Commit(commit)),
         Request::Remove { order } => shared.chore(super::Work::Remove(order)),
         Request::Drain => shared.drain(),
-        Request::Layout { job_id, layout } => match shared.add_layout(&job_id, &layout) {
+        Request::Layout {
+            job_id,
+            layout,
+            fence,
+        } => match (shared.fences.admit(&job_id, fence))
+            .and_then(|()| shared.add_layout(&job_id, &layout))
+        {
             Ok(()) => Reply::Ok,
             Err(e) => Reply::Error(e),
         },

@@ -163,7 +163,9 @@ fn a_kept_copy_comes_back_bit_for_bit_in_pieces() {
         level: Level::L2,
         meta: Box::new(meta.clone()),
     };
-    let reply = client.put_from("job", what, &mut bytes.as_slice()).unwrap();
+    let reply = client
+        .put_from("job", None, what, &mut bytes.as_slice())
+        .unwrap();
     assert!(matches!(reply, super::Reply::Ok), "{reply:?}");
 
     let mut client = super::Client::connect(manager.endpoint(), &secret).unwrap();
@@ -188,6 +190,52 @@ fn a_kept_copy_comes_back_bit_for_bit_in_pieces() {
         panic!("a copy of checkpoint 2 was given");
     };
     assert!(missing.0.contains("rank 0's checkpoint 2"), "{}", missing.0);
+
+    // Fencing: once the manager heard of epoch 2, a copy of epoch 1 (from
+    // a node the job gave up on) is refused before anything is kept.
+    let fence = |epoch| Some(crate::level::Fence { launch: 7, epoch });
+    let kept_files = || {
+        let mut files = Vec::new();
+        let mut dirs = vec![kept.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().map(Result::unwrap) {
+                let m = std::fs::symlink_metadata(e.path()).unwrap();
+                if m.is_dir() {
+                    dirs.push(e.path());
+                } else {
+                    use std::os::unix::fs::MetadataExt;
+                    files.push((e.path(), m.ino()));
+                }
+            }
+        }
+        files.sort();
+        files
+    };
+    let mut client = super::Client::connect(manager.endpoint(), &secret).unwrap();
+    let put = |client: &mut super::Client, epoch| {
+        let what = Put::File {
+            level: Level::L2,
+            meta: Box::new(meta.clone()),
+        };
+        client
+            .put_from("job", fence(epoch), what, &mut bytes.as_slice())
+            .unwrap()
+    };
+    assert!(matches!(put(&mut client, 2), super::Reply::Ok));
+    let before = kept_files();
+    match put(&mut client, 1) {
+        super::Reply::Error(why) => assert!(
+            why.contains("epoch 1") && why.contains("moved on to epoch 2"),
+            "{why}"
+        ),
+        other => panic!("a copy of epoch 1 was taken: {other:?}"),
+    }
+    assert_eq!(
+        kept_files(),
+        before,
+        "the refused copy changed what is kept"
+    );
+    assert!(matches!(put(&mut client, 3), super::Reply::Ok));
 }
 
 /// A manager gives level-3 shards only within what its manifest says:
