@@ -29,6 +29,10 @@ impl Cluster<'_> {
         };
         self.broadcast(&ToDaemon::Go(go)).await;
         self.started = true;
+        // Every rank joined: the nodes' thresholds follow their rhythm.
+        for link in self.nodes.iter().filter_map(|n| n.link.as_ref()) {
+            link.liveness.settle();
+        }
         // The ranks' promotions know them where they are now.
         self.logged.began(self.placement.clone());
         let open = std::mem::take(&mut self.open);

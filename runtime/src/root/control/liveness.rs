@@ -11,7 +11,10 @@
 //! recent gaps, never below the heartbeat timeout (`--heartbeat-timeout`,
 //! `floor`) and never above [`CEILING`] times it, which bounds how long a
 //! real silence takes to detect. On a loaded machine the gaps grow, and so
-//! does the patience.
+//! does the patience. Until the job's ranks first all joined (the first
+//! barrier release; [`Liveness::settle`]) every node gets the ceiling:
+//! starting a thousand processes starves everyone, the root among them,
+//! and nothing is known yet of a node's rhythm.
 //!
 //! **Leases.** Every heartbeat the root hears renews the node's lease: the
 //! daemon may run its ranks until the lease ends, counted from when it
@@ -50,6 +53,8 @@ struct Heard {
     /// No lease lasts past this (the end of the latest one granted).
     leased_until: Instant,
     renewing: bool,
+    /// The job's ranks all joined once: the threshold follows the gaps.
+    settled: bool,
 }
 
 /// A node silent past its threshold and its leases.
@@ -73,9 +78,10 @@ pub(super) fn margin(floor: Duration) -> Duration {
     floor / 4
 }
 
-/// The lease a daemon holds from its hello until the root first renews it.
+/// The lease a daemon holds from its hello until the root first renews it
+/// (the start's: the ceiling's).
 pub(super) fn first_lease(floor: Duration) -> Duration {
-    floor - margin(floor)
+    floor * CEILING - margin(floor)
 }
 
 impl Liveness {
@@ -88,12 +94,27 @@ impl Liveness {
                 gaps: VecDeque::new(),
                 leased_until: now + first_lease(floor),
                 renewing: true,
+                settled: false,
             }),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Heard> {
         self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The node's threshold now: the ceiling until the job settled.
+    fn threshold_of(&self, h: &Heard) -> Duration {
+        match h.settled {
+            true => threshold(h.gaps.iter().copied(), self.floor),
+            false => self.floor * CEILING,
+        }
+    }
+
+    /// The job's ranks all joined: from now on the threshold follows
+    /// the gaps between the node's messages.
+    pub(super) fn settle(&self) {
+        self.lock().settled = true;
     }
 
     /// A message arrived at `now`. For a heartbeat (`renew`) of a node
@@ -110,7 +131,7 @@ impl Liveness {
         if !(renew && h.renewing) {
             return None;
         }
-        let lease = threshold(h.gaps.iter().copied(), self.floor) - margin(self.floor);
+        let lease = self.threshold_of(&h) - margin(self.floor);
         // It was sent before it arrived: the lease ends sooner than this.
         h.leased_until = h.leased_until.max(now + lease);
         Some(lease)
@@ -132,7 +153,7 @@ impl Liveness {
     pub(super) fn silence(&self, now: Instant) -> Option<Silence> {
         let h = self.lock();
         let silent = now.saturating_duration_since(h.last);
-        let threshold = threshold(h.gaps.iter().copied(), self.floor);
+        let threshold = self.threshold_of(&h);
         let leases_over = now >= h.leased_until + margin(self.floor);
         (silent > threshold && leases_over).then_some(Silence { silent, threshold })
     }

@@ -2,6 +2,15 @@ use super::*;
 
 const FLOOR: Duration = Duration::from_secs(5);
 
+/// A node of a job that settled at its hello `t0`, holding the lease a
+/// settled node's hello gets (the floor's, less the margin).
+fn settled(t0: Instant) -> Liveness {
+    let l = Liveness::new(FLOOR, t0);
+    l.settle();
+    l.lock().leased_until = t0 + FLOOR - margin(FLOOR);
+    l
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -17,11 +26,11 @@ fn the_threshold_follows_the_gaps_between_the_floor_and_the_ceiling() {
 #[test]
 fn silence_counts_from_the_hello_and_the_last_message() {
     let t0 = Instant::now();
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     assert_eq!(l.silence(t0 + ms(4900)), None);
     let s = l.silence(t0 + ms(5100)).unwrap();
     assert_eq!((s.silent, s.threshold), (ms(5100), FLOOR));
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     l.heard(t0 + ms(200), true);
     assert_eq!(l.silence(t0 + ms(5100)), None);
     assert!(l.silence(t0 + ms(5300)).is_some());
@@ -34,7 +43,7 @@ fn silence_counts_from_the_hello_and_the_last_message() {
 #[test]
 fn a_node_slowed_down_gets_more_patience_up_to_the_ceiling() {
     let t0 = Instant::now();
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     // Heartbeats every 200 ms, then a gap of 3 s (a loaded machine).
     let mut t = t0;
     for _ in 0..10 {
@@ -50,7 +59,7 @@ fn a_node_slowed_down_gets_more_patience_up_to_the_ceiling() {
     let s = l.silence(t + ms(12_100)).unwrap();
     assert_eq!(s.threshold, ms(12_000));
     // A gap past the ceiling is capped.
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     l.heard(t0 + ms(60_000), true);
     assert!(l
         .silence(t0 + ms(60_000) + FLOOR * CEILING + ms(1))
@@ -60,7 +69,7 @@ fn a_node_slowed_down_gets_more_patience_up_to_the_ceiling() {
 #[test]
 fn the_node_dies_only_a_margin_after_its_last_lease_ends() {
     let t0 = Instant::now();
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     let mut granted = Vec::new();
     let mut t = t0;
     for gap in [200, 200, 1500, 200, 200] {
@@ -86,7 +95,7 @@ fn the_node_dies_only_a_margin_after_its_last_lease_ends() {
 #[test]
 fn a_node_given_up_gets_no_lease_and_messages_that_are_not_heartbeats_renew_none() {
     let t0 = Instant::now();
-    let l = Liveness::new(FLOOR, t0);
+    let l = settled(t0);
     assert_eq!(l.heard(t0 + ms(100), false), None);
     assert!(l.heard(t0 + ms(200), true).is_some());
     l.stop_renewing();
@@ -96,9 +105,17 @@ fn a_node_given_up_gets_no_lease_and_messages_that_are_not_heartbeats_renew_none
 }
 
 #[test]
-fn the_first_lease_ends_a_margin_before_the_floor() {
-    assert_eq!(first_lease(FLOOR) + margin(FLOOR), FLOOR);
+fn until_the_job_settles_every_node_gets_the_ceiling() {
+    assert_eq!(first_lease(FLOOR) + margin(FLOOR), FLOOR * CEILING);
     let t0 = Instant::now();
     let l = Liveness::new(FLOOR, t0);
-    assert!(l.silence(t0 + FLOOR + ms(1)).is_some());
+    // Quick heartbeats at the start grant the ceiling's lease all the same.
+    let lease = l.heard(t0 + ms(200), true).unwrap();
+    assert_eq!(lease, FLOOR * CEILING - margin(FLOOR));
+    assert_eq!(l.silence(t0 + FLOOR * 2), None);
+    assert!(l.silence(t0 + ms(200) + FLOOR * CEILING + ms(1)).is_some());
+    // Settled, the threshold follows the gaps again.
+    l.settle();
+    let lease = l.heard(t0 + ms(400), true).unwrap();
+    assert_eq!(lease, FLOOR - margin(FLOOR));
 }
