@@ -2,7 +2,7 @@
 //! refusal of copies that belong to older ones: what fences the storage a
 //! node keeps for other nodes (level-2 copies, level-3 parity), as the
 //! `FENCE` file fences the global directory (see
-//! [`Fence`](crate::level::Fence)).
+//! [`Fence`]).
 //!
 //! A manager hears the job's epoch from the promotions its own node's
 //! ranks submit, the commits they order, and the copies peers send. A copy
