@@ -15,8 +15,8 @@ use crate::level::Fence;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-/// The most jobs a manager tracks (a node serves one job at a time; the
-/// oldest entry goes first beyond this).
+/// The most jobs a manager tracks (a node serves one job at a time;
+/// beyond this the first by name is forgotten).
 const MAX_JOBS: usize = 64;
 
 /// The newest fence of each job, as far as this manager knows.
