@@ -13,7 +13,8 @@
 /// The job's secret and the handshake every connection passes.
 pub mod auth {
     pub use crate::auth::{
-        accept, connect_retrying, Channel, Gate, Pass, Secret, HANDSHAKE_TIMEOUT,
+        accept, accept_within, connect_retrying, connect_retrying_within, Channel, Gate, Pass,
+        Secret, HANDSHAKE_TIMEOUT,
     };
 }
 

@@ -77,7 +77,12 @@ impl Agent {
         let stream = rt
             .block_on(async {
                 let open = || tokio::net::UnixStream::connect(&env.daemon);
-                auth::connect_retrying(open, &env.security.secret, Channel::Rank).await
+                // As long as the lease it would hold: a live daemon may be
+                // slow to answer on an overloaded machine.
+                let patience =
+                    Duration::from_millis(env.spec.lease_ms.max(1)).max(auth::HANDSHAKE_TIMEOUT);
+                auth::connect_retrying_within(open, &env.security.secret, Channel::Rank, patience)
+                    .await
             })
             .map_err(|e| {
                 RuntimeError::Daemon(format!("cannot reach {}: {e}", env.daemon.display()))
@@ -170,9 +175,11 @@ impl Agent {
         watch_lease(&agent.rt, lease, env.rank);
         // Heartbeats start after the hello: the daemon expects it first.
         let (beat_to, beat_progress) = (Arc::clone(&agent.to_daemon), Arc::clone(&agent.progress));
-        let period = Duration::from_millis(env.spec.heartbeat_ms.max(10));
+        let period = env.spec.rank_heartbeat();
         agent.rt.spawn(async move {
             let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            // After a stall, one heartbeat says as much as a burst.
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
                 let p = beat_progress.load(Ordering::Relaxed);
@@ -395,14 +402,16 @@ impl Lease {
     }
 }
 
-/// Ends the process when its lease runs out (checked every 50 ms on the
-/// agent's thread, whatever the program does).
+/// Ends the process when its lease runs out: the agent's thread sleeps
+/// until the lease's end, whatever the program does, and looks again
+/// (a renewal moved the end later) or ends the process.
 fn watch_lease(rt: &tokio::runtime::Runtime, lease: Arc<Lease>, rank: Option<u32>) {
     rt.spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_millis(50));
         loop {
-            tick.tick().await;
-            if lease.now_ms() < lease.until_ms.load(Ordering::Relaxed) {
+            let (now, until) = (lease.now_ms(), lease.until_ms.load(Ordering::Relaxed));
+            if now < until {
+                let end = lease.start + Duration::from_millis(until);
+                tokio::time::sleep_until(tokio::time::Instant::from_std(end)).await;
                 continue;
             }
             let who = rank.map_or("a standby process".to_string(), |r| format!("rank {r}"));

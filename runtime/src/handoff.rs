@@ -65,8 +65,12 @@ pub(crate) struct NodeSpec {
     pub transport: Transport,
     /// Injections ranks trigger themselves (iteration and recovery ones), by index.
     pub injections: Vec<(u32, Injection)>,
-    /// Heartbeat period of daemons and ranks, milliseconds.
+    /// Heartbeat period of the daemon toward the root, milliseconds.
     pub heartbeat_ms: u64,
+    /// Heartbeat period of ranks toward their daemon, and how often the
+    /// daemon passes its lease on to them, milliseconds (0: `heartbeat_ms`).
+    #[serde(default)]
+    pub rank_heartbeat_ms: u64,
     /// A rank silent this long, or this late to join or to roll back, is
     /// killed and replaced (milliseconds).
     pub rank_timeout_ms: u64,
@@ -119,6 +123,18 @@ pub(crate) struct NodeSpec {
     /// the heartbeat timeout; 0: the library's default).
     #[serde(default)]
     pub lost_after_ms: u64,
+}
+
+impl NodeSpec {
+    /// How often ranks say they are alive to their daemon, and the daemon
+    /// passes its lease on to them.
+    pub(crate) fn rank_heartbeat(&self) -> std::time::Duration {
+        let ms = match self.rank_heartbeat_ms {
+            0 => self.heartbeat_ms,
+            ms => ms,
+        };
+        std::time::Duration::from_millis(ms.max(10))
+    }
 }
 
 /// What a daemon on another host reads on its standard input.

@@ -322,11 +322,23 @@ impl<W: AsyncWrite + Unpin> Sender<W> {
     /// Sends one message. A peer that does not drain its connection within
     /// [`SEND_TIMEOUT`] is treated as gone rather than stalling the sender.
     pub(crate) async fn send<T: Serialize>(&mut self, msg: &T) -> io::Result<()> {
-        let bytes = serde_json::to_vec(msg).map_err(io::Error::other)?;
-        tokio::time::timeout(SEND_TIMEOUT, self.inner.send(Bytes::from(bytes)))
+        self.send_encoded(encode(msg)?).await
+    }
+
+    /// Sends one message [`encode`]d before: a message that goes to many
+    /// peers (the release of a barrier lists every rank) is encoded once.
+    pub(crate) async fn send_encoded(&mut self, bytes: Bytes) -> io::Result<()> {
+        tokio::time::timeout(SEND_TIMEOUT, self.inner.send(bytes))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "peer stopped reading"))?
     }
+}
+
+/// A message as a control connection carries it (see [`Sender::send_encoded`]).
+pub(crate) fn encode<T: Serialize>(msg: &T) -> io::Result<Bytes> {
+    serde_json::to_vec(msg)
+        .map(Bytes::from)
+        .map_err(io::Error::other)
 }
 
 /// Receives JSON messages from a control connection.

@@ -116,6 +116,20 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     secret: &Secret,
     channel: Channel,
 ) -> io::Result<()> {
+    accept_within(stream, secret, channel, HANDSHAKE_TIMEOUT).await
+}
+
+/// [`accept`], giving up after `patience`: a job's control connections
+/// (a rank to its daemon, a daemon to the root) wait as long as the lease
+/// they serve, since on an overloaded machine a live peer may take longer
+/// than [`HANDSHAKE_TIMEOUT`] to answer; a [`Gate`] still bounds how many
+/// wait.
+pub async fn accept_within<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    secret: &Secret,
+    channel: Channel,
+    patience: Duration,
+) -> io::Result<()> {
     let exchange = async {
         let nonce_a = nonce()?;
         let mut hello = [0u8; 40];
@@ -134,7 +148,7 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
         stream.write_all(answer.as_bytes()).await?;
         stream.flush().await
     };
-    tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange)
+    tokio::time::timeout(patience, exchange)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?
 }
@@ -156,7 +170,12 @@ pub(crate) fn worth_retrying(e: &io::Error) -> bool {
 /// The pauses between attempts to connect: from 2 ms, doubling, at most
 /// 250 ms, about [`HANDSHAKE_TIMEOUT`] in all.
 pub(crate) fn backoff() -> impl Iterator<Item = Duration> {
-    let mut left = HANDSHAKE_TIMEOUT;
+    backoff_within(HANDSHAKE_TIMEOUT)
+}
+
+/// [`backoff`], about `patience` in all.
+fn backoff_within(patience: Duration) -> impl Iterator<Item = Duration> {
+    let mut left = patience;
     std::iter::successors(Some(Duration::from_millis(2)), |d| {
         Some((*d * 2).min(Duration::from_millis(250)))
     })
@@ -170,7 +189,7 @@ pub(crate) fn backoff() -> impl Iterator<Item = Duration> {
 /// again after a pause (see `backoff`) while the listener drops it
 /// before the handshake is through.
 pub async fn connect_retrying<S, F, Fut>(
-    mut open: F,
+    open: F,
     secret: &Secret,
     channel: Channel,
 ) -> io::Result<S>
@@ -179,10 +198,26 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = io::Result<S>>,
 {
-    let mut pauses = backoff();
+    connect_retrying_within(open, secret, channel, HANDSHAKE_TIMEOUT).await
+}
+
+/// [`connect_retrying`], each handshake and all the pauses bounded by
+/// `patience` instead of [`HANDSHAKE_TIMEOUT`] (see [`accept_within`]).
+pub async fn connect_retrying_within<S, F, Fut>(
+    mut open: F,
+    secret: &Secret,
+    channel: Channel,
+    patience: Duration,
+) -> io::Result<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = io::Result<S>>,
+{
+    let mut pauses = backoff_within(patience);
     loop {
         let mut stream = open().await?;
-        match connect(&mut stream, secret, channel).await {
+        match connect_within(&mut stream, secret, channel, patience).await {
             Ok(()) => return Ok(stream),
             Err(e) if worth_retrying(&e) => match pauses.next() {
                 Some(pause) => tokio::time::sleep(pause).await,
@@ -193,11 +228,12 @@ where
     }
 }
 
-/// Runs the connecting side on `stream`, giving up after [`HANDSHAKE_TIMEOUT`].
-pub(crate) async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
+/// Runs the connecting side on `stream`, giving up after `patience`.
+async fn connect_within<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     secret: &Secret,
     channel: Channel,
+    patience: Duration,
 ) -> io::Result<()> {
     let exchange = async {
         let mut hello = [0u8; 40];
@@ -209,7 +245,7 @@ pub(crate) async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
         stream.read_exact(&mut answer).await?;
         check_answer(&answer, secret, channel, &reply.1, &reply.2)
     };
-    tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange)
+    tokio::time::timeout(patience, exchange)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))?
 }

@@ -7,7 +7,10 @@ fn pair(a: &Secret, b: &Secret, ca: Channel, cb: Channel) -> (io::Result<()>, io
         .unwrap();
     rt.block_on(async {
         let (mut x, mut y) = tokio::net::UnixStream::pair().unwrap();
-        let (r1, r2) = tokio::join!(accept(&mut x, a, ca), connect(&mut y, b, cb));
+        let (r1, r2) = tokio::join!(
+            accept(&mut x, a, ca),
+            connect_within(&mut y, b, cb, HANDSHAKE_TIMEOUT)
+        );
         (r1, r2)
     })
 }

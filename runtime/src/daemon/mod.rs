@@ -122,6 +122,8 @@ struct Daemon {
     to_root: Sender<RootWrite>,
     /// How long it may go on without hearing from the root.
     lease: lease::Lease,
+    /// When the lease was last passed on to the node's processes.
+    lease_passed: Option<std::time::Instant>,
     shutting_down: bool,
     finishing: bool,
     /// Set once the program showed that it does not join the runtime: no
@@ -171,7 +173,9 @@ async fn serve(
         s.set_nodelay(true)?;
         Ok(s)
     };
-    let stream = auth::connect_retrying(open, &secret, Channel::Node).await?;
+    // Control connections wait as long as the lease they serve.
+    let patience = Duration::from_millis(spec.lease_ms.max(1)).max(auth::HANDSHAKE_TIMEOUT);
+    let stream = auth::connect_retrying_within(open, &secret, Channel::Node, patience).await?;
     let (events, mut inbox) = unbounded_channel();
     // On a host of its own, the daemon keeps its sockets in a run directory
     // of its own, and ranks and the manager listen on the interface that
@@ -222,7 +226,7 @@ async fn serve(
             tokio::spawn(process_connection(
                 stream,
                 pass,
-                next_conn,
+                (next_conn, patience),
                 ev.clone(),
                 secret.clone(),
             ));
@@ -242,6 +246,8 @@ async fn serve(
     let period = Duration::from_millis(spec.heartbeat_ms.max(10));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(period);
+        // After a stall, one heartbeat says as much as a burst.
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             if ev.send(Event::Beat).is_err() {
@@ -259,6 +265,7 @@ async fn serve(
         socket,
         to_root,
         lease,
+        lease_passed: None,
         shutting_down: false,
         finishing: false,
         program_broken: false,
@@ -332,12 +339,17 @@ fn child_env<'c>(
 async fn process_connection(
     mut stream: tokio::net::UnixStream,
     mut pass: auth::Pass,
-    conn: u64,
+    (conn, patience): (u64, Duration),
     ev: UnboundedSender<Event>,
     secret: Secret,
 ) {
     let Some(proved) = pass
-        .hold(auth::accept(&mut stream, &secret, Channel::Rank))
+        .hold(auth::accept_within(
+            &mut stream,
+            &secret,
+            Channel::Rank,
+            patience,
+        ))
         .await
     else {
         return;
@@ -350,10 +362,7 @@ async fn process_connection(
     let (read, write) = stream.into_split();
     let mut rx = Receiver::new(read);
     let hello = pass
-        .hold(tokio::time::timeout(
-            auth::HANDSHAKE_TIMEOUT,
-            rx.next::<FromRank>(),
-        ))
+        .hold(tokio::time::timeout(patience, rx.next::<FromRank>()))
         .await;
     let (pid, epoch) = match hello {
         Some(Ok(Ok(Some(FromRank::Hello { pid, epoch, .. })))) => (pid, epoch),
@@ -503,6 +512,7 @@ impl Daemon {
             Event::ManagerAnswered { pid } => self.manager_watch.answered(pid),
             Event::Beat => {
                 let now = std::time::Instant::now();
+
                 if let Some(silent) = self.lease.expired(now) {
                     self.lease_ran_out(silent);
                     return Ok(false);
@@ -543,10 +553,19 @@ impl Daemon {
     }
 
     /// Gives every joined process of the node the rest of the daemon's
-    /// lease: a process that hears nothing more ends itself when it runs
-    /// out (its daemon stopped, or lost the root). A process that does not
-    /// read its connection is not waited for.
+    /// lease, once per rank heartbeat period: a process that hears nothing
+    /// more ends itself when it runs out (its daemon stopped, or lost the
+    /// root). A process that does not read its connection is not waited
+    /// for.
     async fn pass_lease_on(&mut self, now: std::time::Instant) {
+        let period = self.spec.rank_heartbeat();
+        if self
+            .lease_passed
+            .is_some_and(|t| now.duration_since(t) < period)
+        {
+            return;
+        }
+        self.lease_passed = Some(now);
         let ms = u64::try_from(self.lease.left(now).as_millis()).unwrap_or(u64::MAX);
         let lease = ToRank::Lease { ms };
         for p in self.procs.values_mut() {

@@ -2,7 +2,7 @@
 //! and on its ranks' messages.
 
 use super::{procs, Daemon};
-use crate::proto::{FromRank, ToDaemon, ToRank, ToRoot};
+use crate::proto::{self, FromRank, ToDaemon, ToRank, ToRoot};
 use std::time::Instant;
 
 impl Daemon {
@@ -37,9 +37,11 @@ impl Daemon {
             }
             ToDaemon::Go(go) => {
                 self.program_joins = true;
+                // Encoded once: it lists every rank of the job.
+                let bytes = proto::encode(&ToRank::Go { go })?;
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
                     if let Some((_, tx)) = p.conn.as_mut() {
-                        let _ = tx.send(&ToRank::Go { go: go.clone() }).await;
+                        let _ = tx.send_encoded(bytes.clone()).await;
                     }
                 }
                 // Recovery is over: restock standbys off the critical path.

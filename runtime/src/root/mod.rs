@@ -316,11 +316,35 @@ impl Launch {
                 self.limits.max_message, self.limits.max_queued
             )));
         }
+        let launch = self.crowded();
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| RunError::Startup(e.to_string()))?;
-        rt.block_on(control::drive(self))
+        rt.block_on(control::drive(&launch))
+    }
+
+    /// This launch, with the heartbeat timeout raised for a machine its
+    /// virtual nodes crowd (see `control::liveness::crowded_floor`), and
+    /// a line saying so.
+    fn crowded(&self) -> Launch {
+        let mut launch = self.clone();
+        if !self.hosts.is_empty() {
+            return launch;
+        }
+        let per_node = self.ranks_per_node + self.standby + 2;
+        let spare = self.ranks_per_node.max(self.standby) + 2;
+        let processes = self.nodes * per_node + self.spare_nodes * spare;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        launch.heartbeat_timeout = control::crowded_floor(self.heartbeat_timeout, processes, cores);
+        if launch.heartbeat_timeout > self.heartbeat_timeout {
+            eprintln!(
+                "frame: {processes} processes of the job share {cores} core(s): heartbeat timeout raised to {} (from {})",
+                humantime::format_duration(launch.heartbeat_timeout),
+                humantime::format_duration(self.heartbeat_timeout)
+            );
+        }
+        launch
     }
 }
 

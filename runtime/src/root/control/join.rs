@@ -30,8 +30,14 @@ pub(super) struct Joined {
 }
 
 /// Accepts connections on `listener` for the job's lifetime; yields the
-/// daemons that joined.
-pub(super) fn accept_daemons(listener: TcpListener, secret: Secret) -> UnboundedReceiver<Joined> {
+/// daemons that joined. A daemon has `patience` for its handshake and
+/// hello (a daemon's first lease: on an overloaded machine a live daemon
+/// may be slow to answer; the gate bounds how many wait).
+pub(super) fn accept_daemons(
+    listener: TcpListener,
+    secret: Secret,
+    patience: Duration,
+) -> UnboundedReceiver<Joined> {
     let (joined, joins) = unbounded_channel();
     tokio::spawn(async move {
         let gate = auth::Gate::default();
@@ -39,7 +45,7 @@ pub(super) fn accept_daemons(listener: TcpListener, secret: Secret) -> Unbounded
             let mut pass = gate.admit();
             let (joined, secret) = (joined.clone(), secret.clone());
             tokio::spawn(async move {
-                let Some(result) = pass.hold(handshake(stream, &secret)).await else {
+                let Some(result) = pass.hold(handshake(stream, &secret, patience)).await else {
                     return;
                 };
                 drop(pass);
@@ -55,12 +61,16 @@ pub(super) fn accept_daemons(listener: TcpListener, secret: Secret) -> Unbounded
     joins
 }
 
-async fn handshake(mut stream: tokio::net::TcpStream, secret: &Secret) -> std::io::Result<Joined> {
+async fn handshake(
+    mut stream: tokio::net::TcpStream,
+    secret: &Secret,
+    patience: Duration,
+) -> std::io::Result<Joined> {
     stream.set_nodelay(true)?;
-    auth::accept(&mut stream, secret, Channel::Node).await?;
+    auth::accept_within(&mut stream, secret, Channel::Node, patience).await?;
     let (read, write) = stream.into_split();
     let mut rx = Receiver::new(read);
-    let hello = tokio::time::timeout(auth::HANDSHAKE_TIMEOUT, rx.next::<ToRoot>())
+    let hello = tokio::time::timeout(patience, rx.next::<ToRoot>())
         .await
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no hello"))??;
     match hello {

@@ -1,12 +1,14 @@
 //! The root's connection to one joined daemon: a writer task that sends
 //! what the control loop queues (so the loop never waits on a slow or
-//! stopped daemon), and a reader task that notes each message's arrival in
+//! stopped daemon; messages come encoded, so one that goes to every node
+//! is encoded once), and a reader task that notes each message's arrival in
 //! the node's [`Liveness`], answers each heartbeat with a lease at once,
 //! and passes the messages on to the control loop.
 
 use super::liveness::Liveness;
 use super::Event;
-use crate::proto::{Receiver, Sender, ToDaemon, ToRoot};
+use crate::proto::{self, Receiver, Sender, ToDaemon, ToRoot};
+use bytes::Bytes;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -18,7 +20,7 @@ const QUEUE: usize = 4096;
 
 /// The root's end of one daemon's connection.
 pub(super) struct Link {
-    outbox: mpsc::Sender<ToDaemon>,
+    outbox: mpsc::Sender<Bytes>,
     pub(super) liveness: Arc<Liveness>,
 }
 
@@ -34,10 +36,10 @@ impl Link {
         floor: Duration,
         now: Instant,
     ) -> Self {
-        let (outbox, mut queue) = mpsc::channel::<ToDaemon>(QUEUE);
+        let (outbox, mut queue) = mpsc::channel::<Bytes>(QUEUE);
         tokio::spawn(async move {
-            while let Some(msg) = queue.recv().await {
-                if let Err(e) = tx.send(&msg).await {
+            while let Some(bytes) = queue.recv().await {
+                if let Err(e) = tx.send_encoded(bytes).await {
                     tracing::debug!(node, error = %e, "daemon unreachable");
                     return;
                 }
@@ -54,7 +56,9 @@ impl Link {
                 if let Some(lease) = heard.heard(Instant::now(), beat.is_some()) {
                     let ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
                     let beat = beat.unwrap_or(0);
-                    let _ = leases.try_send(ToDaemon::Lease { beat, ms });
+                    if let Ok(bytes) = proto::encode(&ToDaemon::Lease { beat, ms }) {
+                        let _ = leases.try_send(bytes);
+                    }
                 }
                 if events.send(Event::Daemon { node, gen, msg }).is_err() {
                     return;
@@ -65,10 +69,10 @@ impl Link {
         Self { outbox, liveness }
     }
 
-    /// Queues `msg` for the daemon; `false` if it cannot take it (its
-    /// connection ended, or it stopped reading).
-    pub(super) fn send(&self, msg: &ToDaemon) -> bool {
-        self.outbox.try_send(msg.clone()).is_ok()
+    /// Queues `msg`, [`proto::encode`]d, for the daemon; `false` if it
+    /// cannot take it (its connection ended, or it stopped reading).
+    pub(super) fn send(&self, msg: Bytes) -> bool {
+        self.outbox.try_send(msg).is_ok()
     }
 }
 

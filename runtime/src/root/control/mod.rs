@@ -12,6 +12,8 @@ mod failover;
 mod join;
 mod link;
 mod liveness;
+
+pub(super) use liveness::crowded_floor;
 mod localised;
 mod team;
 mod verdict;
@@ -20,7 +22,7 @@ use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
 use crate::handoff::NodeSpec;
 use crate::inject::Trigger;
-use crate::proto::{now_ns, ToDaemon, ToRoot};
+use crate::proto::{self, now_ns, ToDaemon, ToRoot};
 use crate::State;
 use frame::comm::net::Endpoint;
 use frame::internals::auth::Secret;
@@ -156,7 +158,8 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         .await
         .map_err(|e| RunError::Startup(format!("cannot listen on {bind}: {e}")))?;
     let addr = listener.local_addr()?;
-    let joins = join::accept_daemons(listener, secret.clone());
+    let patience = liveness::first_lease(launch.heartbeat_timeout);
+    let joins = join::accept_daemons(listener, secret.clone(), patience);
     let (events, mut inbox) = unbounded_channel();
     spawn_timers(launch, &events)?;
     let metrics = match &launch.metrics {
@@ -367,6 +370,12 @@ impl Cluster<'_> {
                 .map(|(idx, i)| (idx as u32, i.clone()))
                 .collect(),
             heartbeat_ms: l.heartbeat.as_millis() as u64,
+            rank_heartbeat_ms: liveness::rank_heartbeat(
+                l.heartbeat,
+                l.heartbeat_timeout,
+                l.rank_timeout,
+            )
+            .as_millis() as u64,
             rank_timeout_ms: l.rank_timeout.as_millis() as u64,
             bind: l.bind,
             max_message: l.limits.max_message,
@@ -406,17 +415,29 @@ impl Cluster<'_> {
     }
 
     async fn send(&mut self, node: u32, msg: &ToDaemon) {
+        match proto::encode(msg) {
+            Ok(bytes) => self.send_encoded(node, bytes),
+            Err(e) => tracing::warn!(node, error = %e, "cannot encode an order"),
+        }
+    }
+
+    fn send_encoded(&mut self, node: u32, bytes: bytes::Bytes) {
         if let Some(link) = self.nodes[node as usize].link.as_ref() {
-            if !link.send(msg) {
+            if !link.send(bytes) {
                 tracing::debug!(node, "daemon unreachable");
             }
         }
     }
 
+    /// Sends `msg` to every live node, encoded once.
     async fn broadcast(&mut self, msg: &ToDaemon) {
+        let bytes = match proto::encode(msg) {
+            Ok(bytes) => bytes,
+            Err(e) => return tracing::warn!(error = %e, "cannot encode an order"),
+        };
         for n in 0..self.nodes.len() as u32 {
             if self.nodes[n as usize].alive {
-                self.send(n, msg).await;
+                self.send_encoded(n, bytes.clone());
             }
         }
     }

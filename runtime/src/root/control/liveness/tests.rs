@@ -6,7 +6,7 @@ const FLOOR: Duration = Duration::from_secs(5);
 /// settled node's hello gets (the floor's, less the margin).
 fn settled(t0: Instant) -> Liveness {
     let l = Liveness::new(FLOOR, t0);
-    l.settle();
+    l.lock().settled_at = Some(0);
     l.lock().leased_until = t0 + FLOOR - margin(FLOOR);
     l
 }
@@ -114,8 +114,66 @@ fn until_the_job_settles_every_node_gets_the_ceiling() {
     assert_eq!(lease, FLOOR * CEILING - margin(FLOOR));
     assert_eq!(l.silence(t0 + FLOOR * 2), None);
     assert!(l.silence(t0 + ms(200) + FLOOR * CEILING + ms(1)).is_some());
-    // Settled, the threshold follows the gaps again.
+    // Released, it keeps the ceiling for SETTLING more messages; then the
+    // threshold follows the gaps.
     l.settle();
-    let lease = l.heard(t0 + ms(400), true).unwrap();
+    let mut t = t0 + ms(200);
+    for _ in 0..SETTLING {
+        t += ms(200);
+        let lease = l.heard(t, true).unwrap();
+        assert_eq!(lease, FLOOR * CEILING - margin(FLOOR));
+    }
+    let lease = l.heard(t + ms(200), true).unwrap();
     assert_eq!(lease, FLOOR - margin(FLOOR));
+    // Each release (a recovery's too) brings the ceiling back a while.
+    l.settle();
+    let lease = l.heard(t + ms(400), true).unwrap();
+    assert_eq!(lease, FLOOR * CEILING - margin(FLOOR));
+}
+
+#[test]
+fn one_long_stall_keeps_the_node_patient_for_the_next_history() {
+    let t0 = Instant::now();
+    let l = settled(t0);
+    let mut t = t0 + ms(2500);
+    let after_stall = l.heard(t, true).unwrap();
+    assert_eq!(after_stall, ms(10_000) - margin(FLOOR));
+    for n in 1..HISTORY {
+        t += ms(200);
+        assert_eq!(l.heard(t, true), Some(after_stall), "message {n}");
+    }
+    t += ms(200);
+    assert_eq!(l.heard(t, true), Some(FLOOR - margin(FLOOR)));
+}
+
+#[test]
+fn the_longest_gap_is_the_longest_of_the_last_history() {
+    let mut longest = Longest::default();
+    let mut all = Vec::new();
+    let mut x: u64 = 7;
+    for _ in 0..3 * HISTORY {
+        // A rough pseudo-random walk of gaps, with runs up and down.
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let gap = ms((x >> 33) % 5000);
+        longest.push(gap);
+        all.push(gap);
+        let from = all.len().saturating_sub(HISTORY as usize);
+        assert_eq!(longest.longest(), all[from..].iter().max().copied());
+        assert!(longest.candidates.len() <= HISTORY as usize);
+    }
+}
+
+#[test]
+fn a_crowded_machine_raises_the_heartbeat_timeout() {
+    // A few nodes on two cores keep the timeout given.
+    assert_eq!(crowded_floor(FLOOR, 20, 2), FLOOR);
+    assert_eq!(crowded_floor(FLOOR, 500, 2), FLOOR);
+    // 128 nodes of 8 ranks, a standby, a daemon and a manager each, and
+    // a spare node: 1419 processes, 710 a core.
+    assert_eq!(crowded_floor(FLOOR, 1419, 2), ms(14_200));
+    // Given longer, it stays; no cores reported counts as one.
+    assert_eq!(crowded_floor(ms(60_000), 1419, 2), ms(60_000));
+    assert_eq!(crowded_floor(FLOOR, 300, 0), ms(6000));
 }
