@@ -96,8 +96,10 @@ pub const SLURM_NODELIST: &str = "SLURM_JOB_NODELIST";
 /// Slurm's tasks per node of the allocation (`4`, or `4(x2),2`).
 pub const SLURM_TASKS_PER_NODE: &str = "SLURM_TASKS_PER_NODE";
 
-/// `<who>:<n>`: SIGKILL the process at its n-th crash point of `who`
-/// (see the crash points of the `safefs` module).
+/// `<who>:<n>`: SIGKILL the process at its n-th crash point of `who`;
+/// `<who>:stop:<op>:<path end>`: SIGSTOP the process at the first point
+/// of `who` that does `op` on a path ending so (see the crash points of
+/// the `safefs` module).
 pub const CRASH_AT: &str = "FRAME_CRASH_AT";
 /// A file that gets one line per crash point passed.
 #[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]

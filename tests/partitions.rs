@@ -7,8 +7,11 @@
 //! other only, each still reaching the root, cost the job one of them,
 //! replaced by a spare; a host cut off for 2, 6 or 12 s and back never
 //! runs a rank beside its replacement; a daemon stopped past its lease is
-//! replaced, and ends by itself once thawed; and slow starts (one host's
-//! ssh 7 s late, every host's 3 s) are not failures.
+//! replaced, and ends by itself once thawed; a host frozen while its
+//! manager writes to the global directory has that write refused once
+//! thawed (the fence), and the next recovery restores the right data; and
+//! slow starts (one host's ssh 7 s late, every host's 3 s) are not
+//! failures.
 
 mod common;
 
@@ -248,4 +251,101 @@ fn slow_starts_are_not_failures() {
         assert!(!out.contains("died"), "{slow:?} and {every} s:\n{out}");
         assert_eq!(final_checksum(&out), reference, "{out}");
     }
+}
+
+/// Whether process `pid` is stopped (state `T`).
+fn stopped(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(") ")
+        .is_some_and(|(_, rest)| rest.starts_with('T'))
+}
+
+fn signal(pid: i32, sig: rustix::process::Signal) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, sig);
+    }
+}
+
+#[test]
+fn a_host_frozen_while_its_manager_writes_has_that_write_refused_once_thawed() {
+    let _g = serial();
+    let reference = on_one_host(&LONG);
+    let c = Cluster::start(6);
+    let metrics = c.shared_dir().join("metrics-frozen.jsonl");
+    let _ = std::fs::remove_file(&metrics);
+    let fence = c.shared_dir().join("global-frozen/heat2d/l4/FENCE");
+    // Host 3's manager stops itself the moment it is about to write its
+    // first level-4 manifest of checkpoint 30; the test freezes the rest
+    // of the host with it.
+    let env = [
+        (
+            "FRAME_TEST_MANAGER_CRASH_AT",
+            "1000003:stop:mkdir:l4/ckpt-00000000000000000030",
+        ),
+        (
+            "FRAME_METRICS_FILE",
+            metrics.to_str().expect("a UTF-8 path"),
+        ),
+    ];
+    let job = Running::start(&c, "frozen", &env);
+    let patience = Duration::from_secs(120);
+    let manager = common::patience::poll(patience, Duration::from_millis(20), || {
+        c.with_role(3, "manager").into_iter().find(|&p| stopped(p))
+    })
+    .unwrap_or_else(|why| panic!("host 3's manager never stopped: {why}"));
+    // Cut off (so that nothing reaches it to end it: its ssh session
+    // stays) and frozen whole, as a host that hangs.
+    c.link(3, false);
+    let frozen: Vec<i32> = c.job_processes(3).into_iter().map(|(p, _)| p).collect();
+    for &pid in &frozen {
+        signal(pid, rustix::process::Signal::STOP);
+    }
+    // The job gives the silent host up and goes on on a spare; its
+    // recovered ranks move the global directory's fence to epoch 2.
+    wait_for_line(&job.lines, "recovered from failure 1", patience);
+    common::patience::poll(patience, Duration::from_millis(20), || {
+        let text = std::fs::read_to_string(&fence).unwrap_or_default();
+        text.contains("\"epoch\":2").then_some(())
+    })
+    .unwrap_or_else(|why| panic!("the fence never reached epoch 2: {why}"));
+    // Thawed alone, the manager goes on with its write of epoch 1, which
+    // the fence refuses: the manager says so in its promotion record.
+    signal(manager, rustix::process::Signal::CONT);
+    let refused = common::patience::poll(patience, Duration::from_millis(20), || {
+        let text = std::fs::read_to_string(&metrics).unwrap_or_default();
+        text.lines()
+            .find(|l| {
+                l.contains("\"node\":3")
+                    && l.contains("\"checkpoint\":30")
+                    && l.contains("refused to write")
+            })
+            .map(String::from)
+    })
+    .unwrap_or_else(|why| panic!("no refusal of host 3's late write: {why}"));
+    assert!(refused.contains("moved on to epoch 2"), "{refused}");
+    // No manifest of checkpoint 30 says it was written on node 3.
+    let ckpt = c
+        .shared_dir()
+        .join("global-frozen/heat2d/l4/ckpt-00000000000000000030");
+    for rank in [6, 7] {
+        let manifest = ckpt.join(format!("rank-{rank:06}.l4.json"));
+        let text = std::fs::read_to_string(&manifest).unwrap_or_default();
+        assert!(
+            !text.contains("\"node\":3,"),
+            "{}: {text}",
+            manifest.display()
+        );
+    }
+    // The rest of the host thaws and ends by its lease.
+    for &pid in &frozen {
+        signal(pid, rustix::process::Signal::CONT);
+    }
+    c.wait_job_gone(3, OUTLIVE);
+    c.link(3, true);
+    // The next recovery restores the right data: host 1 is lost too.
+    c.link(1, false);
+    let (ok, out) = job.finish();
+    assert!(ok, "{out}");
+    assert!(out.contains("recovered from failure 2"), "{out}");
+    assert_eq!(final_checksum(&out), reference, "{out}");
 }

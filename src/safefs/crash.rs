@@ -7,6 +7,9 @@
 //!
 //! - `FRAME_CRASH_AT=<who>:<n>` sends SIGKILL to the whole process at the
 //!   `n`-th crash point (1-based) passed on behalf of `who` (a rank);
+//!   `FRAME_CRASH_AT=<who>:stop:<op>:<path end>` sends SIGSTOP to the
+//!   process at the first point of `who` doing `op` on a path that ends
+//!   so, and goes on once continued;
 //! - `FRAME_CRASH_TRACE=<file>` appends one line per crash point passed:
 //!   `<who> <n> <op> <path>`, so a test can count the points of a run and
 //!   then kill at every one of them.
@@ -42,15 +45,24 @@ mod imp {
 
     struct Plan {
         kill_at: Option<(u32, u64)>,
+        /// (who, op, path end): stop the process there, once.
+        stop_at: Option<(u32, String, String)>,
         trace: Option<Mutex<std::fs::File>>,
     }
 
     fn plan() -> &'static Plan {
         static PLAN: OnceLock<Plan> = OnceLock::new();
         PLAN.get_or_init(|| {
-            let kill_at = crate::env::var(crate::env::CRASH_AT).and_then(|v| {
+            let spec = crate::env::var(crate::env::CRASH_AT);
+            let kill_at = spec.as_deref().and_then(|v| {
                 let (who, n) = v.split_once(':')?;
                 Some((who.trim().parse().ok()?, n.trim().parse().ok()?))
+            });
+            let stop_at = spec.as_deref().and_then(|v| {
+                let mut parts = v.splitn(4, ':');
+                let who = parts.next()?.trim().parse().ok()?;
+                (parts.next()? == "stop").then_some(())?;
+                Some((who, parts.next()?.to_string(), parts.next()?.to_string()))
             });
             let trace = crate::env::var_os(crate::env::CRASH_TRACE).and_then(|p| {
                 std::fs::OpenOptions::new()
@@ -60,7 +72,11 @@ mod imp {
                     .ok()
                     .map(Mutex::new)
             });
-            Plan { kill_at, trace }
+            Plan {
+                kill_at,
+                stop_at,
+                trace,
+            }
         })
     }
 
@@ -68,7 +84,7 @@ mod imp {
 
     pub(super) fn point(who: u32, op: &str, dir: &Path, name: &str) {
         let plan = plan();
-        if plan.kill_at.is_none() && plan.trace.is_none() {
+        if plan.kill_at.is_none() && plan.stop_at.is_none() && plan.trace.is_none() {
             return;
         }
         let n = {
@@ -86,6 +102,23 @@ mod imp {
             // (appends of a whole line do not interleave).
             let line = format!("{who} {n} {op} {}\n", dir.join(name).display());
             let _ = f.write_all(line.as_bytes());
+        }
+        if let Some((_, _, end)) = plan
+            .stop_at
+            .as_ref()
+            .filter(|(w, o, _)| *w == who && o == op)
+        {
+            static STOPPED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            let path = dir.join(name);
+            if path.to_string_lossy().ends_with(end.as_str())
+                && !STOPPED.swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
+                let _ = rustix::process::kill_process(
+                    rustix::process::getpid(),
+                    rustix::process::Signal::STOP,
+                );
+            }
         }
         if plan.kill_at == Some((who, n)) {
             let _ = rustix::process::kill_process(

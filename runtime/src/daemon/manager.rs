@@ -117,8 +117,15 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
         .env_remove(env::CRASH_AT)
         .env_remove(env::MANAGER_FD)
         .stdin(std::process::Stdio::null());
-    // Test hook: the first manager process kills itself at a crash point.
-    if let (true, Some(at)) = (first, env::var_os(env::MANAGER_CRASH_AT)) {
+    // Test hook: the first manager process kills or stops itself at a
+    // crash point (on another host, the hook comes in the spec).
+    let hook = env::var_os(env::MANAGER_CRASH_AT).or_else(|| {
+        spec.env
+            .iter()
+            .find(|(k, _)| k == env::MANAGER_CRASH_AT)
+            .map(|(_, v)| v.into())
+    });
+    if let (true, Some(at)) = (first, hook) {
         cmd.env(env::CRASH_AT, at);
     }
     let inherit = peers.map(|l| l.as_raw_fd());
