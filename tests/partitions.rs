@@ -8,8 +8,9 @@
 //! replaced by a spare; a host cut off for 2, 6 or 12 s and back never
 //! runs a rank beside its replacement; a daemon stopped past its lease is
 //! replaced, and ends by itself once thawed; a host frozen while its
-//! manager writes to the global directory has that write refused once
-//! thawed (the fence), and the next recovery restores the right data; and
+//! manager writes to the global directory should have that write refused
+//! once thawed (the fence; ignored: it does not hold yet), and the next
+//! recovery restores the right data; and
 //! slow starts (one host's ssh 7 s late, every host's 3 s) are not
 //! failures.
 
