@@ -77,10 +77,7 @@ impl Agent {
         let stream = rt
             .block_on(async {
                 let open = || tokio::net::UnixStream::connect(&env.daemon);
-                // As long as the lease it would hold: a live daemon may be
-                // slow to answer on an overloaded machine.
-                let patience =
-                    Duration::from_millis(env.spec.lease_ms.max(1)).max(auth::HANDSHAKE_TIMEOUT);
+                let patience = env.spec.control_patience();
                 auth::connect_retrying_within(open, &env.security.secret, Channel::Rank, patience)
                     .await
             })

@@ -135,6 +135,15 @@ impl NodeSpec {
         };
         std::time::Duration::from_millis(ms.max(10))
     }
+
+    /// How long a rank's handshake with its daemon, and the daemon's with
+    /// the root, may take: as long as the first lease they serve (a live
+    /// peer may be slow to answer on an overloaded machine), and never
+    /// less than the library's handshake timeout.
+    pub(crate) fn control_patience(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.lease_ms.max(1))
+            .max(frame::internals::auth::HANDSHAKE_TIMEOUT)
+    }
 }
 
 /// What a daemon on another host reads on its standard input.

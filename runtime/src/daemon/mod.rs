@@ -173,8 +173,7 @@ async fn serve(
         s.set_nodelay(true)?;
         Ok(s)
     };
-    // Control connections wait as long as the lease they serve.
-    let patience = Duration::from_millis(spec.lease_ms.max(1)).max(auth::HANDSHAKE_TIMEOUT);
+    let patience = spec.control_patience();
     let stream = auth::connect_retrying_within(open, &secret, Channel::Node, patience).await?;
     let (events, mut inbox) = unbounded_channel();
     // On a host of its own, the daemon keeps its sockets in a run directory
@@ -512,7 +511,6 @@ impl Daemon {
             Event::ManagerAnswered { pid } => self.manager_watch.answered(pid),
             Event::Beat => {
                 let now = std::time::Instant::now();
-
                 if let Some(silent) = self.lease.expired(now) {
                     self.lease_ran_out(silent);
                     return Ok(false);

@@ -12,11 +12,11 @@ mod failover;
 mod join;
 mod link;
 mod liveness;
-
-pub(super) use liveness::crowded_floor;
 mod localised;
 mod team;
 mod verdict;
+
+pub(super) use liveness::crowded_floor;
 
 use super::daemons::{self, RunDir};
 use super::{Launch, Outcome, RecoveryMode, RunError};
