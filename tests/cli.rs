@@ -118,6 +118,13 @@ fn clean_removes_a_jobs_checkpoints_after_confirmation_and_spares_a_running_job(
     write(dir.path(), "gone", frame::config::Compression::None);
     write(dir.path(), "stays", frame::config::Compression::None);
     std::fs::write(dir.path().join("gone/l1/notes.txt"), b"mine").unwrap();
+    // A checkpoint directory a move of the fence set aside, with what a
+    // late writer left in it.
+    let aside = dir
+        .path()
+        .join("gone/l1/.ckpt-00000000000000000009.tmp-fenced-1-2");
+    std::fs::create_dir(&aside).unwrap();
+    std::fs::write(aside.join("rank-000000.l4.json"), b"{}").unwrap();
     // Several jobs and no --job: refused.
     let (code, out) = frame(&["clean", "--yes"], dir.path());
     assert_eq!(code, 2, "{out}");

@@ -207,7 +207,7 @@ fn a_level_4_write_of_an_epoch_the_job_left_is_refused_and_writes_nothing() {
     let launch = 1_000_000;
     // The job recovered into epoch 2: its ranks moved the fence.
     let store = GlobalStore::open(&global, JOB, u32::MAX).unwrap();
-    store.pass(Some(Fence { launch, epoch: 2 })).unwrap();
+    store.advance_fence(Fence { launch, epoch: 2 }).unwrap();
     let manifests = || {
         common::files_under(&global)
             .into_iter()
@@ -239,18 +239,23 @@ fn a_level_4_write_of_an_epoch_the_job_left_is_refused_and_writes_nothing() {
         );
         assert_eq!(manifests(), 0, "{old:?} wrote a manifest");
     }
-    // The job's own epoch writes, and a later run moves the fence on.
-    for new in [
-        Fence { launch, epoch: 2 },
-        Fence {
-            launch: launch + 1,
-            epoch: 1,
-        },
-    ] {
+    // The job's own epoch writes; a manager of a later epoch is not
+    // refused, and leaves the fence where it is (only a run's rank 0
+    // moves it).
+    for new in [Fence { launch, epoch: 2 }, Fence { launch, epoch: 4 }] {
         client.call(&Request::Submit(l4(new))).unwrap();
         assert_eq!(level_4_status(&mut client), Progress::Done, "{new:?}");
     }
     assert_eq!(manifests(), 1);
+    // A later run starts: its rank 0 moves the fence on, setting the
+    // uncommitted checkpoint aside.
+    store
+        .advance_fence(Fence {
+            launch: launch + 1,
+            epoch: 1,
+        })
+        .unwrap();
+    assert_eq!(manifests(), 0, "the uncommitted checkpoint stayed in place");
     let p = {
         client
             .call(&Request::Submit(l4(Fence { launch, epoch: 3 })))

@@ -227,14 +227,15 @@ impl Promotions {
         // Under a runtime, the job's run and epoch fence its level-4
         // directory: the recovered ranks move it forward before anything
         // of the new epoch is written (see `level::global::fence`).
+        // The agreement below keeps every rank from writing before it.
         let fence = fence_of(comm);
-        if rank == 0 && local.is_none() && !cfg.l4.interval.is_zero() && fence.is_some() {
+        if let (0, None, false, Some(f)) = (rank, &local, cfg.l4.interval.is_zero(), fence) {
             let moved = crate::level::GlobalStore::open(
                 &cfg.storage.global_dir,
                 &cfg.job.id,
                 crate::safefs::crash::ANYONE,
             )
-            .and_then(|s| s.pass(fence));
+            .and_then(|s| s.advance_fence(f));
             if let Err(e) = moved {
                 local = Some(format!("level 4: {e}"));
             }

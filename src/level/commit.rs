@@ -31,18 +31,28 @@ pub struct Commit {
 /// Largest marker read (a layout of a million ranks fits).
 const MAX_MARKER: u64 = 16 << 20;
 
-/// Writes the marker of checkpoint `commit.checkpoint_id` under `root`
-/// (nothing if its directory is gone).
-pub(crate) fn mark(root: &Dir, commit: &Commit) -> Result<(), StorageError> {
-    let Some(ckpt) = root.try_sub(&names::ckpt_dir(commit.checkpoint_id))? else {
-        return Ok(());
+/// Writes the marker of checkpoint `id` committed at `level` in its
+/// directory `ckpt`, already open.
+pub(crate) fn mark_in(
+    ckpt: &Dir,
+    job_id: &str,
+    level: super::Level,
+    (id, stamp): (u64, u64),
+    layout: Option<Layout>,
+) -> Result<(), StorageError> {
+    let commit = Commit {
+        job_id: job_id.to_string(),
+        checkpoint_id: id,
+        level: level.number(),
+        stamp,
+        layout,
     };
-    let bytes = serde_json::to_vec(commit).unwrap_or_default();
-    write_small(&ckpt, COMMITTED, &bytes, "commit")?;
-    Ok(())
+    let bytes = serde_json::to_vec(&commit).unwrap_or_default();
+    write_small(ckpt, COMMITTED, &bytes, "commit")
 }
 
-/// Writes the marker of checkpoint `id` committed at `level` under `root`.
+/// Writes the marker of checkpoint `id` committed at `level` under `root`
+/// (nothing if its directory is gone).
 pub(crate) fn mark_level(
     root: &Dir,
     job_id: &str,
@@ -50,16 +60,10 @@ pub(crate) fn mark_level(
     (id, stamp): (u64, u64),
     layout: Option<Layout>,
 ) -> Result<(), StorageError> {
-    mark(
-        root,
-        &Commit {
-            job_id: job_id.to_string(),
-            checkpoint_id: id,
-            level: level.number(),
-            stamp,
-            layout,
-        },
-    )
+    match root.try_sub(&names::ckpt_dir(id))? {
+        Some(ckpt) => mark_in(&ckpt, job_id, level, (id, stamp), layout),
+        None => Ok(()),
+    }
 }
 
 /// The sound markers of `level` under `root`, by ascending checkpoint id.

@@ -63,6 +63,9 @@ pub(crate) struct Manifest {
     /// a full write).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub layer: u32,
+    /// The run and epoch that wrote it (under a runtime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<Fence>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -163,7 +166,7 @@ impl GlobalStore {
         fence: Option<Fence>,
     ) -> Result<Written, StorageError> {
         let rank = meta.rank;
-        self.pass(fence)?;
+        self.check_fence(fence)?;
         let chunks = self.root.sub(CHUNKS, true)?.sub(&chunk_dir(rank), true)?;
         let (refs, layer, stats) = match how {
             L4Write::Full { chunk } => {
@@ -191,22 +194,33 @@ impl GlobalStore {
             record,
             chunks: refs,
             layer,
+            fence,
         };
+        // Opened before the check: if the fence moves after it, the
+        // directory this handle names is set aside (see `fence`).
         let ckpt = self.root.sub(&names::ckpt_dir(meta.checkpoint_id), true)?;
         let body = serde_json::to_vec(&manifest).unwrap_or_default();
         // The manifest is the write's commit point.
-        self.pass(fence)?;
+        self.check_fence(fence)?;
         write_small(&ckpt, &manifest_file(rank), &body, &rank.to_string())?;
         Ok(stats)
     }
 
     /// Checks a write of `fence` against the directory's fence (none:
-    /// not checked), moving the fence forward to a newer one.
-    pub fn pass(&self, fence: Option<Fence>) -> Result<(), StorageError> {
+    /// not checked): one of an older epoch is refused.
+    fn check_fence(&self, fence: Option<Fence>) -> Result<(), StorageError> {
         match fence {
-            Some(f) => fence::pass(&self.root, f),
+            Some(f) => fence::check(&self.root, f),
             None => Ok(()),
         }
+    }
+
+    /// Moves the directory's fence forward to `fence` as a new epoch's
+    /// ranks start, before any of them writes, setting aside what older
+    /// epochs left uncommitted (see `fence`); refuses if the fence is
+    /// already past it.
+    pub fn advance_fence(&self, fence: Fence) -> Result<(), StorageError> {
+        fence::advance(&self.root, fence)
     }
 
     /// The rank's newest sound manifest of a checkpoint before the one
@@ -356,8 +370,12 @@ impl GlobalStore {
         layout: Option<Layout>,
         fence: Option<Fence>,
     ) -> Result<(), StorageError> {
-        self.pass(fence)?;
-        commit::mark_level(&self.root, &self.job_id, Level::L4, (id, stamp), layout)
+        // As for a manifest: the directory first, then the check.
+        let Some(ckpt) = self.root.try_sub(&names::ckpt_dir(id))? else {
+            return Ok(());
+        };
+        self.check_fence(fence)?;
+        commit::mark_in(&ckpt, &self.job_id, Level::L4, (id, stamp), layout)
     }
 
     /// Ids of checkpoints marked committed, ascending.
@@ -512,8 +530,10 @@ impl GlobalStore {
             }
             self.root.remove_dir_if_empty(&name);
         }
-        // The job ended: its run's fence goes with the marker.
+        // The job ended: its run's fence goes with the marker, and what
+        // fence moves set aside with it.
         if marker {
+            fence::sweep(&self.root)?;
             self.root.remove_file(names::FENCE)?;
         }
         // The archive keeps its chunks; everything else of the ranks goes,

@@ -9,7 +9,8 @@
 //!   `n`-th crash point (1-based) passed on behalf of `who` (a rank);
 //!   `FRAME_CRASH_AT=<who>:stop:<op>:<path end>` sends SIGSTOP to the
 //!   process at the first point of `who` doing `op` on a path that ends
-//!   so, and goes on once continued;
+//!   so (the process stops before that thread goes on) and goes on once
+//!   continued;
 //! - `FRAME_CRASH_TRACE=<file>` appends one line per crash point passed:
 //!   `<who> <n> <op> <path>`, so a test can count the points of a run and
 //!   then kill at every one of them.
@@ -114,10 +115,13 @@ mod imp {
             if path.to_string_lossy().ends_with(end.as_str())
                 && !STOPPED.swap(true, std::sync::atomic::Ordering::AcqRel)
             {
-                let _ = rustix::process::kill_process(
-                    rustix::process::getpid(),
-                    rustix::process::Signal::STOP,
-                );
+                // Sent to this thread, which stops the whole process before
+                // it goes on: sent to the process, another thread takes it,
+                // and this one runs on for a few calls first.
+                // SAFETY: raise only sends a signal to the calling thread.
+                unsafe {
+                    libc::raise(libc::SIGSTOP);
+                }
             }
         }
         if plan.kill_at == Some((who, n)) {

@@ -11,6 +11,7 @@
 use super::LevelDir;
 use crate::level::commit::COMMITTED;
 use crate::level::erasure::{is_parity_file, MANIFEST};
+use crate::level::global::fence;
 use crate::level::l1::remove_held;
 use crate::level::names::{self, RankFile};
 use crate::safefs::{Dir, FsError, Kind};
@@ -106,6 +107,9 @@ fn clean_level(dir: &Dir) -> Result<Removal, FsError> {
                 files.remove_dir_if_empty(&rank_dir);
             }
             dir.remove_dir_if_empty(&name);
+        } else if kind == Kind::Dir && fence::is_set_aside(&name) {
+            // What a move of the level-4 fence set aside.
+            fence::sweep(dir)?;
         } else if ours(&name) && kind != Kind::Dir {
             dir.remove_file(&name)?;
         } else {
