@@ -6,6 +6,7 @@
 //! | `checkpoint` | rank 0, per checkpoint | the checkpoint overhead (blocked time) |
 //! | `promotion` | each node's manager, per level promoted | the checkpoint transformation |
 //! | `recovery` | rank 0, per recovery | the application recovery (identify, fetch, load) |
+//! | `runtime_start` | the runtime's root, once | the start: launch to the first release of the world barrier |
 //! | `runtime_recovery` | the runtime's root, per failure | the runtime recovery (detection to barrier) |
 //! | `rejoin` | a logged recovery's replacement | restoring alone, and recomputing until the next checkpoint |
 //! | `idle` | the runtime's root, per rank that waited | a rank's wait during a logged recovery (wall and CPU time) |
@@ -29,6 +30,8 @@ pub enum Record {
     Promotion(PromotionRecord),
     /// The program's recovery.
     Recovery(RecoveryRecord),
+    /// The runtime's start.
+    RuntimeStart(RuntimeStartRecord),
     /// The runtime's recovery from one failure.
     RuntimeRecovery(RuntimeRecoveryRecord),
     /// A replacement that restored alone (a logged recovery).
@@ -102,6 +105,19 @@ pub fn process_cpu_time() -> std::time::Duration {
         u64::try_from(t.tv_sec).unwrap_or(0),
         u32::try_from(t.tv_nsec).unwrap_or(0),
     )
+}
+
+/// [`process_cpu_time`] in nanoseconds.
+pub fn process_cpu_ns() -> u64 {
+    u64::try_from(process_cpu_time().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Nanoseconds since the Unix epoch by this host's clock, the time base
+/// of the records' timelines (zero if the clock is before 1970).
+pub fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// What one helper of a logged recovery's replacement used (see
@@ -236,11 +252,51 @@ pub struct RecoveryRecord {
     pub load_ms: f64,
     /// Slowest rank's identify + fetch + load.
     pub application_recovery_ms: f64,
+    /// Under a runtime, when the last rank was released into the epoch
+    /// (nanoseconds since the Unix epoch; 0: not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub released_ns: u64,
+    /// The slowest rank's time from its release to the search for the
+    /// checkpoint: its way back through the program, its communicator's
+    /// first exchanges, the checkpointer's opening (milliseconds).
+    #[serde(default)]
+    pub reentry_ms: f64,
+    /// When the last rank finished loading (nanoseconds since the Unix
+    /// epoch; 0: not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumed_ns: u64,
+    /// The CPU time the ranks' processes spent on the recovery, summed:
+    /// each from when it learned of the recovery to the end of its load
+    /// (milliseconds; 0: not known).
+    #[serde(default)]
+    pub ranks_cpu_ms: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The runtime's start: from the launch until every rank was first
+/// released into the job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeStartRecord {
+    /// Ranks of the job.
+    pub ranks: u32,
+    /// Nodes that run them (spares not counted).
+    pub nodes: u32,
+    /// When the root launched the job (nanoseconds since the Unix epoch).
+    pub launched_ns: u64,
+    /// When it first released the world barrier.
+    pub released_ns: u64,
+    /// `released_ns - launched_ns`, milliseconds.
+    pub startup_ms: f64,
+    /// Messages the root read from the daemons until then.
+    pub root_messages: u64,
 }
 
 /// The timeline of the runtime's recovery from one failure, in
 /// nanoseconds since the Unix epoch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeRecoveryRecord {
     /// 1 for the job's first failure, and so on.
     pub failure: usize,
@@ -280,6 +336,20 @@ pub struct RuntimeRecoveryRecord {
     /// slowly (a loaded machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold_ms: Option<f64>,
+    /// When the root heard the first rank say it was ready in the new
+    /// epoch (0: not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_ready_ns: u64,
+    /// When it heard the last one (the release follows at once).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_ready_ns: u64,
+    /// The root's CPU time from the detection of the oldest failure still
+    /// open to the release (milliseconds).
+    #[serde(default)]
+    pub root_cpu_ms: f64,
+    /// Messages the root read from the daemons over that time.
+    #[serde(default)]
+    pub root_messages: u64,
 }
 
 impl RuntimeRecoveryRecord {

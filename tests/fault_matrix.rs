@@ -77,6 +77,10 @@ fn recoveries(job: &Job) -> Vec<(u64, u64, u64)> {
         .filter(|m| m["event"] == "recovery")
         .map(|m| {
             let n = |k: &str| m[k].as_u64().unwrap_or_else(|| panic!("{k} in {m}"));
+            // Under the runtime, the ranks' way back is timed from their
+            // release to the end of the last load, with their CPU time.
+            assert!(n("resumed_ns") >= n("released_ns"), "{m}");
+            assert!(m["ranks_cpu_ms"].as_f64().unwrap_or(0.0) > 0.0, "{m}");
             (n("level"), n("checkpoint"), n("rounds"))
         })
         .collect()

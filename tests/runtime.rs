@@ -93,8 +93,9 @@ fn a_killed_rank_is_respawned_and_survivors_roll_back() {
     expect_line(&job, "restored checkpoint 5 at iteration 50");
     assert_eq!(final_value(&job.out), want);
     assert_no_stale_greetings(&job.out);
-    assert_eq!(job.metrics.len(), 1);
-    let m = &job.metrics[0];
+    let records = runtime_records(&job);
+    assert_eq!(records.len(), 1);
+    let m = records[0];
     assert_eq!(
         (m["kind"].as_str(), m["epoch"].as_u64()),
         (Some("rank"), Some(2))
@@ -107,6 +108,25 @@ fn a_killed_rank_is_respawned_and_survivors_roll_back() {
     );
     assert!(d <= s && s <= r && r <= b, "timeline out of order: {m}");
     assert!(m["runtime_recovery_ms"].as_f64().unwrap() > 0.0);
+    // Every rank said it was ready in between, and the root counted what
+    // it read and the CPU it spent.
+    let (first, last) = (
+        m["first_ready_ns"].as_u64().unwrap(),
+        m["last_ready_ns"].as_u64().unwrap(),
+    );
+    assert!(s <= first && first <= last && last <= b, "{m}");
+    assert!(m["root_messages"].as_u64().unwrap() >= 4, "{m}");
+    assert!(m["root_cpu_ms"].as_f64().unwrap() > 0.0, "{m}");
+    // The start: launch to the first release, with every rank's hello.
+    let start = (job.metrics.iter())
+        .find(|m| m["event"] == "runtime_start")
+        .unwrap_or_else(|| panic!("no start record: {:?}", job.metrics));
+    assert_eq!(
+        (start["ranks"].as_u64(), start["nodes"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert!(start["startup_ms"].as_f64().unwrap() > 0.0, "{start}");
+    assert!(start["released_ns"].as_u64().unwrap() < d, "{start}");
     // Nothing left in the node-local directories after the job finalized.
     assert!(common::files_under(&dir.path().join("local")).is_empty());
 }
@@ -138,8 +158,11 @@ fn a_killed_node_moves_its_ranks_to_the_spare() {
     );
     expect_line(&job, "failed_ranks [2, 3] failed_nodes [1]");
     assert_eq!(final_value(&job.out), want);
-    assert_eq!(job.metrics[0]["kind"], "node");
-    assert_eq!(job.metrics[0]["failed_nodes"], serde_json::json!([1]));
+    assert_eq!(runtime_records(&job)[0]["kind"], "node");
+    assert_eq!(
+        runtime_records(&job)[0]["failed_nodes"],
+        serde_json::json!([1])
+    );
 }
 
 #[test]
@@ -153,7 +176,7 @@ fn two_failures_in_sequence() {
         &RING,
     );
     assert!(job.status.success(), "{}", job.out);
-    assert_eq!(job.metrics.len(), 2, "{}", job.out);
+    assert_eq!(runtime_records(&job).len(), 2, "{}", job.out);
     assert_eq!(
         states_in(&job.out, 2)
             .iter()
@@ -208,7 +231,7 @@ fn a_failure_during_recovery() {
         &RING,
     );
     assert!(job.status.success(), "{}", job.out);
-    assert_eq!(job.metrics.len(), 2, "{}", job.out);
+    assert_eq!(runtime_records(&job).len(), 2, "{}", job.out);
     // Nobody entered epoch 2: its barrier never passed.
     assert!(states_in(&job.out, 2).is_empty(), "{}", job.out);
     let e3 = states_in(&job.out, 3);
@@ -270,7 +293,7 @@ fn a_time_triggered_kill_and_redeploy_mode() {
         "{}",
         job.out
     );
-    assert_eq!(job.metrics[0]["mode"], "redeploy");
+    assert_eq!(runtime_records(&job)[0]["mode"], "redeploy");
     assert_eq!(final_value(&job.out), want);
 }
 
@@ -397,4 +420,11 @@ fn killing_the_launcher_takes_everything_with_it() {
     .unwrap();
     child.wait(std::time::Duration::from_secs(30));
     common::assert_no_survivors(&run, std::time::Duration::from_secs(30));
+}
+
+/// The runtime's recovery records of a job's metrics file.
+fn runtime_records(job: &Job) -> Vec<&serde_json::Value> {
+    (job.metrics.iter())
+        .filter(|m| m["event"] == "runtime_recovery")
+        .collect()
 }

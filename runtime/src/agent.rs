@@ -47,6 +47,29 @@ pub(crate) struct Agent {
     end_waiter: EndWaiter,
     /// How long a rank waits for that answer.
     end_wait: Duration,
+    /// When the newest order to roll back came (see [`Began`]).
+    began: Arc<Mutex<Option<Began>>>,
+}
+
+/// When a process learned of a recovery: the epoch it leads to, the
+/// wall clock (nanoseconds since the Unix epoch) and the process's CPU
+/// time (nanoseconds) then.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Began {
+    pub(crate) epoch: u64,
+    pub(crate) at_ns: u64,
+    pub(crate) cpu_ns: u64,
+}
+
+impl Began {
+    /// Now, for `epoch`.
+    pub(crate) fn now(epoch: u64) -> Self {
+        Self {
+            epoch,
+            at_ns: crate::proto::now_ns(),
+            cpu_ns: frame::metrics::process_cpu_ns(),
+        }
+    }
 }
 
 /// The waiter for the root's answer to a rank's end.
@@ -97,6 +120,8 @@ impl Agent {
         let end_waiter: EndWaiter = Arc::default();
         let ended = Arc::clone(&end_waiter);
         let teams = Arc::clone(&team_hubs);
+        let began: Arc<Mutex<Option<Began>>> = Arc::default();
+        let reinit_began = Arc::clone(&began);
         let to_daemon = Arc::new(tokio::sync::Mutex::new(Sender::new(write)));
         let report = Arc::clone(&to_daemon);
         rt.spawn(async move {
@@ -121,6 +146,9 @@ impl Agent {
                 match msg {
                     Ok(Some(ToRank::Idle { .. })) => {}
                     Ok(Some(ToRank::Reinit { epoch })) => {
+                        if let Ok(mut b) = reinit_began.lock() {
+                            *b = Some(Began::now(epoch));
+                        }
                         interrupt.interrupt(epoch);
                         for h in teams.lock().map(|t| t.clone()).unwrap_or_default() {
                             h.interrupt(epoch);
@@ -163,6 +191,7 @@ impl Agent {
             flushed,
             end_waiter,
             end_wait: Duration::from_millis(env.spec.rank_timeout_ms.max(1000)) * 2,
+            began,
         };
         agent.send(FromRank::Hello {
             rank: env.rank,
@@ -350,6 +379,12 @@ impl Agent {
     }
 
     /// Announces that this rank listens and waits for the `Go` of `epoch`.
+    /// When the order to roll back into `epoch` came, if one did.
+    pub(crate) fn began(&self, epoch: u64) -> Option<Began> {
+        let b = *self.began.lock().ok()?;
+        b.filter(|b| b.epoch == epoch)
+    }
+
     pub(crate) fn ready(&self, epoch: u64) {
         self.send(FromRank::Ready {
             epoch,

@@ -364,10 +364,4 @@ impl<R: AsyncRead + Unpin> Receiver<R> {
     }
 }
 
-/// Nanoseconds since the Unix epoch (comparable across processes of one machine).
-pub(crate) fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
+pub(crate) use frame::metrics::now_ns;

@@ -1,7 +1,7 @@
 //! The life of a rank process: wait at the world barrier, run the resilient
 //! function, roll back and re-enter on every recovery, finish together.
 
-use super::agent::Agent;
+use super::agent::{Agent, Began};
 use super::context::{Context, Faults};
 use super::handoff::RankEnv;
 use super::inject::Trigger;
@@ -44,12 +44,18 @@ where
             return 2;
         }
     };
+    // A replacement's way back begins when its process starts, or when a
+    // standby is given the rank.
+    let mut arrived = Began::now(env.epoch);
     // A standby process waits, fully started, until it replaces a failed rank.
     let (rank, mut epoch) = match env.rank {
         Some(r) => (r, env.epoch),
         None => loop {
             match agent.next() {
-                Some(ToRank::Assign { rank, epoch }) => break (rank, epoch),
+                Some(ToRank::Assign { rank, epoch }) => {
+                    arrived = Began::now(epoch);
+                    break (rank, epoch);
+                }
                 Some(ToRank::Help {
                     rank, epoch, part, ..
                 }) => return super::team::help(&env, &agent, rank, epoch, part),
@@ -91,6 +97,8 @@ where
                 Some(_) => {}
             }
         };
+        let released_ns = crate::proto::now_ns();
+        let began = agent.began(epoch).unwrap_or(arrived);
         fired.extend(go.fired.iter().copied());
         let mut comm = NetComm::new(
             rank as usize,
@@ -117,6 +125,11 @@ where
                 rejoin: go.rejoin,
                 stand_in: go.stand_in.as_deref().cloned(),
                 stood_in: go.stood_in.clone(),
+                reentry: Some(frame::comm::Reentry {
+                    began_ns: began.at_ns,
+                    released_ns,
+                    cpu_at_began_ns: began.cpu_ns,
+                }),
             })
             .with_commit_notes(agent.commit_notes())
             .with_end_confirm(agent.end_confirm(epoch))

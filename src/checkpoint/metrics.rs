@@ -49,21 +49,33 @@ impl Checkpointer<'_> {
 
 impl Checkpointer<'_> {
     /// With a metrics file configured: one line per recovery from rank 0
-    /// with the slowest rank's times (one all-reduce). Collective.
+    /// with the slowest rank's times and the ranks' CPU time summed (two
+    /// all-reduces). Collective.
     pub(super) fn record_recovery(&mut self, id: u64, level: Level, load: Duration) -> Result<()> {
         let Some(path) = self.cfg.metrics_file().map(|p| p.to_path_buf()) else {
             return Ok(());
         };
         let us = |d: Duration| d.as_micros() as u64;
         let (identify, fetch) = (self.stats.identify_time, self.stats.fetch_time);
+        let reentry = self.comm.failures().reentry;
         let mut max = [
             us(identify),
             us(fetch),
             us(load),
             us(identify + fetch + load),
+            us(self.stats.reentry_time),
+            reentry.map_or(0, |r| r.released_ns),
+            reentry.map_or(0, |_| crate::metrics::now_ns()),
         ];
         self.comm
             .all_reduce_u64(&mut max, crate::comm::ReduceOp::Max)?;
+        // The ranks' CPU from when each learned of the recovery.
+        let cpu = reentry.map_or(0, |r| {
+            crate::metrics::process_cpu_ns().saturating_sub(r.cpu_at_began_ns) / 1000
+        });
+        let mut sum = [cpu];
+        self.comm
+            .all_reduce_u64(&mut sum, crate::comm::ReduceOp::Sum)?;
         if self.comm.rank() == 0 {
             let failures = self.comm.failures();
             let ms = |v: u64| v as f64 / 1000.0;
@@ -80,6 +92,10 @@ impl Checkpointer<'_> {
                 fetch_ms: ms(max[1]),
                 load_ms: ms(max[2]),
                 application_recovery_ms: ms(max[3]),
+                released_ns: max[5],
+                reentry_ms: ms(max[4]),
+                resumed_ns: max[6],
+                ranks_cpu_ms: ms(sum[0]),
             })
             .append(&path);
         }

@@ -90,6 +90,11 @@ pub struct Stats {
     pub recovery_rounds: u32,
     /// Time spent finding that out.
     pub identify_time: Duration,
+    /// Under a runtime, time from this rank's release into the epoch to
+    /// the start of that search: the program's way back to the
+    /// checkpointer, its communicator's first exchanges, the
+    /// checkpointer's opening.
+    pub reentry_time: Duration,
     /// Time spent bringing the checkpoint back into level 1 from a higher
     /// level (transfers, decoding, installing).
     pub fetch_time: Duration,
@@ -313,11 +318,15 @@ impl<'c> Checkpointer<'c> {
                 "chosen from [auto] mtbf (a cost of 1 s assumed until measured)",
             );
         }
+        me.stats.reentry_time = comm.failures().reentry.map_or(Duration::ZERO, |r| {
+            Duration::from_nanos(crate::metrics::now_ns().saturating_sub(r.released_ns))
+        });
+        let started = Instant::now();
         if me.levels.is_none() {
             me.plan(inventory, Vec::new())?;
+            me.stats.identify_time = started.elapsed();
             return Ok(me);
         }
-        let started = Instant::now();
         match cfg.recovery.strategy {
             Strategy::FailureAware => me.start_aware(inventory, Vec::new())?,
             Strategy::Iterative => {

@@ -1,7 +1,8 @@
 //! Default collectives built on the two transport primitives of [`Comm`].
 //!
-//! Broadcast and reduce use binomial trees rooted at the caller's root, the
-//! barrier is a dissemination barrier, gather is linear. Reductions combine
+//! Broadcast, reduce and gather use binomial trees rooted at the caller's
+//! root (the same tree, so the same connections), the barrier is a
+//! dissemination barrier. Reductions combine
 //! partial results in an order fixed by the tree, so floating point sums are
 //! reproducible for a given number of ranks.
 
@@ -159,25 +160,99 @@ pub(super) fn all_reduce_f64<C: Comm + ?Sized>(
     all_reduce(comm, values, "all_reduce_f64", f)
 }
 
+/// Gathers every rank's `data` on `root` along the binomial tree of
+/// [`broadcast`]: each rank receives its subtree's contributions from its
+/// children, in rank order from the root, and sends them on to its parent
+/// in one message. Every rank talks to at most log2(size) + 1 others, so
+/// the root does not need a connection to every rank.
 pub(super) fn gather<C: Comm + ?Sized>(
     comm: &C,
     data: &[u8],
     root: Rank,
 ) -> CommResult<Option<Vec<Bytes>>> {
     check_rank(comm, root)?;
-    if comm.rank() != root {
-        comm.send_tagged(root, TAG_GATHER, data)?;
-        return Ok(None);
-    }
-    let mut all = Vec::with_capacity(comm.size());
-    for src in 0..comm.size() {
-        if src == root {
-            all.push(Bytes::copy_from_slice(data));
-        } else {
-            all.push(comm.recv_tagged(src, TAG_GATHER)?);
+    let size = comm.size();
+    let vrank = (comm.rank() + size - root) % size;
+    // This rank's subtree, in order from `vrank`.
+    let mut parts = vec![Bytes::copy_from_slice(data)];
+    let mut mask = 1;
+    while mask < size {
+        if vrank & mask != 0 {
+            let parent = (vrank - mask + root) % size;
+            comm.send_tagged(parent, TAG_GATHER, &pack(&parts))?;
+            return Ok(None);
         }
+        let child = vrank + mask;
+        if child < size {
+            let from = (child + root) % size;
+            let expected = mask.min(size - child);
+            let got = unpack(comm.recv_tagged(from, TAG_GATHER)?, from)?;
+            if got.len() != expected {
+                return Err(CommError::Mismatch {
+                    op: "gather",
+                    rank: from,
+                    got: got.len(),
+                    expected,
+                });
+            }
+            parts.extend(got);
+        }
+        mask <<= 1;
     }
-    Ok(Some(all))
+    // At the root: in order from the root; rotate into rank order.
+    parts.rotate_right(root);
+    Ok(Some(parts))
+}
+
+/// One message of contributions: their count and lengths (`u64` each),
+/// then the contributions one after the other.
+fn pack(parts: &[Bytes]) -> Vec<u8> {
+    let head: Vec<u64> = std::iter::once(parts.len() as u64)
+        .chain(parts.iter().map(|p| p.len() as u64))
+        .collect();
+    let mut m = Vec::with_capacity(head.len() * 8 + parts.iter().map(|p| p.len()).sum::<usize>());
+    m.extend_from_slice(head.as_bytes());
+    for p in parts {
+        m.extend_from_slice(p);
+    }
+    m
+}
+
+/// The contributions of a [`pack`]ed message from `from`; a message that
+/// does not add up is a mismatch naming it.
+fn unpack(message: Bytes, from: Rank) -> CommResult<Vec<Bytes>> {
+    let mismatch = |got: usize, expected: usize| CommError::Mismatch {
+        op: "gather",
+        rank: from,
+        got,
+        expected,
+    };
+    let word = |at: usize| -> Option<u64> {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(message.get(at..at + 8)?);
+        Some(u64::from_ne_bytes(w))
+    };
+    let count = word(0).ok_or_else(|| mismatch(message.len(), 8))?;
+    // Each contribution takes at least its length's word.
+    let count = usize::try_from(count)
+        .ok()
+        .filter(|c| c.saturating_mul(8) < message.len())
+        .ok_or_else(|| mismatch(message.len(), 8))?;
+    let head = (count + 1) * 8;
+    let mut lens = Vec::with_capacity(count);
+    let mut total = 0usize;
+    for i in 0..count {
+        let len = word(8 + i * 8)
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or_else(|| mismatch(message.len(), head))?;
+        total = total.saturating_add(len);
+        lens.push(len);
+    }
+    if message.len() - head != total {
+        return Err(mismatch(message.len() - head, total));
+    }
+    let mut rest = message.slice(head..);
+    Ok(lens.into_iter().map(|len| rest.split_to(len)).collect())
 }
 
 pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<Vec<Bytes>> {
@@ -223,3 +298,6 @@ pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<
         .map(|len| rest.split_to(len as usize))
         .collect())
 }
+
+#[cfg(test)]
+mod tests;

@@ -140,6 +140,25 @@ pub struct Failures {
     /// while it stood in name the failed node in their layouts, and their
     /// copies are on the spare node.
     pub stood_in: std::collections::BTreeMap<u32, u32>,
+    /// When this rank's process learned of the recovery that led to the
+    /// epoch and when it was released into it (under a runtime that says):
+    /// the recovery's metrics time the rank's part from there.
+    pub reentry: Option<Reentry>,
+}
+
+/// A rank's way back into a new epoch, as its process lived it: the
+/// wall-clock times are nanoseconds since the Unix epoch, so that the
+/// metrics can line them up with the runtime's record of the recovery.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reentry {
+    /// When the process learned of the recovery (a survivor: the order to
+    /// roll back; a replacement: when it was given the rank).
+    pub began_ns: u64,
+    /// When the process was released into the new epoch.
+    pub released_ns: u64,
+    /// The process's CPU time when it learned of the recovery
+    /// (nanoseconds; see [`crate::metrics::process_cpu_time`]).
+    pub cpu_at_began_ns: u64,
 }
 
 /// A replacement started on another node than its failed rank's, which

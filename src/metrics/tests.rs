@@ -31,6 +31,7 @@ fn every_record_names_its_event_and_reads_back() {
         runtime_recovery_ms: 0.0,
         silent_ms: Some(5200.0),
         threshold_ms: Some(5000.0),
+        ..RuntimeRecoveryRecord::default()
     };
     let mut closed = runtime.clone();
     closed.close(5_000_000);

@@ -13,6 +13,7 @@
 //! do not parse, are counted and skipped.
 
 mod cone;
+mod phases;
 mod plot;
 
 pub use cone::ConeRecovery;
@@ -63,6 +64,8 @@ pub struct Recovered {
     pub mode: String,
     /// Failure detected to world barrier released (the runtime's record).
     pub runtime_ms: Option<f64>,
+    /// The runtime's record, when found.
+    pub runtime: Option<RuntimeRecoveryRecord>,
     /// What rank 0 recorded: level, strategy, rounds, identify, fetch and
     /// load, application recovery.
     pub record: RecoveryRecord,
@@ -95,6 +98,8 @@ pub struct Report {
     pub cones: Vec<ConeRecovery>,
     /// Global restarts a cone job made instead: epoch, reason.
     pub cone_fallbacks: Vec<(u64, String)>,
+    /// The runtime's start-ups (launch to the first release), milliseconds.
+    pub startup_ms: Vec<f64>,
     /// Lines skipped (unknown kinds or unreadable).
     pub skipped: usize,
 }
@@ -228,6 +233,7 @@ impl Report {
             Some(Record::Help(r)) => lines.helped.push(r),
             Some(Record::Replay(r)) => lines.replays.push(r),
             Some(Record::Cone(r)) => lines.cones.push(r),
+            Some(Record::RuntimeStart(r)) => self.startup_ms.push(r.startup_ms),
             Some(Record::Checkpoint(c)) => {
                 self.checkpoint_ms.push(c.blocked_us_max as f64 / 1000.0)
             }
@@ -297,6 +303,7 @@ impl Report {
                 file: path.to_path_buf(),
                 mode: run.map_or("none".into(), |x| x.mode.clone()),
                 runtime_ms: run.map(|x| x.runtime_recovery_ms),
+                runtime: run.cloned(),
                 record: r,
             });
         }
@@ -351,6 +358,14 @@ impl Report {
             median_text(&self.checkpoint_ms),
             self.checkpoint_ms.len()
         );
+        if !self.startup_ms.is_empty() {
+            let _ = writeln!(
+                out,
+                "runtime start-up (launch to first release): median {} over {} run(s)",
+                median_text(&self.startup_ms),
+                self.startup_ms.len()
+            );
+        }
         for (i, t) in self.transform_ms.iter().enumerate() {
             if !t.is_empty() {
                 let _ = writeln!(
@@ -362,6 +377,7 @@ impl Report {
                 );
             }
         }
+        phases::table(&self.failures, &mut out);
         self.logged_table(&mut out);
         cone::table(&self.cones, &self.cone_fallbacks, &mut out);
         if self.skipped > 0 {

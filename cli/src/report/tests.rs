@@ -28,6 +28,50 @@ fn a_runtime_record_and_a_recovery_line_make_one_failure() {
     assert!(table.contains("L2") && table.contains("12.00"), "{table}");
 }
 
+/// With both timelines (runtimes and libraries that record them), each
+/// phase ends where the next begins, counted from the detection.
+#[test]
+fn a_recovery_with_both_timelines_shows_its_phases() {
+    let ms = 1_000_000u64;
+    let runtime = format!(
+        r#"{{"failure":1,"mode":"online","kind":"rank","epoch":2,"failed_ranks":[3],"failed_nodes":[],"detected_ns":{},"reinit_sent_ns":{},"replacements_started_ns":{},"barrier_ns":{},"runtime_recovery_ms":9.0,"first_ready_ns":{},"last_ready_ns":{},"root_cpu_ms":1.25,"root_messages":40}}"#,
+        100 * ms,
+        101 * ms,
+        103 * ms,
+        109 * ms,
+        104 * ms,
+        108 * ms
+    );
+    let recovery = format!(
+        r#"{{"event":"recovery","job":"j","epoch":2,"failed_nodes":[],"failed_ranks":[3],"strategy":"frame","level":1,"checkpoint":4,"rounds":1,"identify_ms":0.5,"fetch_ms":0.0,"load_ms":1.5,"application_recovery_ms":2.0,"released_ns":{},"reentry_ms":3.0,"resumed_ns":{},"ranks_cpu_ms":77.5}}"#,
+        111 * ms,
+        116 * ms
+    );
+    let mut r = Report::default();
+    r.add(Path::new("p.jsonl"), &format!("{runtime}\n{recovery}\n"));
+    let table = r.table();
+    let row = table
+        .lines()
+        .skip_while(|l| !l.starts_with("recovery phases"))
+        .nth(2)
+        .unwrap_or_else(|| panic!("no phases row: {table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // decide 1, unwind 7, release 1, deliver 2, reentry 3, identify 0.5,
+    // fetch 0, load 1.5, total 16 | root CPU, ranks CPU, root messages.
+    assert_eq!(
+        cells,
+        [
+            "1", "2", "1.00", "7.00", "1.00", "2.00", "3.00", "0.50", "0.00", "1.50", "16.00", "|",
+            "1.25", "77.50", "40"
+        ],
+        "{table}"
+    );
+    // Records without timelines make no phases table.
+    let mut old = Report::default();
+    old.add(Path::new("a.jsonl"), LINES);
+    assert!(!old.table().contains("recovery phases"));
+}
+
 #[test]
 fn a_recovery_without_its_runtime_record_counts_its_application_time() {
     let mut r = Report::default();

@@ -42,6 +42,30 @@ fn collectives_agree_for_many_sizes() {
     }
 }
 
+/// Gathering at every root of jobs of 1 to 9 ranks, contributions of
+/// different lengths: the root gets them in rank order, the others
+/// nothing.
+#[test]
+fn gather_reaches_every_root_in_rank_order() {
+    for size in 1..=9 {
+        for root in 0..size {
+            let out = run_ok(size, |c| {
+                let mine = vec![c.rank() as u8; c.rank() % 3];
+                c.gather(&mine, root).unwrap()
+            });
+            for (rank, got) in out.into_iter().enumerate() {
+                if rank != root {
+                    assert!(got.is_none());
+                    continue;
+                }
+                let got: Vec<Vec<u8>> = got.unwrap().iter().map(|b| b.to_vec()).collect();
+                let expect: Vec<Vec<u8>> = (0..size).map(|r| vec![r as u8; r % 3]).collect();
+                assert_eq!(got, expect, "size {size}, root {root}");
+            }
+        }
+    }
+}
+
 #[test]
 fn float_sum_is_reproducible() {
     let once = || {

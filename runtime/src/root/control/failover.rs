@@ -7,7 +7,7 @@ use crate::placement::{self, NodeSlots};
 use crate::proto::{now_ns, Go, ToDaemon};
 use crate::root::{RecoveryMode, RunError};
 use crate::State;
-use frame::metrics::{Record, RuntimeRecoveryRecord};
+use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStartRecord};
 
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
@@ -28,6 +28,17 @@ impl Cluster<'_> {
             stood_in: self.logged.stood_in.clone(),
         };
         self.broadcast(&ToDaemon::Go(go)).await;
+        if !self.started {
+            let at = now_ns();
+            self.record(Record::RuntimeStart(RuntimeStartRecord {
+                ranks: u32::try_from(self.size()).unwrap_or(u32::MAX),
+                nodes: u32::try_from(self.launch.nodes).unwrap_or(u32::MAX),
+                launched_ns: self.launched_ns,
+                released_ns: at,
+                startup_ms: at.saturating_sub(self.launched_ns) as f64 / 1e6,
+                root_messages: self.messages,
+            }));
+        }
         self.started = true;
         // Every rank joined: the nodes' thresholds follow their rhythm.
         for link in self.nodes.iter().filter_map(|n| n.link.as_ref()) {
@@ -39,13 +50,34 @@ impl Cluster<'_> {
         self.close_records(open).await;
     }
 
+    /// Opens the record of a recovery that began (the first one open
+    /// starts the count of the root's CPU time and messages).
+    pub(super) fn open_record(&mut self, rec: RuntimeRecoveryRecord) {
+        if self.open.is_empty() {
+            self.recovery_began = Some((process_cpu_ns(), self.messages));
+        }
+        self.open.push(rec);
+    }
+
     /// Closes the records of recoveries that just completed (writes them
     /// to the metrics file, prints them), then fires the injections that
     /// waited for them.
     pub(super) async fn close_records(&mut self, records: Vec<RuntimeRecoveryRecord>) {
         let at = now_ns();
+        let (cpu, messages) = match self.recovery_began {
+            Some((cpu, messages)) => (
+                process_cpu_ns().saturating_sub(cpu),
+                self.messages - messages,
+            ),
+            None => (0, 0),
+        };
+        if self.open.is_empty() {
+            self.recovery_began = None;
+        }
         for mut rec in records {
             rec.close(at);
+            rec.root_cpu_ms = cpu as f64 / 1e6;
+            rec.root_messages = messages;
             self.record(Record::RuntimeRecovery(rec.clone()));
             eprintln!(
                 "frame: recovered from failure {} ({} {:?}) in {:.2} ms ({} recovery, epoch {})",
@@ -190,13 +222,8 @@ impl Cluster<'_> {
             failed_ranks: failed_ranks.clone(),
             failed_nodes: failed_nodes.clone(),
             detected_ns: at_ns,
-            reinit_sent_ns: 0,
-            replacements_started_ns: 0,
-            barrier_ns: 0,
-            runtime_recovery_ms: 0.0,
             fallback,
-            silent_ms: None,
-            threshold_ms: None,
+            ..RuntimeRecoveryRecord::default()
         };
         self.note_silence(&mut rec);
         // A recovery still open moves to the new epoch with this one.
@@ -222,11 +249,11 @@ impl Cluster<'_> {
                         self.send(n, &msg).await;
                     }
                 }
-                self.open.push(rec);
+                self.open_record(rec);
             }
             RecoveryMode::Redeploy => {
                 rec.reinit_sent_ns = now_ns();
-                self.open.push(rec);
+                self.open_record(rec);
                 self.redeploy().await?;
             }
         }

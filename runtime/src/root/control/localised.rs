@@ -202,15 +202,11 @@ impl Cluster<'_> {
             failed_nodes: nodes,
             detected_ns: at_ns,
             reinit_sent_ns: now_ns(),
-            replacements_started_ns: 0,
-            barrier_ns: 0,
-            runtime_recovery_ms: 0.0,
             fallback: None,
-            silent_ms: None,
-            threshold_ms: None,
+            ..RuntimeRecoveryRecord::default()
         };
         self.note_silence(&mut rec);
-        self.open.push(rec);
+        self.open_record(rec);
         let epoch = self.epoch;
         let helpers = self.launch.spares.saturating_sub(1);
         for &rank in &ranks {

@@ -114,6 +114,11 @@ struct Cluster<'a> {
     finishing: bool,
     started: bool,
     open: Vec<RuntimeRecoveryRecord>,
+    /// Messages read from the daemons so far.
+    messages: u64,
+    /// The root's CPU time (nanoseconds) and `messages` when the oldest
+    /// recovery in `open` began.
+    recovery_began: Option<(u64, u64)>,
     outcome: Outcome,
     failures: usize,
     fired: BTreeSet<u32>,
@@ -200,6 +205,8 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         finishing: false,
         started: false,
         open: Vec::new(),
+        messages: 0,
+        recovery_began: None,
         outcome: Outcome::default(),
         failures: 0,
         fired: BTreeSet::new(),
@@ -470,6 +477,7 @@ impl Cluster<'_> {
                 if self.nodes[node as usize].gen != gen {
                     return Ok(false);
                 }
+                self.messages += 1;
                 return self.on_daemon_message(node, msg).await;
             }
             Event::Lost { node, gen } => self.on_lost(node, gen).await?,
@@ -522,6 +530,13 @@ impl Cluster<'_> {
             } => {
                 if epoch == self.epoch && (rank as usize) < self.size() {
                     self.ready[rank as usize] = Some(endpoint);
+                    let at = now_ns();
+                    for rec in &mut self.open {
+                        if rec.first_ready_ns == 0 {
+                            rec.first_ready_ns = at;
+                        }
+                        rec.last_ready_ns = at;
+                    }
                     if self.logged.rejoining.contains(&rank) {
                         self.replacement_ready(rank).await;
                     } else if self.ready.iter().all(Option::is_some)
