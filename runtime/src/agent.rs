@@ -378,13 +378,13 @@ impl Agent {
         })
     }
 
-    /// Announces that this rank listens and waits for the `Go` of `epoch`.
     /// When the order to roll back into `epoch` came, if one did.
     pub(crate) fn began(&self, epoch: u64) -> Option<Began> {
         let b = *self.began.lock().ok()?;
         b.filter(|b| b.epoch == epoch)
     }
 
+    /// Announces that this rank listens and waits for the `Go` of `epoch`.
     pub(crate) fn ready(&self, epoch: u64) {
         self.send(FromRank::Ready {
             epoch,

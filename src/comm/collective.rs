@@ -186,7 +186,7 @@ pub(super) fn gather<C: Comm + ?Sized>(
         if child < size {
             let from = (child + root) % size;
             let expected = mask.min(size - child);
-            let got = unpack(comm.recv_tagged(from, TAG_GATHER)?, from)?;
+            let got = unpack(comm.recv_tagged(from, TAG_GATHER)?, from, "gather")?;
             if got.len() != expected {
                 return Err(CommError::Mismatch {
                     op: "gather",
@@ -218,11 +218,11 @@ fn pack(parts: &[Bytes]) -> Vec<u8> {
     m
 }
 
-/// The contributions of a [`pack`]ed message from `from`; a message that
-/// does not add up is a mismatch naming it.
-fn unpack(message: Bytes, from: Rank) -> CommResult<Vec<Bytes>> {
+/// The contributions of a [`pack`]ed message from `from` in collective
+/// `op`; a message that does not add up is a mismatch naming it.
+fn unpack(message: Bytes, from: Rank, op: &'static str) -> CommResult<Vec<Bytes>> {
     let mismatch = |got: usize, expected: usize| CommError::Mismatch {
-        op: "gather",
+        op,
         rank: from,
         got,
         expected,
@@ -257,46 +257,22 @@ fn unpack(message: Bytes, from: Rank) -> CommResult<Vec<Bytes>> {
 
 pub(super) fn all_gather<C: Comm + ?Sized>(comm: &C, data: &[u8]) -> CommResult<Vec<Bytes>> {
     let gathered = gather(comm, data, 0)?;
-    // One broadcast: every contribution's length, then the contributions.
-    let head = comm.size() * 8;
-    let mut message = match &gathered {
-        Some(parts) => {
-            let lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();
-            let mut m = Vec::with_capacity(head + parts.iter().map(|p| p.len()).sum::<usize>());
-            m.extend_from_slice(lens.as_bytes());
-            for p in parts {
-                m.extend_from_slice(p);
-            }
-            m
-        }
-        None => Vec::new(),
-    };
+    // One broadcast of every contribution, packed as the gather's are.
+    let mut message = gathered.as_deref().map(pack).unwrap_or_default();
     broadcast(comm, &mut message, 0)?;
     if let Some(parts) = gathered {
         return Ok(parts);
     }
-    let mut sizes = vec![0u64; comm.size()];
-    copy_exact(
-        sizes.as_mut_bytes(),
-        message.get(..head).unwrap_or(&[]),
-        "all_gather",
-        0,
-    )?;
-    let total: u64 = sizes.iter().sum();
-    let body = message.len().saturating_sub(head);
-    if message.len() < head || total != body as u64 {
+    let parts = unpack(Bytes::from(message), 0, "all_gather")?;
+    if parts.len() != comm.size() {
         return Err(CommError::Mismatch {
             op: "all_gather",
             rank: 0,
-            got: body,
-            expected: usize::try_from(total).unwrap_or(usize::MAX),
+            got: parts.len(),
+            expected: comm.size(),
         });
     }
-    let mut rest = Bytes::from(message).split_off(head);
-    Ok(sizes
-        .into_iter()
-        .map(|len| rest.split_to(len as usize))
-        .collect())
+    Ok(parts)
 }
 
 #[cfg(test)]

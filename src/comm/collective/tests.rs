@@ -11,7 +11,7 @@ fn parts(lens: &[usize]) -> Vec<Bytes> {
 fn a_packed_message_unpacks_to_its_contributions() {
     for lens in [vec![], vec![0], vec![3, 0, 5], vec![1; 40]] {
         let p = parts(&lens);
-        assert_eq!(unpack(Bytes::from(pack(&p)), 1).unwrap(), p);
+        assert_eq!(unpack(Bytes::from(pack(&p)), 1, "gather").unwrap(), p);
     }
 }
 
@@ -31,7 +31,7 @@ fn a_message_that_does_not_add_up_is_refused() {
     huge_len[8..16].copy_from_slice(&u64::MAX.to_ne_bytes());
     cases.push(huge_len);
     for bad in cases {
-        match unpack(Bytes::from(bad.clone()), 7) {
+        match unpack(Bytes::from(bad.clone()), 7, "gather") {
             Err(CommError::Mismatch { rank: 7, .. }) => {}
             other => panic!("{bad:?}: {other:?}"),
         }
