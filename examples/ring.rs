@@ -51,10 +51,15 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     spin_at: u64,
     /// In the job's first epoch, every rank waits at this iteration until
-    /// a recovery begins (for tests that fail a rank while the job is at a
+    /// a recovery begins, or --hold-file exists (for tests that fail a rank while the job is at a
     /// known point, however long getting there takes).
     #[arg(long)]
     hold_at: Option<u64>,
+    /// With --hold-at: the ranks wait there until this file exists instead
+    /// (for tests that wait for something the runtime reports while the
+    /// job runs).
+    #[arg(long)]
+    hold_file: Option<std::path::PathBuf>,
 }
 
 const TOKEN: u32 = 1;
@@ -119,8 +124,8 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
             }
         }
         if args.hold_at == Some(iter.get()) && ctx.state() == State::New && ctx.epoch() == 1 {
-            // Left only by the recovery's interruption.
-            loop {
+            // Left by the recovery's interruption, or once the file exists.
+            while !args.hold_file.as_ref().is_some_and(|f| f.exists()) {
                 ctx.fault_point(iter.get())?;
                 std::thread::sleep(Duration::from_millis(5));
             }

@@ -434,7 +434,12 @@ fn run_directories_of_others_are_left_alone() {
 fn progress_is_reported_and_the_bind_address_is_checked() {
     let _g = serial();
     let dir = scratch();
-    let job = ring(
+    // The ranks hold at iteration 100 until the launcher has reported
+    // progress: however slowly heartbeats travel, the report comes while
+    // the job runs.
+    let go = dir.path().join("go");
+    let go_arg = go.to_str().expect("utf-8 path");
+    let mut cmd = common::frame_run_command(
         dir.path(),
         &[
             "--nodes",
@@ -448,14 +453,23 @@ fn progress_is_reported_and_the_bind_address_is_checked() {
             "--bind",
             "127.0.0.1",
         ],
-        &["--iterations", "200", "--pace", "5ms"],
+        &example("ring"),
+        &[
+            "--iterations",
+            "200",
+            "--hold-at",
+            "100",
+            "--hold-file",
+            go_arg,
+        ],
+        &[],
     );
+    let watched = common::Watched::spawn(&mut cmd);
+    watched.wait_for(&["frame: progress: iteration "], Duration::from_secs(120));
+    std::fs::write(&go, b"go").expect("release the ranks");
+    let (status, out) = watched.finish_status(Duration::from_secs(120));
+    let job = common::finished_run(dir.path(), status, out);
     assert!(job.status.success(), "{}", job.out);
-    assert!(
-        job.out.contains("frame: progress: iteration "),
-        "{}",
-        job.out
-    );
     assert!(
         job.out
             .contains("frame: job finished: 2 rank(s) on 1 node(s), 0 failure(s) recovered"),
