@@ -13,6 +13,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
@@ -74,8 +75,9 @@ pub(crate) enum ToDaemon {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Go {
     pub epoch: u64,
-    /// Rank `r` listens at `table[r]`.
-    pub table: Vec<Endpoint>,
+    /// Where every rank listens: the root sends daemons the whole table,
+    /// a daemon sends a rank that holds its last table only what changed.
+    pub table: Table,
     /// Node of each rank.
     pub nodes: Vec<u32>,
     /// Ranks that failed in the recovery that led to this epoch.
@@ -104,6 +106,49 @@ pub(crate) struct Go {
     /// so far, and that spare (see [`frame::comm::Failures::stood_in`]).
     #[serde(default)]
     pub stood_in: std::collections::BTreeMap<u32, u32>,
+}
+
+/// Where each rank listens, as a release carries it. A job's table
+/// lists every rank, and most recoveries change one entry: a daemon sends
+/// the ranks that hold the table it sent them last only the changes, so
+/// no survivor decodes the whole table again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum Table {
+    /// Rank `r` listens at entry `r`.
+    Full(Vec<Endpoint>),
+    /// The entries that changed since the table the daemon sent last
+    /// (rank, where it listens now).
+    Changed(Vec<(u32, Endpoint)>),
+}
+
+impl Table {
+    /// The table after this update of `held` (the receiver's last);
+    /// `None` when changes come without a table or name a rank past its
+    /// end.
+    pub(crate) fn apply(self, held: Option<&Arc<Vec<Endpoint>>>) -> Option<Arc<Vec<Endpoint>>> {
+        match self {
+            Table::Full(all) => Some(Arc::new(all)),
+            Table::Changed(changes) if changes.is_empty() => held.cloned(),
+            Table::Changed(changes) => {
+                let mut table = held?.as_ref().clone();
+                for (rank, endpoint) in changes {
+                    *table.get_mut(rank as usize)? = endpoint;
+                }
+                Some(Arc::new(table))
+            }
+        }
+    }
+
+    /// The changes that turn `old` into `new` (`None` when they list
+    /// different ranks).
+    pub(crate) fn changes(old: &[Endpoint], new: &[Endpoint]) -> Option<Vec<(u32, Endpoint)>> {
+        (old.len() == new.len()).then(|| {
+            (old.iter().zip(new).enumerate())
+                .filter(|(_, (o, n))| o != n)
+                .map(|(rank, (_, n))| (rank as u32, n.clone()))
+                .collect()
+        })
+    }
 }
 
 /// What a daemon tells the root.
@@ -365,3 +410,6 @@ impl<R: AsyncRead + Unpin> Receiver<R> {
 }
 
 pub(crate) use frame::metrics::now_ns;
+
+#[cfg(test)]
+mod tests;

@@ -5,7 +5,7 @@ use super::agent::{Agent, Began};
 use super::context::{Context, Faults};
 use super::handoff::RankEnv;
 use super::inject::Trigger;
-use super::proto::{FromRank, ToRank};
+use super::proto::{FromRank, Table, ToRank};
 use super::State;
 use frame::comm::net::NetComm;
 use frame::comm::LocalComm;
@@ -85,11 +85,27 @@ where
         agent.ready(e);
     };
     rejoin(epoch, &fired);
+    // Where every rank listens, as the releases so far said, and the
+    // connections each epoch's communicator leaves to the next.
+    let mut table: Option<Arc<Vec<frame::comm::net::Endpoint>>> = None;
+    let links = frame::comm::net::Links::new();
     loop {
         let go = loop {
             match agent.next() {
                 None => return 3,
-                Some(ToRank::Go { go }) if go.epoch == epoch => break go,
+                Some(ToRank::Go { mut go }) => {
+                    // Every release updates the table, in the order the
+                    // daemon sent them, whichever epoch it is for.
+                    let update = std::mem::replace(&mut go.table, Table::Changed(Vec::new()));
+                    table = update.apply(table.as_ref());
+                    if table.is_none() {
+                        eprintln!("frame: rank {rank}: a release changed an address table this rank never had");
+                        return 3;
+                    }
+                    if go.epoch == epoch {
+                        break go;
+                    }
+                }
                 Some(ToRank::Reinit { epoch: e }) if e > epoch => {
                     epoch = e;
                     rejoin(e, &fired);
@@ -100,14 +116,18 @@ where
         let released_ns = crate::proto::now_ns();
         let began = agent.began(epoch).unwrap_or(arrived);
         fired.extend(go.fired.iter().copied());
+        agent
+            .hub
+            .poll_before_sleeping(!oversubscribed(&env.spec, &go.nodes));
         let mut comm = NetComm::new(
             rank as usize,
             env.spec.node,
             epoch,
             Arc::clone(&agent.hub),
-            Arc::new(go.table),
+            table.clone().unwrap_or_default(),
             Arc::clone(&env.security),
-        );
+        )
+        .with_links(Arc::clone(&links));
         if let Some(limit) = env.spec.log_limit {
             comm = comm
                 .with_journal(limit)
@@ -278,4 +298,16 @@ where
             1
         }
     }
+}
+
+/// Whether more ranks than this machine has cores run on it: every rank
+/// of the job when its nodes are virtual (they share the launcher's
+/// machine), else the ranks of this node (`nodes`: each rank's node).
+fn oversubscribed(spec: &crate::handoff::NodeSpec, nodes: &[u32]) -> bool {
+    let here = match spec.host {
+        None => nodes.len(),
+        Some(_) => nodes.iter().filter(|n| **n == spec.node).count(),
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    here > cores
 }

@@ -1,14 +1,17 @@
 //! Failure-aware recovery on the ranks' side (the `frame` strategy).
 //!
-//! One exchange, and only one, before anything is loaded: every rank sends
-//! a [`Report`] of what it holds (its sound level-1 checkpoints, and on a
-//! node's lowest rank the commit markers, copies and erasure manifests the
-//! node keeps; no data is read). From the same reports every rank derives
-//! the same failure topology and the same commits, and the pure planner
-//! [`crate::recovery::aware`] names the level and checkpoint. The files
-//! are then fetched from that level and checked while being installed; if
-//! some rank finds damage, all ranks exclude that level's copy and plan
-//! again from the reports they already have.
+//! One round, and only one, before anything is loaded: every rank sends
+//! rank 0 a [`Report`] of what it holds (its sound level-1 checkpoints,
+//! and on a node's lowest rank the commit markers, copies and erasure
+//! manifests the node keeps; no data is read). Rank 0 alone reads the
+//! reports: it derives the failure topology and the commits, the pure
+//! planner [`crate::recovery::aware`] names the level and checkpoint, and
+//! rank 0 sends every rank the [`Decision`]: the choice and, for levels 2
+//! and 3, who sends or rebuilds whose file. The reports grow with the
+//! job (a node's markers record where every rank was), so no other rank
+//! decodes them. The files are then fetched from that level and checked
+//! while being installed; if some rank finds damage, all ranks exclude
+//! that level's copy and rank 0 plans again from the reports it has.
 //!
 //! The failure topology is the union of what the runtime reported (the
 //! failed nodes of the REINIT, through [`Comm::failures`](crate::comm::Comm::failures)),
@@ -77,8 +80,162 @@ pub(super) enum Found {
     Nothing,
 }
 
+/// What rank 0 decides from every rank's report and sends to all: the
+/// ranks act on it without seeing the reports.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Decision {
+    /// Rank 0's random number: the session of the next attempts' stamps.
+    session: u64,
+    /// The largest id of any rank's level-1 file.
+    largest: u64,
+    /// What every rank does.
+    step: Step,
+}
+
+/// The restore every rank takes part in.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+enum Step {
+    /// Nothing committed survives.
+    #[default]
+    Nothing,
+    /// Every rank restores the choice from level 1.
+    Level1(Choice),
+    /// The ranks that lost their files get the choice's copies (`None`:
+    /// some rank's file has no copy left, so the level fails).
+    Copies(Choice, Option<copies::CopyPlan>),
+    /// Level 3 rebuilds the choice (`None`: some group cannot).
+    Erasure(Choice, Option<erasure::ErasurePlan>),
+    /// Every rank installs the choice from the global file system.
+    Global(Choice),
+}
+
+impl Step {
+    /// The checkpoint and level chosen, if any.
+    fn choice(&self) -> Option<&Choice> {
+        match self {
+            Step::Nothing => None,
+            Step::Level1(c) | Step::Copies(c, _) | Step::Erasure(c, _) | Step::Global(c) => Some(c),
+        }
+    }
+}
+
+/// Rank 0's view: every rank's report, and what follows from them.
+struct Planner {
+    reports: Vec<Report>,
+    failure: Failure,
+    committed: Vec<Committed>,
+}
+
+impl Planner {
+    /// The failure topology and the commits every level made, from the
+    /// reports; commits past `ceiling` are left out.
+    fn new(
+        reports: Vec<Report>,
+        from_runtime: &Failures,
+        group_size: u32,
+        parity: u32,
+        ceiling: Option<u64>,
+    ) -> Self {
+        let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
+        let failure = failure_topology(&reports, from_runtime);
+        let mut committed = committed(&reports, &placement, group_size, parity);
+        if let Some(top) = ceiling {
+            committed.retain(|c| c.id <= top);
+        }
+        Self {
+            reports,
+            failure,
+            committed,
+        }
+    }
+
+    /// The restore planned with `excluded` level copies left out.
+    fn decide(&self, excluded: &[(Level, u64)]) -> Decision {
+        let step = match plan(&self.failure, &self.committed, excluded) {
+            None => Step::Nothing,
+            Some(choice) => match choice.level {
+                Level::L1 => Step::Level1(choice),
+                Level::L2 => Step::Copies(choice, self.copy_plan(&choice)),
+                Level::L3 => Step::Erasure(choice, self.erasure_plan(&choice)),
+                Level::L4 => Step::Global(choice),
+            },
+        };
+        Decision {
+            session: self.reports.first().map_or(0, |r| r.session),
+            largest: self.reports.iter().map(|r| r.largest).max().unwrap_or(0),
+            step,
+        }
+    }
+
+    /// Who sends whom their level-2 copy of the choice.
+    fn copy_plan(&self, choice: &Choice) -> Option<copies::CopyPlan> {
+        let offers: Vec<copies::Offer> = (self.reports.iter())
+            .map(|r| copies::Offer {
+                node: r.node,
+                own: only(&r.copies.own, choice),
+                copies: (r.copies.copies.iter())
+                    .filter(|c| c.id == choice.id && c.stamp == choice.stamp)
+                    .cloned()
+                    .collect(),
+                // The choice is committed: some node's marker said so.
+                committed: vec![(choice.id, choice.stamp)],
+            })
+            .collect();
+        copies::plan(&offers, &[])
+    }
+
+    /// Which files come whole and which groups decode, for the choice's
+    /// level 3.
+    fn erasure_plan(&self, choice: &Choice) -> Option<erasure::ErasurePlan> {
+        let offers: Vec<erasure::Offer> = (self.reports.iter())
+            .map(|r| erasure::Offer {
+                own: only(&r.erasure.own, choice),
+                node: r.erasure.node,
+                stood_in_for: r.erasure.stood_in_for.clone(),
+                kept: (r.erasure.kept.iter())
+                    .filter(|k| {
+                        k.manifest.checkpoint_id == choice.id && k.manifest.stamp == choice.stamp
+                    })
+                    .cloned()
+                    .collect(),
+                committed: vec![(choice.id, choice.stamp)],
+            })
+            .collect();
+        erasure::plan(&offers, &[])
+    }
+
+    /// When the plan restores an older checkpoint than the one wanted
+    /// (see `choice.rs`): the one wanted, and the ranks that hold no sound
+    /// level-1 copy of it (the levels above found none that survives).
+    fn shortfall(&self, id: u64, ceiling: Option<u64>) -> (u64, Vec<crate::RankProblem>) {
+        let newest_held = (self.reports.iter())
+            .flat_map(|r| r.l1.iter().map(|(i, _)| *i))
+            .chain(self.committed.iter().map(|c| c.id))
+            .filter(|i| ceiling.is_none_or(|top| *i <= top))
+            .max()
+            .unwrap_or(id);
+        let wanted = ceiling.unwrap_or(newest_held);
+        let why = (self.reports.iter().enumerate())
+            .filter(|(_, r)| !r.l1.iter().any(|(i, _)| *i == wanted))
+            .map(|(rank, _)| crate::RankProblem {
+                rank,
+                reason: format!("holds no sound level-1 copy of checkpoint {wanted}, and no level above restores it"),
+            })
+            .collect();
+        (wanted, why)
+    }
+}
+
+/// The (id, stamp) pairs of `own` that are the choice's.
+fn only(own: &[(u64, u64)], choice: &Choice) -> Vec<(u64, u64)> {
+    (own.iter().copied())
+        .filter(|o| *o == (choice.id, choice.stamp))
+        .collect()
+}
+
 impl Checkpointer<'_> {
-    /// Plans recovery from the failure topology with one exchange, then
+    /// Plans recovery from the failure topology with one round (every
+    /// rank's report gathered at rank 0, its decision sent to all), then
     /// fetches from the level chosen, falling back level by level (all
     /// ranks together) only when a fetch finds damage. Collective.
     pub(super) fn recover_aware(
@@ -99,42 +256,56 @@ impl Checkpointer<'_> {
             erasure: erasure_offer,
             largest: l1.largest_id(),
         };
-        let reports: Vec<Report> = self.exchange(&report)?;
+        let planner = self.gather_at_root(&report)?.map(|reports| {
+            Planner::new(
+                reports,
+                &self.comm.failures(),
+                self.cfg.l3.group_size,
+                self.cfg.l3.parity,
+                self.ceiling,
+            )
+        });
         self.stats.recovery_rounds += 1;
-        let session = reports.first().map_or(0, |r| r.session);
-        let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
-        let failure = failure_topology(&reports, &self.comm.failures());
-        let mut committed = committed(
-            &reports,
-            &placement,
-            self.cfg.l3.group_size,
-            self.cfg.l3.parity,
-        );
-        let largest = reports.iter().map(|r| r.largest).max().unwrap_or(0);
-        self.resume_past = self.resume_past.max(largest);
-        if let Some(top) = self.ceiling {
-            committed.retain(|c| c.id <= top);
-        }
         let found = loop {
-            let Some(choice) = plan(&failure, &committed, &excluded) else {
+            let decision = planner.as_ref().map(|p| p.decide(&excluded));
+            if let (Some(p), Some(choice)) =
+                (&planner, decision.as_ref().and_then(|d| d.step.choice()))
+            {
+                if excluded.is_empty() {
+                    let (wanted, why) = p.shortfall(choice.id, self.ceiling);
+                    self.tell_choice(choice.id, wanted, &why);
+                }
+            }
+            let decision: Decision =
+                self.broadcast_from_root(decision.as_ref(), "recovery plan")?;
+            self.resume_past = self.resume_past.max(decision.largest);
+            let session = decision.session;
+            let Some(&choice) = decision.step.choice() else {
                 break Found::Nothing;
             };
-            if excluded.is_empty() {
-                self.tell_aware_choice(choice.id, &reports, &committed);
-            }
-            tracing::info!(checkpoint = choice.id, level = %choice.level, failed_nodes = ?failure.nodes, "recovery planned");
-            if choice.level == Level::L1 {
-                break Found::Level1 {
-                    id: choice.id,
-                    session,
-                };
-            }
-            if self.fetch_choice(
-                &choice,
-                &reports,
-                copy_store.as_ref(),
-                erasure_store.as_ref(),
-            )? {
+            tracing::info!(checkpoint = choice.id, level = %choice.level, "recovery planned");
+            let fetched = match &decision.step {
+                Step::Nothing => false,
+                Step::Level1(_) => {
+                    break Found::Level1 {
+                        id: choice.id,
+                        session,
+                    }
+                }
+                Step::Copies(_, plan) => match plan {
+                    Some(p) => self.transfer_copies(p, copy_store.as_ref(), Level::L2)?,
+                    None => false,
+                },
+                Step::Erasure(_, plan) => match plan {
+                    Some(p) => self.rebuild_once(p, erasure_store.as_ref())?,
+                    None => false,
+                },
+                Step::Global(_) => {
+                    let store = self.global_store();
+                    self.install_global(store.as_ref(), choice.id)?
+                }
+            };
+            if fetched {
                 break Found::Fetched {
                     level: choice.level,
                     id: choice.id,
@@ -145,102 +316,6 @@ impl Checkpointer<'_> {
             excluded.push((choice.level, choice.id));
         };
         Ok(found)
-    }
-
-    /// Says which checkpoint the plan restores when it is older than the
-    /// one wanted (see `choice.rs`): the ranks that hold no sound level-1
-    /// copy of the wanted one are named, the levels above found none that
-    /// survives.
-    fn tell_aware_choice(&self, id: u64, reports: &[Report], committed: &[Committed]) {
-        let newest_held = reports
-            .iter()
-            .flat_map(|r| r.l1.iter().map(|(i, _)| *i))
-            .chain(committed.iter().map(|c| c.id))
-            .filter(|i| self.ceiling.is_none_or(|top| *i <= top))
-            .max()
-            .unwrap_or(id);
-        let wanted = self.ceiling.unwrap_or(newest_held);
-        let why: Vec<crate::RankProblem> = reports
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| !r.l1.iter().any(|(i, _)| *i == wanted))
-            .map(|(rank, _)| crate::RankProblem {
-                rank,
-                reason: format!("holds no sound level-1 copy of checkpoint {wanted}, and no level above restores it"),
-            })
-            .collect();
-        self.tell_choice(id, wanted, &why);
-    }
-
-    /// Brings checkpoint `choice.id` from `choice.level` into level 1 on
-    /// every rank; whether all succeeded. Collective.
-    fn fetch_choice(
-        &mut self,
-        choice: &Choice,
-        reports: &[Report],
-        copy_store: Option<&CopyStore>,
-        erasure_store: Option<&ErasureStore>,
-    ) -> Result<bool> {
-        let only = |own: &[(u64, u64)]| -> Vec<(u64, u64)> {
-            own.iter()
-                .copied()
-                .filter(|o| *o == (choice.id, choice.stamp))
-                .collect()
-        };
-        match choice.level {
-            Level::L1 => Ok(true),
-            Level::L2 => {
-                let offers: Vec<copies::Offer> = reports
-                    .iter()
-                    .map(|r| copies::Offer {
-                        node: r.node,
-                        own: only(&r.copies.own),
-                        copies: r
-                            .copies
-                            .copies
-                            .iter()
-                            .filter(|c| c.id == choice.id && c.stamp == choice.stamp)
-                            .cloned()
-                            .collect(),
-                        // The choice is committed: some node's marker said so.
-                        committed: vec![(choice.id, choice.stamp)],
-                    })
-                    .collect();
-                match copies::plan(&offers, &[]) {
-                    Some(p) => self.transfer_copies(&p, copy_store, Level::L2),
-                    None => Ok(false),
-                }
-            }
-            Level::L3 => {
-                let offers: Vec<erasure::Offer> = reports
-                    .iter()
-                    .map(|r| erasure::Offer {
-                        own: only(&r.erasure.own),
-                        node: r.erasure.node,
-                        stood_in_for: r.erasure.stood_in_for.clone(),
-                        kept: r
-                            .erasure
-                            .kept
-                            .iter()
-                            .filter(|k| {
-                                k.manifest.checkpoint_id == choice.id
-                                    && k.manifest.stamp == choice.stamp
-                            })
-                            .cloned()
-                            .collect(),
-                        committed: vec![(choice.id, choice.stamp)],
-                    })
-                    .collect();
-                match erasure::plan(&offers, &[]) {
-                    Some(p) => self.rebuild_once(&p, erasure_store),
-                    None => Ok(false),
-                }
-            }
-            Level::L4 => {
-                let store = self.global_store();
-                self.install_global(store.as_ref(), choice.id)
-            }
-        }
     }
 
     /// Whether this node's storage holds nothing of the job at any level.

@@ -390,6 +390,40 @@ impl Checkpointer<'_> {
             .collect())
     }
 
+    /// Gathers every rank's `mine` at rank 0: all of them there, in rank
+    /// order, and `None` elsewhere. A report that does not decode counts
+    /// as one of nothing (`T::default()`). Collective.
+    pub(super) fn gather_at_root<T>(&self, mine: &T) -> Result<Option<Vec<T>>>
+    where
+        T: Serialize + for<'de> Deserialize<'de> + Default,
+    {
+        let bytes = serde_json::to_vec(mine).unwrap_or_default();
+        Ok(self.comm.gather(&bytes, 0)?.map(|all| {
+            all.iter()
+                .map(|b| serde_json::from_slice(b).unwrap_or_default())
+                .collect()
+        }))
+    }
+
+    /// Sends rank 0's `value` (`what`, for errors) to every rank; the other
+    /// ranks pass `None`. Collective.
+    pub(super) fn broadcast_from_root<T>(&self, value: Option<&T>, what: &str) -> Result<T>
+    where
+        T: Serialize + for<'de> Deserialize<'de>,
+    {
+        let mut bytes = value
+            .map(|v| serde_json::to_vec(v).unwrap_or_default())
+            .unwrap_or_default();
+        self.comm.broadcast(&mut bytes, 0)?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            crate::comm::CommError::Transport(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("the {what} rank 0 sent does not decode: {e}"),
+            ))
+            .into()
+        })
+    }
+
     /// Whether this rank is the lowest rank of its node.
     pub(super) fn is_node_leader(&self) -> bool {
         self.levels.as_ref().map(|l| l.is_leader()).unwrap_or(false)

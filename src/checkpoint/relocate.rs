@@ -11,9 +11,11 @@
 //! what keeps such a failure recoverable at all.
 //!
 //! It costs nothing without a failure. After one (the runtime names the
-//! failed ranks) it costs one exchange of a few bytes per rank, and when
-//! a replacement holds nothing, a second exchange of what each node keeps
-//! of it, the transfers, and one agreement on their outcome.
+//! failed ranks) it costs a gather of a few bytes per rank at rank 0 and
+//! its answer (who needs files) sent to all, and when a replacement holds
+//! nothing, a second gather of what each node keeps of it with rank 0's
+//! plan of moves sent back, the transfers, and one agreement on their
+//! outcome. Only rank 0 decodes one message per rank.
 
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
@@ -37,7 +39,7 @@ pub(super) struct Kept {
 }
 
 /// One file to move: `rank`'s checkpoint `id`, sent by rank `from`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(super) struct Move {
     rank: u32,
     id: u64,
@@ -73,13 +75,16 @@ impl Checkpointer<'_> {
         let me = self.comm.rank() as u32;
         let node = self.comm.node();
         let needs = failed.contains(&me) && self.store.inventory().valid.is_empty();
-        let asks: Vec<Need> = self.exchange(&Need { node, needs })?;
-        let needy: Vec<(u32, u32)> = asks
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| a.needs)
-            .map(|(r, a)| (r as u32, a.node))
-            .collect();
+        // Rank 0 reads every rank's answer and tells all who needs files:
+        // nobody else decodes one answer per rank.
+        let needy = self.gather_at_root(&Need { node, needs })?.map(|asks| {
+            (asks.iter().enumerate())
+                .filter(|(_, a)| a.needs)
+                .map(|(r, a)| (r as u32, a.node))
+                .collect::<Vec<(u32, u32)>>()
+        });
+        let needy: Vec<(u32, u32)> =
+            self.broadcast_from_root(needy.as_ref(), "list of ranks needing files")?;
         if needy.is_empty() {
             return Ok(());
         }
@@ -97,8 +102,8 @@ impl Checkpointer<'_> {
                 })
                 .collect(),
         };
-        let offers: Vec<Kept> = self.exchange(&offer)?;
-        let plan = moves(&offers);
+        let plan = self.gather_at_root(&offer)?.map(|offers| moves(&offers));
+        let plan: Vec<Move> = self.broadcast_from_root(plan.as_ref(), "plan of level-1 moves")?;
         // Eager sends first, then receives: no rank waits on another's send.
         for m in plan.iter().filter(|m| m.from == me) {
             let read = self

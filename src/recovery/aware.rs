@@ -1,8 +1,8 @@
 //! The failure-aware planner: from the failure topology, the layout each
 //! checkpoint was protected under and what each level committed, the
 //! newest checkpoint that can still be restored and the lowest level that
-//! restores it. A pure function, computed identically by every rank from
-//! the same inputs, so agreeing on it takes no round of its own.
+//! restores it. A pure function: rank 0 computes it from every rank's
+//! report and sends the ranks its answer (`checkpoint/aware.rs`).
 //!
 //! A level is usable for a checkpoint when its layout survives the failed
 //! nodes F:
@@ -70,7 +70,7 @@ pub(crate) struct Committed {
 }
 
 /// What to restore.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Choice {
     /// The lowest level that restores [`id`](Self::id).
     pub level: Level,

@@ -5,7 +5,8 @@
 //! the lowest rank of each node, the copies its node keeps. After one
 //! all-gather every rank runs [`plan`] on the same offers and gets the same
 //! answer: the newest checkpoint (with one stamp) that every rank holds
-//! itself or can be sent.
+//! itself or can be sent. (Failure-aware recovery runs it on rank 0 alone
+//! and sends the ranks the plan.)
 //!
 //! A copy counts only for a checkpoint the level committed, and it did when
 //! *any* node's marker says so: every node finished its part before any was
@@ -50,7 +51,7 @@ pub(crate) fn retain_committed(offers: &mut [Offer]) {
 }
 
 /// The agreed restore.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CopyPlan {
     /// Checkpoint id.
     pub id: u64,

@@ -3,7 +3,8 @@
 //! lost nodes' data, by whom.
 //!
 //! The lowest rank of each node offers what its node keeps at level 3; after
-//! one all-gather every rank runs [`plan`] on the same offers. What a node
+//! one all-gather every rank runs [`plan`] on the same offers (failure-aware
+//! recovery runs it on rank 0 alone and sends the plan). What a node
 //! keeps of a checkpoint counts only when some node's marker says the level
 //! committed it ([`retain_committed`]; see [`super::copies`] for why one
 //! marker is enough).
@@ -54,7 +55,7 @@ pub(crate) fn retain_committed(offers: &mut [Offer]) {
 }
 
 /// A group whose lost members' data must be decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Decode {
     /// The group.
     pub manifest: GroupManifest,
@@ -69,7 +70,7 @@ pub(crate) struct Decode {
 }
 
 /// The agreed level-3 restore.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ErasurePlan {
     /// Checkpoint id.
     pub id: u64,

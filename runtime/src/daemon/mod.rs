@@ -132,6 +132,8 @@ struct Daemon {
     /// Set at the job's first barrier release: every rank joined, so the
     /// program does join, and a process that does not is a failed one.
     program_joins: bool,
+    /// The address table of the last release (see [`crate::proto::Table`]).
+    table: Option<std::sync::Arc<Vec<frame::comm::net::Endpoint>>>,
     /// Processes that exited before their hello was seen, by pid.
     unjoined: HashMap<u32, Unjoined>,
     /// Processes that joined for one the daemon started (a program run
@@ -269,6 +271,7 @@ async fn serve(
         finishing: false,
         program_broken: false,
         program_joins: false,
+        table: None,
         committed: None,
         waiting_help: std::collections::VecDeque::new(),
         lowered: None,

@@ -2,7 +2,7 @@
 //! and on its ranks' messages.
 
 use super::{procs, Daemon};
-use crate::proto::{self, FromRank, ToDaemon, ToRank, ToRoot};
+use crate::proto::{self, FromRank, Go, Table, ToDaemon, ToRank, ToRoot};
 use std::time::Instant;
 
 impl Daemon {
@@ -35,15 +35,37 @@ impl Daemon {
                     self.replace(rank, epoch).await?;
                 }
             }
-            ToDaemon::Go(go) => {
+            ToDaemon::Go(mut go) => {
                 self.program_joins = true;
-                // Encoded once: it lists every rank of the job.
-                let bytes = proto::encode(&ToRank::Go { go })?;
+                let update = std::mem::replace(&mut go.table, Table::Changed(Vec::new()));
+                let Some(table) = update.apply(self.table.as_ref()) else {
+                    return Err(std::io::Error::other(
+                        "the root released the ranks with changes to an address table this daemon never had",
+                    ));
+                };
+                // Each encoded once: the whole table for the ranks that
+                // never had one, the changes for the others.
+                let changes = (self.table.as_ref()).and_then(|old| Table::changes(old, &table));
+                let with = |table: Table| {
+                    proto::encode(&ToRank::Go {
+                        go: Go {
+                            table,
+                            ..go.clone()
+                        },
+                    })
+                };
+                let full = with(Table::Full(table.as_ref().clone()))?;
+                let changed = changes.map(|c| with(Table::Changed(c))).transpose()?;
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
                     if let Some((_, tx)) = p.conn.as_mut() {
-                        let _ = tx.send_encoded(bytes.clone()).await;
+                        let bytes = match (&changed, p.holds_table) {
+                            (Some(c), true) => c.clone(),
+                            _ => full.clone(),
+                        };
+                        p.holds_table = tx.send_encoded(bytes).await.is_ok();
                     }
                 }
+                self.table = Some(table);
                 // Recovery is over: restock standbys off the critical path.
                 self.fill_standby();
             }
@@ -59,9 +81,13 @@ impl Daemon {
                 self.release_helpers(rank, epoch, team).await
             }
             ToDaemon::Release { rank, go } => {
-                let released = self.procs.values_mut().find(|p| p.rank == Some(rank));
-                if let Some((_, tx)) = released.and_then(|p| p.conn.as_mut()) {
-                    let _ = tx.send(&ToRank::Go { go }).await;
+                if let Some(p) = self.procs.values_mut().find(|p| p.rank == Some(rank)) {
+                    if let Some((_, tx)) = p.conn.as_mut() {
+                        let _ = tx.send(&ToRank::Go { go }).await;
+                    }
+                    // Its table is the root's, not the one this daemon
+                    // was last released with: the next release sends all.
+                    p.holds_table = false;
                 }
                 self.fill_standby();
             }

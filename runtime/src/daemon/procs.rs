@@ -30,6 +30,9 @@ pub(super) struct Proc {
     pub(super) joiner: Option<u32>,
     /// The team it helps, when it is a helper.
     pub(super) helps: Option<super::helpers::Helping>,
+    /// It holds the address table the daemon was last released with (so
+    /// the next release sends it only the changes).
+    pub(super) holds_table: bool,
 }
 
 impl Proc {
@@ -47,6 +50,7 @@ impl Proc {
             progress: None,
             joiner: None,
             helps: None,
+            holds_table: false,
         }
     }
 

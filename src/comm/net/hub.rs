@@ -6,7 +6,7 @@
 
 use super::{Bytes, Rank};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,8 @@ pub struct Hub {
     pub(super) ready: Condvar,
     /// Bumped on every delivery and interrupt (read without the lock while polling).
     changes: AtomicU64,
+    /// Whether a receive polls before it sleeps (see [`Hub::poll_before_sleeping`]).
+    polls: AtomicBool,
     /// Receives that went to sleep (lets tests interrupt a sleeping receive).
     #[cfg(test)]
     pub(super) sleepers: AtomicU64,
@@ -76,18 +78,30 @@ impl Hub {
             }),
             ready: Condvar::new(),
             changes: AtomicU64::new(0),
+            polls: AtomicBool::new(true),
             #[cfg(test)]
             sleepers: AtomicU64::new(0),
         })
     }
 
-    /// Waits until something changes in the hub: polls briefly, then sleeps.
+    /// Whether a receive polls briefly before it sleeps (the default).
+    /// Polling saves a wake-up when each rank has a core; when more ranks
+    /// than cores share the machine, it spends the time another rank
+    /// needs to send the message awaited, so the runtime turns it off.
+    pub fn poll_before_sleeping(&self, on: bool) {
+        self.polls.store(on, Ordering::Relaxed);
+    }
+
+    /// Waits until something changes in the hub: polls briefly (see
+    /// [`Hub::poll_before_sleeping`]), then sleeps.
     pub(super) fn wait<'a>(&'a self, s: MutexGuard<'a, HubState>) -> MutexGuard<'a, HubState> {
         let seen = self.changes.load(Ordering::Acquire);
         drop(s);
-        let start = Instant::now();
-        while self.changes.load(Ordering::Acquire) == seen && start.elapsed() < POLL {
-            std::hint::spin_loop();
+        if self.polls.load(Ordering::Relaxed) {
+            let start = Instant::now();
+            while self.changes.load(Ordering::Acquire) == seen && start.elapsed() < POLL {
+                std::hint::spin_loop();
+            }
         }
         let s = self.lock();
         if self.changes.load(Ordering::Acquire) != seen {

@@ -42,6 +42,7 @@ use hub::Envelope;
 pub use hub::Hub;
 pub use journal::Unreplayable;
 use link::Link;
+pub use link::Links;
 pub use listen::bind_private;
 pub use listen::{listen, Bind};
 pub use lost::LostPeers;
@@ -53,7 +54,6 @@ use super::{
 use crate::auth::Secret;
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -168,6 +168,8 @@ pub struct NetComm {
     /// Where peers the network lost are reported, and those reported.
     lost: Option<LostPeers>,
     reported: Mutex<std::collections::BTreeSet<Rank>>,
+    /// Where its connections go when it is dropped (see [`Links`]).
+    links: Option<Arc<Links>>,
 }
 
 /// Where a rank is reached, and the connection to it once opened.
@@ -177,6 +179,9 @@ struct Peer {
     /// Its connection broke while this communicator logs: messages to it
     /// only go to the log until its replacement asks for them.
     down: bool,
+    /// `link` came from the previous communicator and has not carried a
+    /// message of this one yet (a write that fails on it connects anew).
+    reused: bool,
 }
 
 /// A logging communicator's log, and the number of the last message the
@@ -212,6 +217,7 @@ impl NetComm {
                     endpoint: endpoint.clone(),
                     link: None,
                     down: false,
+                    reused: false,
                 })
             })
             .collect();
@@ -233,6 +239,7 @@ impl NetComm {
             moved: Mutex::default(),
             lost: None,
             reported: Mutex::default(),
+            links: None,
         }
     }
 
@@ -331,6 +338,7 @@ impl NetComm {
             endpoint,
             link: None,
             down: false,
+            reused: false,
         };
         Ok(())
     }
@@ -356,50 +364,6 @@ impl NetComm {
             bytes += e.data.len() as u64;
         }
         Ok(Ok((entries.len(), bytes)))
-    }
-
-    /// Writes one frame to `dest` on its connection (opened on first use).
-    fn write_to(&self, dest: Rank, tag: u64, seq: u64, data: &[u8]) -> CommResult<()> {
-        let mut peer = self.peer(dest);
-        if peer.down {
-            return Ok(());
-        }
-        let logging = self.journal.is_some();
-        let failed = |e: io::Error| {
-            tracing::debug!(dest, error = %e, "send failed");
-            if lost::unanswered(&e) {
-                self.report_lost(dest);
-            }
-            // Only a dead peer breaks its connection, and the runtime reacts
-            // to every death with a recovery: wait for it, so that this rank
-            // rolls back like the others instead of failing on its own.
-            match self.hub.await_interrupt(self.epoch, PEER_GRACE) {
-                Some(epoch) => CommError::Interrupted { epoch },
-                None => CommError::PeerFailed { rank: dest },
-            }
-        };
-        let result = match peer.link.as_mut() {
-            Some(l) => Ok(l),
-            None => Link::connect(&peer.endpoint, &self.security).map(|l| peer.link.insert(l)),
-        }
-        .and_then(|l| wire::write_frame(l.writer(), self.epoch, tag, self.rank as u32, seq, data));
-        match result {
-            Ok(()) => Ok(()),
-            Err(e) if logging => {
-                // The message is in the log: the replacement gets it.
-                tracing::debug!(dest, error = %e, "peer down, logging only");
-                if lost::unanswered(&e) {
-                    self.report_lost(dest);
-                }
-                peer.link = None;
-                peer.down = true;
-                Ok(())
-            }
-            Err(e) => {
-                peer.link = None;
-                Err(failed(e))
-            }
-        }
     }
 
     fn peer(&self, rank: Rank) -> MutexGuard<'_, Peer> {

@@ -4,7 +4,7 @@ use super::super::daemons;
 use super::{Cluster, Failure, STOP};
 use crate::inject::Target;
 use crate::placement::{self, NodeSlots};
-use crate::proto::{now_ns, Go, ToDaemon};
+use crate::proto::{now_ns, Go, Table, ToDaemon};
 use crate::root::{RecoveryMode, RunError};
 use crate::State;
 use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStartRecord};
@@ -12,7 +12,7 @@ use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStart
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
     pub(super) async fn release(&mut self) {
-        let table = self.ready.iter().flatten().cloned().collect();
+        let table = Table::Full(self.ready.iter().flatten().cloned().collect());
         let (failed_ranks, failed_nodes) = std::mem::take(&mut self.last_failed);
         let go = Go {
             epoch: self.epoch,

@@ -282,7 +282,7 @@ impl Cluster<'_> {
             });
         let go = Go {
             epoch: self.epoch,
-            table: self.ready.iter().flatten().cloned().collect(),
+            table: crate::proto::Table::Full(self.ready.iter().flatten().cloned().collect()),
             nodes: self.placement.clone(),
             failed_ranks,
             failed_nodes,
