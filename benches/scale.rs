@@ -14,10 +14,14 @@
 //! against that bound, the messages the root read, and the start-up
 //! (launch to the first release). Growth is against the smallest size.
 //!
+//! The medians go to `target/scale.json` (the sizes of this run only),
+//! which `frame sim --project-scale FILE` projects past this machine.
+//!
 //! Run: `cargo bench --bench scale [-- --sizes 16,64 --runs 3]`.
 
 mod support;
 
+use frame_cli::sim::scale::{Kind, Measured, Phases, Size};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -104,10 +108,18 @@ impl Drop for Sampler {
 struct Run {
     runtime_ms: f64,
     total_ms: f64,
-    cpu_ms: f64,
+    root_cpu_ms: f64,
+    ranks_cpu_ms: f64,
     busy_ms: f64,
     messages: f64,
     startup_ms: f64,
+    phases: Phases,
+}
+
+impl Run {
+    fn cpu_ms(&self) -> f64 {
+        self.root_cpu_ms + self.ranks_cpu_ms
+    }
 }
 
 /// Runs heat2d on `ranks` ranks, killing `victim` (`rank:R` or `node:N`)
@@ -145,13 +157,28 @@ fn run(exe: &Path, ranks: usize, victim: &str, dir: &Path) -> Run {
     let u = |v: &Value, k: &str| v[k].as_u64().unwrap_or(0);
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or(0.0);
     let (detected, resumed) = (u(&runtime, "detected_ns"), u(&recovery, "resumed_ns"));
+    let between = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e6;
+    let (sent, last_ready) = (u(&runtime, "reinit_sent_ns"), u(&runtime, "last_ready_ns"));
+    let barrier = u(&runtime, "barrier_ns");
     Run {
         runtime_ms: f(&runtime, "runtime_recovery_ms"),
-        total_ms: resumed.saturating_sub(detected) as f64 / 1e6,
-        cpu_ms: f(&runtime, "root_cpu_ms") + f(&recovery, "ranks_cpu_ms"),
+        total_ms: between(detected, resumed),
+        root_cpu_ms: f(&runtime, "root_cpu_ms"),
+        ranks_cpu_ms: f(&recovery, "ranks_cpu_ms"),
         busy_ms: sampler.busy_between(detected, resumed) as f64 / 1e6,
         messages: f(&runtime, "root_messages"),
         startup_ms: f(&start, "startup_ms"),
+        // As `frame report` splits them.
+        phases: Phases {
+            decide: between(detected, sent),
+            unwind: between(sent, last_ready),
+            release: between(last_ready, barrier),
+            deliver: between(barrier, u(&recovery, "released_ns")),
+            reentry: f(&recovery, "reentry_ms"),
+            identify: f(&recovery, "identify_ms"),
+            fetch: f(&recovery, "fetch_ms"),
+            load: f(&recovery, "load_ms"),
+        },
     }
 }
 
@@ -202,38 +229,75 @@ fn main() {
         "start-up"
     );
     let mut base: [Option<f64>; 2] = [None, None];
+    let mut measured = Measured {
+        cores: cores as f64,
+        ranks_per_node: PER_NODE as f64,
+        sizes: Vec::new(),
+    };
     for ranks in sizes() {
         for (k, (kind, victim)) in [
-            ("rank", format!("rank:{}", ranks - 1)),
-            ("node", "node:1".to_string()),
+            (Kind::Rank, format!("rank:{}", ranks - 1)),
+            (Kind::Node, "node:1".to_string()),
         ]
         .into_iter()
         .enumerate()
         {
-            if kind == "node" && ranks < 2 * PER_NODE {
+            if kind == Kind::Node && ranks < 2 * PER_NODE {
                 continue;
             }
             let all: Vec<Run> = (0..runs)
                 .map(|_| run(&exe, ranks, &victim, dir.path()))
                 .collect();
-            let m = |f: fn(&Run) -> f64| median(all.iter().map(f).collect());
-            let total = m(|r| r.total_ms);
-            let bound = m(|r| r.busy_ms) / cores as f64;
+            let m = |f: &dyn Fn(&Run) -> f64| median(all.iter().map(f).collect());
+            let total = m(&|r| r.total_ms);
+            let bound = m(&|r| r.busy_ms) / cores as f64;
             let growth = total / *base[k].get_or_insert(total);
             println!(
                 "{:>6} {:>5} | {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>7.2} | {:>6.1}x {:>9.0} | {:>9.0}",
                 ranks,
-                kind,
-                m(|r| r.runtime_ms),
+                kind.name(),
+                m(&|r| r.runtime_ms),
                 total,
-                m(|r| r.cpu_ms),
-                m(|r| r.busy_ms),
+                m(&Run::cpu_ms),
+                m(&|r| r.busy_ms),
                 bound,
                 if bound > 0.0 { total / bound } else { 0.0 },
                 growth,
-                m(|r| r.messages),
-                m(|r| r.startup_ms)
+                m(&|r| r.messages),
+                m(&|r| r.startup_ms)
             );
+            let phase = |i: usize| m(&|r| r.phases.named()[i].1);
+            measured.sizes.push(Size {
+                ranks: ranks as f64,
+                kind,
+                runtime_ms: m(&|r| r.runtime_ms),
+                total_ms: total,
+                root_cpu_ms: m(&|r| r.root_cpu_ms),
+                ranks_cpu_ms: m(&|r| r.ranks_cpu_ms),
+                root_messages: m(&|r| r.messages),
+                phases: Phases {
+                    decide: phase(0),
+                    unwind: phase(1),
+                    release: phase(2),
+                    deliver: phase(3),
+                    reentry: phase(4),
+                    identify: phase(5),
+                    fetch: phase(6),
+                    load: phase(7),
+                },
+            });
         }
     }
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("..")
+        .join("scale.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&measured).expect("json"),
+    )
+    .expect("write the measurements");
+    println!(
+        "measurements written to {} (frame sim --project-scale FILE projects them past this machine)",
+        path.display()
+    );
 }

@@ -73,6 +73,18 @@ fn simulations_too_large_or_meaningless_are_refused_with_the_figure() {
             vec!["--retrieval", "test-machine", "--step", "1e-9"],
             "steps",
         ),
+        (
+            vec!["--project-scale", "test-machine", "--latency-us", "0"],
+            "--latency-us 0",
+        ),
+        (
+            vec!["--project-scale", "test-machine", "--latency-us", "nan"],
+            "--latency-us NaN",
+        ),
+        (
+            vec!["--project-scale", "/nonexistent/scale.json"],
+            "cannot read /nonexistent/scale.json",
+        ),
     ] {
         let mut all = vec!["sim"];
         all.extend(&args);

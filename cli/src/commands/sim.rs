@@ -1,7 +1,7 @@
 //! `frame sim`: simulate a failing job, or reproduce a paper's table.
 
 use clap::ValueEnum;
-use frame_cli::sim::{self, projection, table3, Model, Strategy};
+use frame_cli::sim::{self, projection, scale, table3, Model, Strategy};
 use std::process::ExitCode;
 
 /// What `frame sim` can reproduce.
@@ -52,6 +52,16 @@ pub struct SimArgs {
     /// the figures measured on the 2-core test machine.
     #[arg(long, value_name = "FILE|test-machine")]
     project: Option<String>,
+    /// Project the runtime's recovery from a rank's and a node's failure
+    /// to 16 ranks on 1 to 1024 nodes and to 32768 processes, from the
+    /// phases `cargo bench --bench scale` measured (the JSON it writes,
+    /// or `test-machine`), next to paper 000's figures.
+    #[arg(long, value_name = "FILE|test-machine")]
+    project_scale: Option<String>,
+    /// With --project-scale: one message hop's latency on the target
+    /// network, microseconds.
+    #[arg(long, default_value_t = 20.0)]
+    latency_us: f64,
     /// Simulate the job (--planned, --step, --mtbf, --checkpoint) at 16 to
     /// 1024 nodes with recoveries costed from measured figures (as for
     /// --project): online with frame, online with the iterative baseline,
@@ -128,14 +138,28 @@ fn strategy(text: &str, levels: usize, window: AsyncWindow) -> anyhow::Result<St
     })
 }
 
+/// The JSON file `path` holds, read as a `T`.
+fn from_json<T: serde::de::DeserializeOwned>(path: &str) -> anyhow::Result<T> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {path}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))
+}
+
 /// The measured figures named by `source` (a JSON file or `test-machine`).
 fn measured(source: &str) -> anyhow::Result<projection::Measured> {
-    if source == "test-machine" {
-        return Ok(projection::Measured::test_machine());
+    match source {
+        "test-machine" => Ok(projection::Measured::test_machine()),
+        path => from_json(path),
     }
-    let text = std::fs::read_to_string(source)
-        .map_err(|e| anyhow::anyhow!("cannot read {source}: {e}"))?;
-    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{source}: {e}"))
+}
+
+/// The scale benchmark's figures named by `source` (a JSON file or
+/// `test-machine`).
+fn scale_measured(source: &str) -> anyhow::Result<scale::Measured> {
+    match source {
+        "test-machine" => Ok(scale::Measured::test_machine()),
+        path => from_json(path),
+    }
 }
 
 /// Most runs per point.
@@ -213,6 +237,28 @@ pub fn run(a: &SimArgs) -> anyhow::Result<ExitCode> {
                 a.planned, a.mtbf, a.checkpoint, a.runs, a.seed
             );
             print!("{}", sim::retrieval::table(&m, &job, a.runs, a.seed));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(source) = &a.project_scale {
+        if !(a.latency_us.is_finite() && a.latency_us > 0.0 && a.latency_us <= 1e6) {
+            anyhow::bail!(
+                "--latency-us {}: must be above 0 and at most 1000000",
+                a.latency_us
+            );
+        }
+        let m = scale_measured(source)?;
+        let latency_ms = a.latency_us / 1000.0;
+        if a.json {
+            for kind in [scale::Kind::Rank, scale::Kind::Node] {
+                for target in scale::TARGETS {
+                    if let Some(p) = scale::project(&m, kind, target, latency_ms) {
+                        println!("{}", serde_json::to_string(&p)?);
+                    }
+                }
+            }
+        } else {
+            print!("{}", scale::table(&m, latency_ms));
         }
         return Ok(ExitCode::SUCCESS);
     }

@@ -32,6 +32,7 @@ pub mod localised;
 pub mod plot;
 pub mod projection;
 pub mod retrieval;
+pub mod scale;
 pub mod table3;
 
 pub use frame::opt_par;
