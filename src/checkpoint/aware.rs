@@ -268,10 +268,9 @@ impl Checkpointer<'_> {
         self.stats.recovery_rounds += 1;
         let found = loop {
             let decision = planner.as_ref().map(|p| p.decide(&excluded));
-            if let (Some(p), Some(choice)) =
-                (&planner, decision.as_ref().and_then(|d| d.step.choice()))
-            {
-                if excluded.is_empty() {
+            if let (Some(p), Some(d)) = (&planner, &decision) {
+                tracing::info!(failed_nodes = ?p.failure.nodes, choice = ?d.step.choice(), "recovery planned at rank 0");
+                if let (Some(choice), true) = (d.step.choice(), excluded.is_empty()) {
                     let (wanted, why) = p.shortfall(choice.id, self.ceiling);
                     self.tell_choice(choice.id, wanted, &why);
                 }
@@ -280,29 +279,20 @@ impl Checkpointer<'_> {
                 self.broadcast_from_root(decision.as_ref(), "recovery plan")?;
             self.resume_past = self.resume_past.max(decision.largest);
             let session = decision.session;
-            let Some(&choice) = decision.step.choice() else {
-                break Found::Nothing;
-            };
-            tracing::info!(checkpoint = choice.id, level = %choice.level, "recovery planned");
-            let fetched = match &decision.step {
-                Step::Nothing => false,
-                Step::Level1(_) => {
-                    break Found::Level1 {
-                        id: choice.id,
-                        session,
-                    }
-                }
-                Step::Copies(_, plan) => match plan {
-                    Some(p) => self.transfer_copies(p, copy_store.as_ref(), Level::L2)?,
-                    None => false,
+            let (choice, fetched) = match &decision.step {
+                Step::Nothing => break Found::Nothing,
+                Step::Level1(c) => break Found::Level1 { id: c.id, session },
+                Step::Copies(c, plan) => match plan {
+                    Some(p) => (*c, self.transfer_copies(p, copy_store.as_ref(), Level::L2)?),
+                    None => (*c, false),
                 },
-                Step::Erasure(_, plan) => match plan {
-                    Some(p) => self.rebuild_once(p, erasure_store.as_ref())?,
-                    None => false,
+                Step::Erasure(c, plan) => match plan {
+                    Some(p) => (*c, self.rebuild_once(p, erasure_store.as_ref())?),
+                    None => (*c, false),
                 },
-                Step::Global(_) => {
+                Step::Global(c) => {
                     let store = self.global_store();
-                    self.install_global(store.as_ref(), choice.id)?
+                    (*c, self.install_global(store.as_ref(), c.id)?)
                 }
             };
             if fetched {

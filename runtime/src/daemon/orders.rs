@@ -54,13 +54,19 @@ impl Daemon {
                         },
                     })
                 };
-                let full = with(Table::Full(table.as_ref().clone()))?;
                 let changed = changes.map(|c| with(Table::Changed(c))).transpose()?;
+                // The whole table only when some rank needs it.
+                let mut full: Option<bytes::Bytes> = None;
                 for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
                     if let Some((_, tx)) = p.conn.as_mut() {
                         let bytes = match (&changed, p.holds_table) {
                             (Some(c), true) => c.clone(),
-                            _ => full.clone(),
+                            _ => match &full {
+                                Some(f) => f.clone(),
+                                None => full
+                                    .insert(with(Table::Full(table.as_ref().clone()))?)
+                                    .clone(),
+                            },
                         };
                         p.holds_table = tx.send_encoded(bytes).await.is_ok();
                     }
