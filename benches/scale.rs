@@ -143,7 +143,11 @@ fn run(exe: &Path, ranks: usize, victim: &str, dir: &Path) -> Run {
         .arg(&metrics)
         .env("FRAME_METRICS_FILE", &metrics)
         .env("FRAME_STORAGE_LOCAL_DIR", dir.join("local"))
-        .env("FRAME_L2_INTERVAL", "1");
+        .env("FRAME_L2_INTERVAL", "1")
+        // heat2d's errors (every rank's interrupted call) would capture a
+        // backtrace each when the shell asks for them: not frame's cost.
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE");
     support::timed(&mut cmd, &format!("{ranks} ranks, {victim} killed"));
     let text = std::fs::read_to_string(&metrics).expect("metrics");
     let lines: Vec<Value> = text

@@ -437,35 +437,19 @@ fn progress_is_reported_and_the_bind_address_is_checked() {
     // The ranks hold at iteration 100 until the launcher has reported
     // progress: however slowly heartbeats travel, the report comes while
     // the job runs.
-    let go = dir.path().join("go");
-    let go_arg = go.to_str().expect("utf-8 path");
-    let mut cmd = common::frame_run_command(
+    let (watched, go) = held_ring(
         dir.path(),
         &[
             "--nodes",
             "1",
             "--ranks-per-node",
             "2",
-            "--progress",
-            "200ms",
             "--transport",
             "tcp",
             "--bind",
             "127.0.0.1",
         ],
-        &example("ring"),
-        &[
-            "--iterations",
-            "200",
-            "--hold-at",
-            "100",
-            "--hold-file",
-            go_arg,
-        ],
-        &[],
     );
-    let watched = common::Watched::spawn(&mut cmd);
-    watched.wait_for(&["frame: progress: iteration "], Duration::from_secs(120));
     std::fs::write(&go, b"go").expect("release the ranks");
     let (status, out) = watched.finish_status(Duration::from_secs(120));
     let job = common::finished_run(dir.path(), status, out);
@@ -497,4 +481,99 @@ fn progress_is_reported_and_the_bind_address_is_checked() {
     );
     assert!(!status.success(), "{out}{err}");
     assert!(err.contains("cannot listen on 192.0.2.1"), "{err}");
+}
+
+/// The nice value of every thread of process `pid` (field 19 of each
+/// thread's `stat`, after the command's parentheses).
+fn thread_nices(pid: i32) -> Vec<i64> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+        .filter_map(|stat| {
+            let rest = &stat[stat.rfind(')')? + 1..];
+            rest.split_whitespace().nth(16)?.parse().ok()
+        })
+        .collect()
+}
+
+/// ring under `frame run` with `run_args` (and progress reports), its
+/// ranks held at iteration 100 until the returned file exists; returns
+/// once the launcher reported progress (every rank runs).
+fn held_ring(dir: &Path, run_args: &[&str]) -> (common::Watched, PathBuf) {
+    let go = dir.join("go");
+    let go_arg = go.to_str().expect("utf-8 path");
+    let run_args: Vec<&str> = run_args
+        .iter()
+        .copied()
+        .chain(["--progress", "200ms"])
+        .collect();
+    let mut cmd = common::frame_run_command(
+        dir,
+        &run_args,
+        &example("ring"),
+        &[
+            "--iterations",
+            "200",
+            "--hold-at",
+            "100",
+            "--hold-file",
+            go_arg,
+        ],
+        &[],
+    );
+    let watched = common::Watched::spawn(&mut cmd);
+    watched.wait_for(&["frame: progress: iteration "], Duration::from_secs(120));
+    (watched, go)
+}
+
+/// With more ranks than cores on the machine, the daemon starts ranks and
+/// managers at nice 10, so the root and the daemons (at the launcher's
+/// priority) get a core as soon as they wake; every thread of a rank
+/// runs at that priority.
+#[test]
+fn on_a_crowded_machine_ranks_and_managers_yield_to_the_runtime() {
+    let _g = serial();
+    let dir = scratch();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let per_node = cores.to_string();
+    let (watched, go) = held_ring(dir.path(), &["--nodes", "2", "--ranks-per-node", &per_node]);
+    let launcher = thread_nices(watched.pid());
+    let base = launcher.first().copied().expect("the launcher's priority");
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut wrong = Vec::new();
+    for pid in common::processes_mentioning(dir.path()) {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        let env = String::from_utf8_lossy(&env);
+        let Some(role) = env
+            .split('\0')
+            .find_map(|v| v.strip_prefix("FRAME_RT_ROLE="))
+        else {
+            continue;
+        };
+        let nices = thread_nices(pid);
+        let expected = match role {
+            "rank" | "manager" => base.max(10),
+            _ => base,
+        };
+        if nices.is_empty() {
+            continue;
+        }
+        *seen.entry(role.to_string()).or_default() += 1;
+        if nices.iter().any(|n| *n != expected) {
+            wrong.push(format!(
+                "{role} {pid}: threads at {nices:?}, expected {expected}"
+            ));
+        }
+    }
+    std::fs::write(&go, b"go").expect("release the ranks");
+    let (status, out) = watched.finish_status(Duration::from_secs(120));
+    assert!(status.success(), "{out}");
+    assert!(wrong.is_empty(), "{wrong:?}");
+    // Ranks, and standby processes (a rank's role too).
+    assert!(seen.get("rank") >= Some(&(2 * cores)), "{seen:?}");
+    assert_eq!(seen.get("manager"), Some(&2), "{seen:?}");
+    assert_eq!(seen.get("daemon"), Some(&2), "{seen:?}");
 }

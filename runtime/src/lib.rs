@@ -36,6 +36,7 @@
 
 mod agent;
 mod context;
+mod crowding;
 mod daemon;
 mod handoff;
 mod idle;

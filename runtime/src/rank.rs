@@ -118,7 +118,9 @@ where
         fired.extend(go.fired.iter().copied());
         agent
             .hub
-            .poll_before_sleeping(!oversubscribed(&env.spec, &go.nodes));
+            .poll_before_sleeping(!crate::crowding::crowded(&env.spec, || {
+                go.nodes.iter().filter(|n| **n == env.spec.node).count()
+            }));
         let mut comm = NetComm::new(
             rank as usize,
             env.spec.node,
@@ -298,16 +300,4 @@ where
             1
         }
     }
-}
-
-/// Whether more ranks than this machine has cores run on it: every rank
-/// of the job when its nodes are virtual (they share the launcher's
-/// machine), else the ranks of this node (`nodes`: each rank's node).
-fn oversubscribed(spec: &crate::handoff::NodeSpec, nodes: &[u32]) -> bool {
-    let here = match spec.host {
-        None => nodes.len(),
-        Some(_) => nodes.iter().filter(|n| **n == spec.node).count(),
-    };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    here > cores
 }

@@ -129,11 +129,16 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
         cmd.env(env::CRASH_AT, at);
     }
     let inherit = peers.map(|l| l.as_raw_fd());
+    // On virtual nodes the manager shares the crowded machine like a rank
+    // (a host's ranks are counted as they start: its manager keeps its
+    // priority).
+    let crowded = crate::crowding::crowded(spec, || 0);
     if let Some(fd) = inherit {
         cmd.env(env::MANAGER_FD, fd.to_string());
     }
     // SAFETY: only async-signal-safe calls between fork and exec (a prctl,
-    // and an fcntl on a descriptor the daemon keeps open meanwhile).
+    // an fcntl on a descriptor the daemon keeps open meanwhile, a
+    // get/setpriority).
     unsafe {
         cmd.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
@@ -143,6 +148,9 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
                 let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
                 rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())
                     .map_err(std::io::Error::from)?;
+            }
+            if crowded {
+                crate::crowding::lower_priority()?;
             }
             Ok(())
         });

@@ -285,13 +285,20 @@ impl Daemon {
                 .env(env::EPOCH, epoch.to_string()),
             None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
         };
-        // SAFETY: only an async-signal-safe prctl between fork and exec.
+        // This process and the ranks already here.
+        let crowded = crate::crowding::crowded(&self.spec, || self.procs.len() + 1);
+        // SAFETY: only async-signal-safe system calls (a prctl, a
+        // get/setpriority) between fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 rustix::process::set_parent_process_death_signal(Some(
                     rustix::process::Signal::KILL,
                 ))
-                .map_err(std::io::Error::from)
+                .map_err(std::io::Error::from)?;
+                if crowded {
+                    crate::crowding::lower_priority()?;
+                }
+                Ok(())
             });
         }
         let mut child = cmd.spawn()?;
