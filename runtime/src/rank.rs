@@ -143,6 +143,7 @@ where
                 launch: env.spec.launched_ns,
                 ranks: go.failed_ranks.clone(),
                 nodes: go.failed_nodes.clone(),
+                placement: go.nodes.clone(),
                 committed: go.committed,
                 rejoin: go.rejoin,
                 stand_in: go.stand_in.as_deref().cloned(),

@@ -197,18 +197,7 @@ impl Promotions {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
-        let mut mine = comm.node().to_le_bytes().to_vec();
-        mine.extend_from_slice(&now.to_le_bytes());
-        let gathered = comm.all_gather(&mine)?;
-        let word = |b: &[u8], at: usize, len: usize| -> u64 {
-            let mut w = [0u8; 8];
-            if let Some(bytes) = b.get(at..at + len) {
-                w[..len].copy_from_slice(bytes);
-            }
-            u64::from_le_bytes(w)
-        };
-        let placement: Vec<u32> = gathered.iter().map(|b| word(b, 0, 4) as u32).collect();
-        let first_round = gathered.iter().map(|b| word(b, 4, 8)).max().unwrap_or(0);
+        let (placement, first_round) = placement_and_clock(comm, now)?;
         let rank = comm.rank() as u32;
         let node = comm.node();
         let leader = placement.iter().position(|n| *n == node) == Some(rank as usize);
@@ -523,4 +512,33 @@ fn l4_write(l4: &crate::config::GlobalConfig) -> L4Write {
             chunk: bytes(l4.chunk_size),
         }
     }
+}
+
+/// Every rank's node, and the highest of the ranks' clocks (`now`, in
+/// microseconds). A runtime that placed the ranks says where (see
+/// [`Failures::placement`](crate::comm::Failures::placement)): then one
+/// reduction of a number finds the clock. Otherwise every rank's node and
+/// clock are gathered from every rank (a number per rank, to every rank).
+fn placement_and_clock(comm: &dyn Comm, now: u64) -> Result<(Vec<u32>, u64)> {
+    // Every rank of the epoch was released with the same placement, so
+    // every rank takes the same branch.
+    let placed = comm.failures().placement;
+    if placed.len() == comm.size() {
+        let mut clock = [now];
+        comm.all_reduce_u64(&mut clock, ReduceOp::Max)?;
+        return Ok((placed, clock[0]));
+    }
+    let mut mine = comm.node().to_le_bytes().to_vec();
+    mine.extend_from_slice(&now.to_le_bytes());
+    let gathered = comm.all_gather(&mine)?;
+    let word = |b: &[u8], at: usize, len: usize| -> u64 {
+        let mut w = [0u8; 8];
+        if let Some(bytes) = b.get(at..at + len) {
+            w[..len].copy_from_slice(bytes);
+        }
+        u64::from_le_bytes(w)
+    };
+    let placement: Vec<u32> = gathered.iter().map(|b| word(b, 0, 4) as u32).collect();
+    let first_round = gathered.iter().map(|b| word(b, 4, 8)).max().unwrap_or(0);
+    Ok((placement, first_round))
 }

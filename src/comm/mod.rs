@@ -123,6 +123,10 @@ pub struct Failures {
     pub ranks: Vec<u32>,
     /// Failed nodes.
     pub nodes: Vec<u32>,
+    /// Every rank's node in this epoch, as the runtime placed them (empty
+    /// when the runtime does not say): the checkpoint library takes the
+    /// job's placement from here rather than gathering it from every rank.
+    pub placement: Vec<u32>,
     /// The newest checkpoint the runtime was told had committed on every
     /// rank (see [`Comm::note_committed`]), kept by the runtime outside
     /// the nodes' storage: evidence that survives the loss of every node
