@@ -4,8 +4,8 @@
 //! On such a machine every rank is runnable most of the time, and a
 //! process that wakes waits for the ranks ahead of it. Two rules keep the
 //! runtime's own work prompt there:
-//! - the daemon starts ranks (and, on virtual nodes, its manager) at a
-//!   lower priority, [`CROWDED_NICE`], so the root and the daemons get a
+//! - the daemon starts ranks, standbys and its manager at a lower
+//!   priority, [`CROWDED_NICE`], so the root and the daemons get a
 //!   core as soon as they wake: a failure's detection and the root's
 //!   decision do not wait behind a thousand ranks;
 //! - a rank's receive does not poll before it sleeps (see
@@ -27,21 +27,23 @@ fn cores() -> usize {
 
 /// Whether more ranks than this machine has cores run on it: every rank
 /// of the job when its nodes are virtual (they share the launcher's
-/// machine), else `on_host`, the ranks of this node.
-pub(crate) fn crowded(spec: &NodeSpec, on_host: impl FnOnce() -> usize) -> bool {
+/// machine), else the ranks a node runs. Every process of a node decides
+/// alike, whenever it starts.
+pub(crate) fn crowded(spec: &NodeSpec) -> bool {
     let here = match spec.host {
-        None => spec.size as usize,
-        Some(_) => on_host(),
+        None => spec.size,
+        Some(_) => spec.ranks_per_node,
     };
-    here > cores()
+    here as usize > cores()
 }
 
 /// Lowers the calling process to [`CROWDED_NICE`] unless it runs lower
-/// already. Only system calls: safe between `fork` and `exec`.
-pub(crate) fn lower_priority() -> std::io::Result<()> {
-    let now = rustix::process::getpriority_process(None)?;
-    if now < CROWDED_NICE {
-        rustix::process::setpriority_process(None, CROWDED_NICE)?;
+/// already. Best effort (a system that refuses leaves the priority as it
+/// is); only system calls: safe between `fork` and `exec`.
+pub(crate) fn lower_priority() {
+    if let Ok(now) = rustix::process::getpriority_process(None) {
+        if now < CROWDED_NICE {
+            let _ = rustix::process::setpriority_process(None, CROWDED_NICE);
+        }
     }
-    Ok(())
 }

@@ -54,6 +54,9 @@ pub(crate) struct NodeSpec {
     pub node: u32,
     /// Ranks in the job.
     pub size: u32,
+    /// The ranks each node runs (0: not said).
+    #[serde(default)]
+    pub ranks_per_node: u32,
     /// Directory for sockets.
     pub run_dir: PathBuf,
     /// This node's local storage.

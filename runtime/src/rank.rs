@@ -118,9 +118,7 @@ where
         fired.extend(go.fired.iter().copied());
         agent
             .hub
-            .poll_before_sleeping(!crate::crowding::crowded(&env.spec, || {
-                go.nodes.iter().filter(|n| **n == env.spec.node).count()
-            }));
+            .poll_before_sleeping(!crate::crowding::crowded(&env.spec));
         let mut comm = NetComm::new(
             rank as usize,
             env.spec.node,

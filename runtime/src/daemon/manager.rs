@@ -129,10 +129,8 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
         cmd.env(env::CRASH_AT, at);
     }
     let inherit = peers.map(|l| l.as_raw_fd());
-    // On virtual nodes the manager shares the crowded machine like a rank
-    // (a host's ranks are counted as they start: its manager keeps its
-    // priority).
-    let crowded = crate::crowding::crowded(spec, || 0);
+    // The manager shares a crowded machine like a rank.
+    let crowded = crate::crowding::crowded(spec);
     if let Some(fd) = inherit {
         cmd.env(env::MANAGER_FD, fd.to_string());
     }
@@ -150,7 +148,7 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
                     .map_err(std::io::Error::from)?;
             }
             if crowded {
-                crate::crowding::lower_priority()?;
+                crate::crowding::lower_priority();
             }
             Ok(())
         });

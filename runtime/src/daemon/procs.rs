@@ -285,8 +285,7 @@ impl Daemon {
                 .env(env::EPOCH, epoch.to_string()),
             None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
         };
-        // This process and the ranks already here.
-        let crowded = crate::crowding::crowded(&self.spec, || self.procs.len() + 1);
+        let crowded = crate::crowding::crowded(&self.spec);
         // SAFETY: only async-signal-safe system calls (a prctl, a
         // get/setpriority) between fork and exec.
         unsafe {
@@ -296,7 +295,7 @@ impl Daemon {
                 ))
                 .map_err(std::io::Error::from)?;
                 if crowded {
-                    crate::crowding::lower_priority()?;
+                    crate::crowding::lower_priority();
                 }
                 Ok(())
             });

@@ -358,6 +358,7 @@ impl Cluster<'_> {
         NodeSpec {
             node,
             size: self.size() as u32,
+            ranks_per_node: u32::try_from(l.ranks_per_node).unwrap_or(u32::MAX),
             run_dir: self.run.path.clone(),
             node_dir: n.dir.clone(),
             host: n.host.clone(),
