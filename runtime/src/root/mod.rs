@@ -324,9 +324,9 @@ impl Launch {
         rt.block_on(control::drive(&launch))
     }
 
-    /// This launch, with the heartbeat timeout raised for a machine its
-    /// virtual nodes crowd (see `control::liveness::crowded_floor`), and
-    /// a line saying so.
+    /// This launch, with the heartbeat and rank timeouts raised for a
+    /// machine its virtual nodes crowd (see
+    /// `control::liveness::crowded_floor`), and a line saying each.
     fn crowded(&self) -> Launch {
         let mut launch = self.clone();
         if !self.hosts.is_empty() {
@@ -337,12 +337,24 @@ impl Launch {
         let processes = self.nodes * per_node + self.spare_nodes * spare;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         launch.heartbeat_timeout = control::crowded_floor(self.heartbeat_timeout, processes, cores);
-        if launch.heartbeat_timeout > self.heartbeat_timeout {
-            eprintln!(
-                "frame: {processes} processes of the job share {cores} core(s): heartbeat timeout raised to {} (from {})",
-                humantime::format_duration(launch.heartbeat_timeout),
-                humantime::format_duration(self.heartbeat_timeout)
-            );
+        // A rank there waits as long for its turn as a daemon does: to
+        // join, to say it is alive, to roll back.
+        launch.rank_timeout = control::crowded_floor(self.rank_timeout, processes, cores);
+        for (what, was, now) in [
+            (
+                "heartbeat",
+                self.heartbeat_timeout,
+                launch.heartbeat_timeout,
+            ),
+            ("rank", self.rank_timeout, launch.rank_timeout),
+        ] {
+            if now > was {
+                eprintln!(
+                    "frame: {processes} processes of the job share {cores} core(s): {what} timeout raised to {} (from {})",
+                    humantime::format_duration(now),
+                    humantime::format_duration(was)
+                );
+            }
         }
         launch
     }
