@@ -340,7 +340,10 @@ pub struct RuntimeRecoveryRecord {
     /// epoch (0: not known).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_ready_ns: u64,
-    /// When it heard the last one (the release follows at once).
+    /// When it heard the last rank the release waited for (the release
+    /// follows at once): the last of the ranks that start again, or of
+    /// any rank at the job's start; survivors that roll back slower say
+    /// they are ready after the release.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub last_ready_ns: u64,
     /// The root's CPU time from the detection of the oldest failure still

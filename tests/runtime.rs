@@ -108,14 +108,16 @@ fn a_killed_rank_is_respawned_and_survivors_roll_back() {
     );
     assert!(d <= s && s <= r && r <= b, "timeline out of order: {m}");
     assert!(m["runtime_recovery_ms"].as_f64().unwrap() > 0.0);
-    // Every rank said it was ready in between, and the root counted what
-    // it read and the CPU it spent.
+    // The replacement said it was ready in between (the release waits for
+    // the ranks that start again, not for the survivors' roll-back), and
+    // the root counted what it read after the failure (at least the
+    // replacement's start and its ready) and the CPU it spent.
     let (first, last) = (
         m["first_ready_ns"].as_u64().unwrap(),
         m["last_ready_ns"].as_u64().unwrap(),
     );
     assert!(s <= first && first <= last && last <= b, "{m}");
-    assert!(m["root_messages"].as_u64().unwrap() >= 4, "{m}");
+    assert!(m["root_messages"].as_u64().unwrap() >= 2, "{m}");
     assert!(m["root_cpu_ms"].as_f64().unwrap() > 0.0, "{m}");
     // The start: launch to the first release, with every rank's hello.
     let start = (job.metrics.iter())
@@ -223,8 +225,8 @@ fn a_failure_during_recovery() {
     let _g = serial();
     let want = reference(&RING);
     let dir = scratch();
-    // Rank 1 dies at iteration 70; rank 3 dies during that recovery, before
-    // the world barrier.
+    // Rank 1 dies at iteration 70; rank 3 dies during that recovery, as it
+    // rolls back, before it reaches the world barrier.
     let job = ring(
         dir.path(),
         &two_by_two(&["--inject", "rank:1@iter=70", "--inject", "rank:3@reinit=1"]),
@@ -232,11 +234,16 @@ fn a_failure_during_recovery() {
     );
     assert!(job.status.success(), "{}", job.out);
     assert_eq!(runtime_records(&job).len(), 2, "{}", job.out);
-    // Nobody entered epoch 2: its barrier never passed.
-    assert!(states_in(&job.out, 2).is_empty(), "{}", job.out);
-    let e3 = states_in(&job.out, 3);
-    assert_eq!(e3[1], (1, "RESTARTED".into(), 0));
-    assert_eq!(e3[3], (3, "RESTARTED".into(), 1));
+    // Rank 3 never entered epoch 2 and restarted into epoch 3. Epoch 2's
+    // release waits for the ranks that start again (rank 1), not for the
+    // survivors' roll-back: the others may have entered epoch 2 before
+    // rank 3's death rolled them back again, or not (then its barrier
+    // never passed). Rank 1 restarted into the first epoch that began.
+    let (e2, e3) = (states_in(&job.out, 2), states_in(&job.out, 3));
+    assert!(e2.iter().all(|e| e.0 != 3), "{}", job.out);
+    assert!(e3.contains(&(3, "RESTARTED".into(), 1)), "{}", job.out);
+    let first = if e2.is_empty() { &e3 } else { &e2 };
+    assert!(first.contains(&(1, "RESTARTED".into(), 0)), "{}", job.out);
     assert_eq!(final_value(&job.out), want);
 }
 

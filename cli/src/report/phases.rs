@@ -3,9 +3,11 @@
 //! failure's detection, and the CPU time the root and the ranks spent.
 //!
 //! The steps: the root decides and orders the roll-back (`decide`); the
-//! survivors unwind and the replacements start, until the last rank says
-//! it is ready (`unwind`); the root releases the world barrier
-//! (`release`); the release reaches the last rank (`deliver`); the slowest
+//! replacements start, until the last rank the release waits for says it
+//! is ready (`unwind`: the ranks that start again, and the survivors that
+//! rolled back sooner); the root releases the world barrier (`release`);
+//! the release reaches the last rank, a survivor reading it once it has
+//! rolled back (`deliver`); the slowest
 //! rank gets back to the checkpointer, its communicator making its first
 //! exchanges (`reentry`); the slowest rank's search for the checkpoint,
 //! its fetch from a higher level and its load. `total` runs from the

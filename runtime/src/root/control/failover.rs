@@ -1,6 +1,7 @@
 //! Failures, barrier releases and fault injections.
 
 use super::super::daemons;
+use super::roll::Roll;
 use super::{Cluster, Failure, STOP};
 use crate::inject::Target;
 use crate::placement::{self, NodeSlots};
@@ -12,7 +13,7 @@ use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStart
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
     pub(super) async fn release(&mut self) {
-        let table = Table::Full(self.ready.iter().flatten().cloned().collect());
+        let table = Table::Full(self.ready.reported().cloned().collect());
         let (failed_ranks, failed_nodes) = std::mem::take(&mut self.last_failed);
         let go = Go {
             epoch: self.epoch,
@@ -28,6 +29,7 @@ impl Cluster<'_> {
             stood_in: self.logged.stood_in.clone(),
         };
         self.broadcast(&ToDaemon::Go(go)).await;
+        self.released = self.epoch;
         if !self.started {
             let at = now_ns();
             self.record(Record::RuntimeStart(RuntimeStartRecord {
@@ -201,8 +203,19 @@ impl Cluster<'_> {
         self.placement = placement;
         self.epoch += 1;
         let size = self.size();
-        self.ready = vec![None; size];
-        self.done = vec![false; size];
+        // The ranks that start again get new endpoints; the survivors keep
+        // theirs, and the release does not wait for them to roll back: the
+        // order to roll back reaches each before the release, on the same
+        // connection, and a survivor reads the release once it is back at
+        // the barrier (its new peers' messages wait for it there). A
+        // redeployed job starts every process again.
+        if self.launch.recovery == RecoveryMode::Redeploy {
+            self.ready = Roll::new(size);
+        }
+        for &r in &failed_ranks {
+            self.ready.clear(r as usize);
+        }
+        self.done = Roll::new(size);
         self.last_failed.0.extend(&failed_ranks);
         self.last_failed.1.extend(&failed_nodes);
         if let Some(why) = &fallback {

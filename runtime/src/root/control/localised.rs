@@ -183,8 +183,8 @@ impl Cluster<'_> {
         };
         for &rank in &ranks {
             let r = rank as usize;
-            self.ready[r] = None;
-            self.done[r] = false;
+            self.ready.clear(r);
+            self.done.clear(r);
             self.incarnation[r] = self.epoch;
             self.logged.rejoining.insert(rank);
             self.logged.replaced.insert(rank);
@@ -282,7 +282,7 @@ impl Cluster<'_> {
             });
         let go = Go {
             epoch: self.epoch,
-            table: crate::proto::Table::Full(self.ready.iter().flatten().cloned().collect()),
+            table: crate::proto::Table::Full(self.ready.reported().cloned().collect()),
             nodes: self.placement.clone(),
             failed_ranks,
             failed_nodes,

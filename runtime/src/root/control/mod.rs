@@ -13,6 +13,8 @@ mod join;
 mod link;
 mod liveness;
 mod localised;
+mod messages;
+mod roll;
 mod team;
 mod verdict;
 
@@ -26,7 +28,8 @@ use crate::proto::{self, now_ns, ToDaemon, ToRoot};
 use crate::State;
 use frame::comm::net::Endpoint;
 use frame::internals::auth::Secret;
-use frame::metrics::{Record, ReplayRecord, RuntimeRecoveryRecord};
+use frame::metrics::{Record, RuntimeRecoveryRecord};
+use roll::Roll;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -108,9 +111,18 @@ struct Cluster<'a> {
     placement: Vec<u32>,
     incarnation: Vec<u64>,
     epoch: u64,
-    ready: Vec<Option<Endpoint>>,
-    done: Vec<bool>,
-    exited: Vec<bool>,
+    /// Where every rank listens in this epoch, as far as the root knows:
+    /// each rank's endpoint from its last ready message. A recovery clears
+    /// the ranks that start again (new processes, new endpoints); the
+    /// survivors keep theirs, so the world barrier is released once the
+    /// restarted ranks are ready (see `failover`).
+    ready: Roll<Endpoint>,
+    /// The last epoch whose world barrier was released (0: none yet).
+    released: u64,
+    /// The ranks that finished this epoch's run.
+    done: Roll<()>,
+    /// The rank processes that exited at the job's end.
+    exited: Roll<()>,
     finishing: bool,
     started: bool,
     open: Vec<RuntimeRecoveryRecord>,
@@ -199,9 +211,10 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
             .collect(),
         incarnation: vec![1; size],
         epoch: 1,
-        ready: vec![None; size],
-        done: vec![false; size],
-        exited: vec![false; size],
+        ready: Roll::new(size),
+        released: 0,
+        done: Roll::new(size),
+        exited: Roll::new(size),
         finishing: false,
         started: false,
         open: Vec::new(),
@@ -494,136 +507,6 @@ impl Cluster<'_> {
                 }
             }
             Event::Signal(name) => return Err(RunError::Signal(name)),
-        }
-        Ok(false)
-    }
-
-    async fn on_daemon_message(&mut self, node: u32, msg: ToRoot) -> Result<bool, RunError> {
-        match msg {
-            ToRoot::Hello { .. } => {}
-            ToRoot::Heartbeat { progress, .. } => self.nodes[node as usize].progress = progress,
-            ToRoot::Committed { id } => {
-                self.committed = id.map(|id| id.max(self.committed.unwrap_or(0)));
-                if let Some(id) = id {
-                    self.end_idling(id).await;
-                }
-            }
-            ToRoot::Idled {
-                rank,
-                wall_ms,
-                cpu_ms,
-            } => self.record_idle(rank, wall_ms, cpu_ms),
-            ToRoot::NeverJoined { how, .. } => {
-                return Err(RunError::NeverJoined {
-                    program: self.launch.program.clone(),
-                    how,
-                })
-            }
-            ToRoot::Spawned { epoch, at_ns, .. } => {
-                for rec in self.open.iter_mut().filter(|r| r.epoch == epoch) {
-                    rec.replacements_started_ns = rec.replacements_started_ns.max(at_ns);
-                }
-            }
-            ToRoot::Ready {
-                rank,
-                epoch,
-                endpoint,
-            } => {
-                if epoch == self.epoch && (rank as usize) < self.size() {
-                    self.ready[rank as usize] = Some(endpoint);
-                    let at = now_ns();
-                    for rec in &mut self.open {
-                        if rec.first_ready_ns == 0 {
-                            rec.first_ready_ns = at;
-                        }
-                        rec.last_ready_ns = at;
-                    }
-                    if self.logged.rejoining.contains(&rank) {
-                        self.replacement_ready(rank).await;
-                    } else if self.ready.iter().all(Option::is_some)
-                        && self.logged.rejoining.is_empty()
-                    {
-                        self.release().await;
-                    }
-                }
-            }
-            ToRoot::Done { rank, epoch } => {
-                if epoch == self.epoch && (rank as usize) < self.size() {
-                    self.done[rank as usize] = true;
-                    if self.done.iter().all(|d| *d) && self.open.is_empty() {
-                        self.finishing = true;
-                        self.broadcast(&ToDaemon::Finish).await;
-                    }
-                }
-            }
-            ToRoot::Unreachable { rank, epoch, peer } => {
-                self.on_unreachable(node, rank, epoch, peer)
-            }
-            ToRoot::Ending { rank, epoch } => {
-                let refused = if epoch != self.epoch {
-                    Some(format!("the job moved on to epoch {}", self.epoch))
-                } else if !self.open.is_empty() || !self.logged.rejoining.is_empty() {
-                    Some("a recovery is under way".to_string())
-                } else {
-                    None
-                };
-                self.send(node, &ToDaemon::EndConfirmed { rank, refused })
-                    .await;
-            }
-            ToRoot::Exited { rank } => {
-                if let Some(e) = self.exited.get_mut(rank as usize) {
-                    *e = true;
-                }
-                return Ok(self.finishing && self.exited.iter().all(|e| *e));
-            }
-            ToRoot::Failed {
-                rank,
-                incarnation,
-                how,
-                at_ns,
-            } => {
-                let current = self.incarnation.get(rank as usize) == Some(&incarnation)
-                    && self.placement.get(rank as usize) == Some(&node);
-                if current && !self.finishing {
-                    self.fail(Failure::Rank { rank, how, at_ns }).await?;
-                }
-            }
-            ToRoot::Aborted { rank, reason } => return Err(RunError::Aborted { rank, reason }),
-            ToRoot::Fallback {
-                rank,
-                epoch,
-                reason,
-            } => self.on_fallback(rank, epoch, reason).await?,
-            ToRoot::Teamed {
-                rank,
-                epoch,
-                part,
-                endpoint,
-            } => self.on_teamed(rank, epoch, part, endpoint).await,
-            ToRoot::Replayed {
-                rank,
-                to,
-                messages,
-                bytes,
-                log_bytes,
-            } => self.record(Record::Replay(ReplayRecord {
-                failure: self.logged.last_failure,
-                rank,
-                to,
-                messages,
-                bytes,
-                log_bytes,
-            })),
-            ToRoot::Helped {
-                rank,
-                part,
-                wall_ms,
-                cpu_ms,
-            } => self.record_help(rank, part, wall_ms, cpu_ms),
-            ToRoot::Fired { injection } => {
-                self.fired.insert(injection);
-                self.fire_other_nodes(injection).await;
-            }
         }
         Ok(false)
     }
