@@ -13,7 +13,14 @@ use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStart
 impl Cluster<'_> {
     /// Releases the world barrier of the current epoch.
     pub(super) async fn release(&mut self) {
-        let table = Table::Full(self.ready.reported().cloned().collect());
+        let Some(endpoints) = self.ready.every() else {
+            tracing::error!(
+                epoch = self.epoch,
+                "a release with ranks not ready: held back"
+            );
+            return;
+        };
+        let table = Table::Full(endpoints);
         let (failed_ranks, failed_nodes) = std::mem::take(&mut self.last_failed);
         let go = Go {
             epoch: self.epoch,

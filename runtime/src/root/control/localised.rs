@@ -280,9 +280,16 @@ impl Cluster<'_> {
             .map_or((vec![rank], vec![]), |r| {
                 (r.failed_ranks.clone(), r.failed_nodes.clone())
             });
+        let Some(endpoints) = self.ready.every() else {
+            tracing::error!(
+                rank,
+                "a rejoining rank's release before every rank was ready: held back"
+            );
+            return;
+        };
         let go = Go {
             epoch: self.epoch,
-            table: crate::proto::Table::Full(self.ready.reported().cloned().collect()),
+            table: crate::proto::Table::Full(endpoints),
             nodes: self.placement.clone(),
             failed_ranks,
             failed_nodes,

@@ -43,9 +43,14 @@ impl<T> Roll<T> {
         self.filled == self.slots.len()
     }
 
-    /// What the ranks that reported said, in rank order.
-    pub(super) fn reported(&self) -> impl Iterator<Item = &T> {
-        self.slots.iter().flatten()
+    /// What every rank reported, in rank order; `None` until every rank
+    /// has (a list with a gap would give the ranks after it the wrong
+    /// entries).
+    pub(super) fn every(&self) -> Option<Vec<T>>
+    where
+        T: Clone,
+    {
+        self.slots.iter().cloned().collect()
     }
 }
 
