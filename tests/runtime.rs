@@ -216,7 +216,11 @@ fn two_nodes_in_one_event() {
     let mut nodes: Vec<u32> = states_in(&job.out, last).iter().map(|e| e.2).collect();
     nodes.sort();
     assert_eq!(nodes, vec![2, 2, 3, 3], "{}", job.out);
-    assert!(states_in(&job.out, last).iter().all(|e| e.1 == "RESTARTED"));
+    assert!(
+        states_in(&job.out, last).iter().all(|e| e.1 == "RESTARTED"),
+        "{}",
+        job.out
+    );
     assert_eq!(final_value(&job.out), want);
 }
 

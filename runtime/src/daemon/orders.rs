@@ -25,14 +25,25 @@ impl Daemon {
                 self.idle_governor(false, &[]);
                 let by = Instant::now() + self.timeout;
                 self.end_helpers();
-                for p in self.procs.values_mut().filter(|p| p.rank.is_some()) {
+                // The survivors roll back while the job waits for no one
+                // but the replacements (their readiness releases the new
+                // epoch): the replacements start first, before the
+                // survivors' roll-back takes this node's cores.
+                let survivors: Vec<u32> = (self.procs.iter())
+                    .filter(|(_, p)| p.rank.is_some())
+                    .map(|(&pid, _)| pid)
+                    .collect();
+                for rank in spawn {
+                    self.replace(rank, epoch).await?;
+                }
+                for pid in survivors {
+                    let Some(p) = self.procs.get_mut(&pid) else {
+                        continue;
+                    };
                     p.rejoin_by = Some((by, epoch));
                     if let Some((_, tx)) = p.conn.as_mut() {
                         let _ = tx.send(&ToRank::Reinit { epoch }).await;
                     }
-                }
-                for rank in spawn {
-                    self.replace(rank, epoch).await?;
                 }
             }
             ToDaemon::Go(mut go) => {

@@ -129,23 +129,34 @@ impl Cluster<'_> {
             }
             Target::Nodes(nodes) => {
                 for n in nodes {
-                    self.take_down(n, inj.action).await;
+                    if self.take_down(n, inj.action).await {
+                        self.killed.push(n);
+                    }
                 }
             }
         }
     }
 
     /// Kills (or stops) node `n`: its daemon's process group here, or, on
-    /// another host, everything its daemon runs there.
-    pub(super) async fn take_down(&mut self, n: u32, action: crate::inject::Action) {
+    /// another host, everything its daemon runs there. True when the node
+    /// is dead for certain: this root killed its process group (the nodes
+    /// an injection kills together then fail as one event, whichever
+    /// connection's end this root would read first).
+    pub(super) async fn take_down(&mut self, n: u32, action: crate::inject::Action) -> bool {
         let node = &self.nodes[n as usize];
         if !node.alive {
-            return;
+            return false;
         }
         match (&node.host, node.pid) {
-            (Some(_), _) => self.send(n, &ToDaemon::Die { action }).await,
-            (None, Some(pid)) => daemons::signal_group(pid, action.signal()),
-            (None, None) => {}
+            (Some(_), _) => {
+                self.send(n, &ToDaemon::Die { action }).await;
+                false
+            }
+            (None, Some(pid)) => {
+                daemons::signal_group(pid, action.signal());
+                action == crate::inject::Action::Kill
+            }
+            (None, None) => false,
         }
     }
 
@@ -158,7 +169,9 @@ impl Cluster<'_> {
         };
         if let Target::Nodes(nodes) = inj.target.clone() {
             for n in nodes {
-                self.take_down(n, inj.action).await;
+                if self.take_down(n, inj.action).await {
+                    self.killed.push(n);
+                }
             }
         }
     }
@@ -258,7 +271,11 @@ impl Cluster<'_> {
                     }
                 }
                 rec.reinit_sent_ns = now_ns();
-                for n in 0..self.nodes.len() as u32 {
+                // The nodes that start replacements first: the release
+                // waits for those alone.
+                let (first, then): (Vec<u32>, Vec<u32>) =
+                    (0..self.nodes.len() as u32).partition(|n| spawn.contains_key(n));
+                for n in first.into_iter().chain(then) {
                     if self.nodes[n as usize].alive {
                         let msg = ToDaemon::Reinit {
                             epoch: self.epoch,

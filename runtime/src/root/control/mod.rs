@@ -135,6 +135,9 @@ struct Cluster<'a> {
     failures: usize,
     fired: BTreeSet<u32>,
     delayed: Vec<u32>,
+    /// Nodes this root killed (an injection): dead for certain, failed as
+    /// one event once the injection fired (see `Cluster::take_down`).
+    killed: Vec<u32>,
     /// Ranks and nodes failed since the last barrier release (each once).
     last_failed: (BTreeSet<u32>, BTreeSet<u32>),
     metrics: Option<std::fs::File>,
@@ -224,6 +227,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         failures: 0,
         fired: BTreeSet::new(),
         delayed: Vec::new(),
+        killed: Vec::new(),
         last_failed: (BTreeSet::new(), BTreeSet::new()),
         metrics,
         cleanup: Vec::new(),
@@ -486,6 +490,22 @@ impl Cluster<'_> {
 
     /// Reacts to one event; returns `true` when the job completed.
     async fn handle(&mut self, event: Event) -> Result<bool, RunError> {
+        let ended = self.react(event).await?;
+        for node in std::mem::take(&mut self.killed) {
+            if self.nodes[node as usize].alive && !self.finishing {
+                self.fail(Failure::Node {
+                    node,
+                    why: "the root killed it (an injection)".into(),
+                    at_ns: now_ns(),
+                })
+                .await?;
+            }
+        }
+        Ok(ended)
+    }
+
+    /// Reacts to one event; returns `true` when the job completed.
+    async fn react(&mut self, event: Event) -> Result<bool, RunError> {
         match event {
             Event::Daemon { node, gen, msg } => {
                 if self.nodes[node as usize].gen != gen {

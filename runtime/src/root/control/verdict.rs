@@ -188,7 +188,8 @@ impl Cluster<'_> {
             link.liveness.stop_renewing();
         }
         self.verdicts.evicting.insert(node, why);
-        self.take_down(node, crate::inject::Action::Kill).await;
+        // Failed once its leases are over (`judge`), as any node given up.
+        let _ = self.take_down(node, crate::inject::Action::Kill).await;
     }
 
     /// Puts in `rec` how long its failed nodes had been silent, for
