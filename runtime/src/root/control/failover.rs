@@ -127,12 +127,16 @@ impl Cluster<'_> {
                     self.send(node, &ToDaemon::Kill { rank, action }).await;
                 }
             }
-            Target::Nodes(nodes) => {
-                for n in nodes {
-                    if self.take_down(n, inj.action).await {
-                        self.killed.push(n);
-                    }
-                }
+            Target::Nodes(nodes) => self.take_down_injected(nodes, inj.action).await,
+        }
+    }
+
+    /// Takes down the nodes an injection names; those this root killed
+    /// fail together once the event that fired it is handled.
+    async fn take_down_injected(&mut self, nodes: Vec<u32>, action: crate::inject::Action) {
+        for n in nodes {
+            if self.take_down(n, action).await {
+                self.killed.push(n);
             }
         }
     }
@@ -168,11 +172,7 @@ impl Cluster<'_> {
             return;
         };
         if let Target::Nodes(nodes) = inj.target.clone() {
-            for n in nodes {
-                if self.take_down(n, inj.action).await {
-                    self.killed.push(n);
-                }
-            }
+            self.take_down_injected(nodes, inj.action).await;
         }
     }
 

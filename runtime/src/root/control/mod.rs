@@ -488,7 +488,8 @@ impl Cluster<'_> {
         }
     }
 
-    /// Reacts to one event; returns `true` when the job completed.
+    /// Handles one event, then fails the nodes it killed (as one event);
+    /// returns `true` when the job completed.
     async fn handle(&mut self, event: Event) -> Result<bool, RunError> {
         let ended = self.react(event).await?;
         for node in std::mem::take(&mut self.killed) {
