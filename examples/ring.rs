@@ -50,11 +50,15 @@ struct Args {
     /// The iteration at which --spin-rank gets stuck.
     #[arg(long, default_value_t = 0)]
     spin_at: u64,
-    /// In the job's first epoch, every rank waits at this iteration until
-    /// a recovery begins, or --hold-file exists (for tests that fail a rank while the job is at a
-    /// known point, however long getting there takes).
+    /// In the job's first epoch (or --hold-epoch), every rank waits at
+    /// this iteration until a recovery begins, or --hold-file exists (for
+    /// tests that fail a rank while the job is at a known point, however
+    /// long getting there takes).
     #[arg(long)]
     hold_at: Option<u64>,
+    /// The epoch in which --hold-at holds the ranks.
+    #[arg(long, default_value_t = 1)]
+    hold_epoch: u64,
     /// With --hold-at: the ranks wait there until this file exists instead
     /// (for tests that wait for something the runtime reports while the
     /// job runs).
@@ -123,7 +127,8 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
                 std::hint::spin_loop();
             }
         }
-        if args.hold_at == Some(iter.get()) && ctx.state() == State::New && ctx.epoch() == 1 {
+        let first = ctx.state() == State::New || args.hold_epoch > 1;
+        if args.hold_at == Some(iter.get()) && first && ctx.epoch() == args.hold_epoch {
             // Left by the recovery's interruption, or once the file exists.
             while !args.hold_file.as_ref().is_some_and(|f| f.exists()) {
                 ctx.fault_point(iter.get())?;

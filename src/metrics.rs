@@ -336,8 +336,9 @@ pub struct RuntimeRecoveryRecord {
     /// slowly (a loaded machine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold_ms: Option<f64>,
-    /// When the root heard the first rank say it was ready in the new
-    /// epoch (0: not known).
+    /// When the root heard the first of the ranks the release waits for
+    /// say it was ready in the new epoch (0: not known); survivors that
+    /// roll back keep their endpoints and do not tell the root.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_ready_ns: u64,
     /// When it heard the last rank the release waited for (the release

@@ -486,6 +486,18 @@ fn progress_is_reported_and_the_bind_address_is_checked() {
 /// The nice value of every thread of process `pid` (field 19 of each
 /// thread's `stat`, after the command's parentheses).
 fn thread_nices(pid: i32) -> Vec<i64> {
+    thread_stat_field(pid, 19)
+}
+
+/// The scheduling policy of every thread of process `pid` (0: ordinary,
+/// 3: batch).
+fn thread_policies(pid: i32) -> Vec<i64> {
+    thread_stat_field(pid, 41)
+}
+
+/// Field `field` (numbered from 1, as proc(5) does) of every thread's
+/// `stat` of process `pid`.
+fn thread_stat_field(pid: i32, field: usize) -> Vec<i64> {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -493,8 +505,9 @@ fn thread_nices(pid: i32) -> Vec<i64> {
         .flatten()
         .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
         .filter_map(|stat| {
+            // Fields after the command's closing parenthesis start at 3.
             let rest = &stat[stat.rfind(')')? + 1..];
-            rest.split_whitespace().nth(16)?.parse().ok()
+            rest.split_whitespace().nth(field - 3)?.parse().ok()
         })
         .collect()
 }
@@ -503,6 +516,11 @@ fn thread_nices(pid: i32) -> Vec<i64> {
 /// ranks held at iteration 100 until the returned file exists; returns
 /// once the launcher reported progress (every rank runs).
 fn held_ring(dir: &Path, run_args: &[&str]) -> (common::Watched, PathBuf) {
+    held_ring_in(dir, run_args, 1)
+}
+
+/// [`held_ring`], held in epoch `epoch` (after `epoch - 1` recoveries).
+fn held_ring_in(dir: &Path, run_args: &[&str], epoch: u64) -> (common::Watched, PathBuf) {
     let go = dir.join("go");
     let go_arg = go.to_str().expect("utf-8 path");
     let run_args: Vec<&str> = run_args
@@ -521,59 +539,168 @@ fn held_ring(dir: &Path, run_args: &[&str]) -> (common::Watched, PathBuf) {
             "100",
             "--hold-file",
             go_arg,
+            "--hold-epoch",
+            &epoch.to_string(),
         ],
         &[],
     );
     let watched = common::Watched::spawn(&mut cmd);
-    watched.wait_for(&["frame: progress: iteration "], Duration::from_secs(120));
+    if epoch > 1 {
+        let recovered = format!("recovered from failure {}", epoch - 1);
+        watched.wait_for(&[&recovered], Duration::from_secs(120));
+        // Every rank at the hold.
+        watched.wait_for(
+            &["frame: progress: iteration 100 "],
+            Duration::from_secs(120),
+        );
+    } else {
+        watched.wait_for(&["frame: progress: iteration "], Duration::from_secs(120));
+    }
     (watched, go)
 }
 
-/// With more ranks than cores on the machine, the daemon starts ranks and
-/// managers at nice 10, so the root and the daemons (at the launcher's
-/// priority) get a core as soon as they wake; every thread of a rank
-/// runs at that priority.
+/// The CPU group of process `pid` (its line of `/proc/PID/cgroup` for the
+/// CPU controller: a cgroup v1 hierarchy with `cpu`, else cgroup v2's).
+fn cpu_group_of(pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let line = |l: &&str| {
+        l.split(':')
+            .nth(1)
+            .is_some_and(|c| c.split(',').any(|c| c == "cpu"))
+    };
+    let found = text
+        .lines()
+        .find(line)
+        .or_else(|| text.lines().find(|l| l.starts_with("0::")));
+    found
+        .and_then(|l| l.splitn(3, ':').nth(2))
+        .map(str::to_string)
+}
+
+/// Whether the runtime can make CPU groups here: the launcher runs as
+/// the superuser and the CPU controller has a cgroup v1 hierarchy.
+fn cpu_groups_here() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        })
+        .unwrap_or(false);
+    let v1 = std::fs::read_to_string("/proc/self/cgroup").is_ok_and(|t| {
+        t.lines().any(|l| {
+            l.split(':')
+                .nth(1)
+                .is_some_and(|c| c.split(',').any(|c| c == "cpu"))
+        })
+    });
+    root && v1
+}
+
+/// With more ranks than cores on the machine, the daemon starts ranks
+/// and managers at nice 10, so the root and the daemons (at the
+/// launcher's priority) get a core as soon as they wake; every thread of
+/// a rank runs at that priority. Standbys wait at the launcher's
+/// priority. Where the runtime may make CPU groups, the ranks and
+/// managers run in one of their own (`frame-<root's pid>`), apart from
+/// the root, the daemons and the standbys; a standby that replaced a
+/// failed rank joins the ranks (group and priority) once released, and
+/// the group goes when the job ends.
 #[test]
 fn on_a_crowded_machine_ranks_and_managers_yield_to_the_runtime() {
     let _g = serial();
     let dir = scratch();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let per_node = cores.to_string();
-    let (watched, go) = held_ring(dir.path(), &["--nodes", "2", "--ranks-per-node", &per_node]);
+    // Rank 1 fails before the hold: its replacement is a standby.
+    let (watched, go) = held_ring_in(
+        dir.path(),
+        &[
+            "--nodes",
+            "2",
+            "--ranks-per-node",
+            &per_node,
+            "--inject",
+            "rank:1@iter=50",
+        ],
+        2,
+    );
     let launcher = thread_nices(watched.pid());
     let base = launcher.first().copied().expect("the launcher's priority");
+    let home = cpu_group_of(watched.pid()).expect("the launcher's CPU group");
+    let ranks_group = match cpu_groups_here() {
+        true => format!("{}/frame-{}", home.trim_end_matches('/'), watched.pid()),
+        false => home.clone(),
+    };
     let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
     let mut wrong = Vec::new();
     for pid in common::processes_mentioning(dir.path()) {
         let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let env = String::from_utf8_lossy(&env);
-        let Some(role) = env
-            .split('\0')
-            .find_map(|v| v.strip_prefix("FRAME_RT_ROLE="))
-        else {
+        let var = |name: &str| {
+            env.split('\0')
+                .find_map(|v| v.strip_prefix(name)?.strip_prefix('='))
+                .map(str::to_string)
+        };
+        let Some(role) = var("FRAME_RT_ROLE") else {
             continue;
         };
         let nices = thread_nices(pid);
-        let expected = match role {
-            "rank" | "manager" => base.max(10),
-            _ => base,
+        let Some(group) = cpu_group_of(pid) else {
+            continue;
         };
         if nices.is_empty() {
             continue;
         }
-        *seen.entry(role.to_string()).or_default() += 1;
-        if nices.iter().any(|n| *n != expected) {
+        // A standby has no rank in its environment: an idle one stays in
+        // the launcher's group, the one that replaced rank 1 is in the
+        // ranks' (counted apart).
+        let role = match (role.as_str(), var("FRAME_RANK")) {
+            ("rank", None) if group == ranks_group => "replacement".to_string(),
+            ("rank", None) => "standby".to_string(),
+            (r, _) => r.to_string(),
+        };
+        // A standby waits as batch work (policy 3).
+        let (nice, policy, in_group) = match role.as_str() {
+            "rank" | "manager" | "replacement" => (base.max(10), 0, &ranks_group),
+            "standby" => (base, 3, &home),
+            _ => (base, 0, &home),
+        };
+        let policies = thread_policies(pid);
+        *seen.entry(role.clone()).or_default() += 1;
+        if nices.iter().any(|n| *n != nice)
+            || policies.iter().any(|p| *p != policy)
+            || group != *in_group
+        {
             wrong.push(format!(
-                "{role} {pid}: threads at {nices:?}, expected {expected}"
+                "{role} {pid}: threads at {nices:?}, policies {policies:?}, in group {group}; \
+                 expected {nice}, {policy}, in {in_group}"
             ));
         }
     }
+    let root = watched.pid();
     std::fs::write(&go, b"go").expect("release the ranks");
     let (status, out) = watched.finish_status(Duration::from_secs(120));
     assert!(status.success(), "{out}");
+    assert!(out.contains("recovered from failure 1"), "{out}");
     assert!(wrong.is_empty(), "{wrong:?}");
-    // Ranks, and standby processes (a rank's role too).
-    assert!(seen.get("rank") >= Some(&(2 * cores)), "{seen:?}");
+    assert_eq!(
+        seen.get("rank").copied().unwrap_or(0) + seen.get("replacement").copied().unwrap_or(0),
+        2 * cores,
+        "{seen:?}"
+    );
+    if cpu_groups_here() {
+        assert_eq!(seen.get("replacement"), Some(&1), "{seen:?}");
+        assert!(seen.get("standby") >= Some(&1), "{seen:?}");
+        let left: Vec<_> = std::fs::read_dir("/sys/fs/cgroup/cpu")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name() == *format!("frame-{root}").as_str())
+            .collect();
+        assert!(left.is_empty(), "the job left its CPU group: {left:?}");
+    }
     assert_eq!(seen.get("manager"), Some(&2), "{seen:?}");
     assert_eq!(seen.get("daemon"), Some(&2), "{seen:?}");
 }

@@ -126,6 +126,10 @@ pub(crate) struct NodeSpec {
     /// the heartbeat timeout; 0: the library's default).
     #[serde(default)]
     pub lost_after_ms: u64,
+    /// The CPU group the root made for the ranks of a crowded machine
+    /// (see `crowding::group`); `None`: the ranks stay in the daemon's.
+    #[serde(default)]
+    pub cpu_group: Option<PathBuf>,
 }
 
 impl NodeSpec {

@@ -56,7 +56,7 @@ impl Daemon {
                 && p.has_joined()
                 && p.killed_for.is_none()
         });
-        let Some((_, p)) = idle else {
+        let Some((&helper, p)) = idle else {
             return false;
         };
         let order = ToRank::Help {
@@ -73,6 +73,8 @@ impl Daemon {
             p.helps = Some(help);
             // It must say where it listens within the rank timeout.
             p.rejoin_by = Some((by, help.epoch));
+            // A helper recomputes beside the ranks, at their priority.
+            self.demote(helper);
         }
         sent
     }

@@ -131,12 +131,13 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
     let inherit = peers.map(|l| l.as_raw_fd());
     // The manager shares a crowded machine like a rank.
     let crowded = crate::crowding::crowded(spec);
+    let group = daemon.group.clone();
     if let Some(fd) = inherit {
         cmd.env(env::MANAGER_FD, fd.to_string());
     }
     // SAFETY: only async-signal-safe calls between fork and exec (a prctl,
     // an fcntl on a descriptor the daemon keeps open meanwhile, a
-    // get/setpriority).
+    // get/setpriority, an open/write/close of the ranks' CPU group).
     unsafe {
         cmd.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
@@ -149,6 +150,9 @@ pub(super) fn start(daemon: &super::Daemon, socket: &Path, first: bool) -> std::
             }
             if crowded {
                 crate::crowding::lower_priority();
+                if let Some(g) = &group {
+                    let _ = g.join_self();
+                }
             }
             Ok(())
         });

@@ -158,6 +158,9 @@ struct Daemon {
     /// whether a virtual node said it leaves them alone.
     lowered: Option<governor::Lowered>,
     governor_said: bool,
+    /// The ranks' CPU group on a crowded machine, when the root made one
+    /// (see `crowding::group`).
+    group: Option<crate::crowding::group::GroupEntry>,
 }
 
 async fn serve(
@@ -257,7 +260,12 @@ async fn serve(
         }
     });
 
+    // Virtual nodes that crowd the machine share the group the root made.
+    let group = (spec.cpu_group.as_deref())
+        .filter(|_| crate::crowding::crowded(&spec))
+        .and_then(|dir| crate::crowding::group::GroupEntry::new(dir).ok());
     let mut d = Daemon {
+        group,
         timeout: Duration::from_millis(spec.rank_timeout_ms.max(1)),
         spec,
         epoch: 1,

@@ -19,8 +19,21 @@ impl Daemon {
                 }
                 self.fill_standby();
             }
-            ToDaemon::Reinit { epoch, spawn, .. } => {
+            ToDaemon::Reinit {
+                epoch,
+                spawn,
+                failed_ranks,
+                ..
+            } => {
                 self.epoch = epoch;
+                // The root forgot where the failed ranks listen (a logged
+                // recovery's replacements that fell back keep running):
+                // they tell it again.
+                for p in self.procs.values_mut() {
+                    if p.rank.is_some_and(|r| failed_ranks.contains(&r)) {
+                        p.reported = procs::Reported::Nothing;
+                    }
+                }
                 // A global restart ends every idle period.
                 self.idle_governor(false, &[]);
                 let by = Instant::now() + self.timeout;
@@ -83,6 +96,10 @@ impl Daemon {
                     }
                 }
                 self.table = Some(table);
+                for p in self.procs.values_mut() {
+                    p.reported.released();
+                }
+                self.demote_released();
                 // Recovery is over: restock standbys off the critical path.
                 self.fill_standby();
             }
@@ -105,7 +122,9 @@ impl Daemon {
                     // Its table is the root's, not the one this daemon
                     // was last released with: the next release sends all.
                     p.holds_table = false;
+                    p.reported.released();
                 }
+                self.demote_released();
                 self.fill_standby();
             }
             ToDaemon::Idle { on, ranks } => {
@@ -180,10 +199,20 @@ impl Daemon {
                 None
             }
             FromRank::Ready { epoch, endpoint } => {
-                if let Some(p) = self.procs.get_mut(&pid) {
+                // A survivor that rolled back listens where it did: the root
+                // holds its endpoint still and waits only for the ranks that
+                // start again, so a ready the root holds already stays here.
+                // A recovery costs the root a message per replaced rank, not
+                // one per rank of the job.
+                let known = self.procs.get_mut(&pid).is_some_and(|p| {
                     p.rolled_back(epoch);
-                }
-                Some(ToRoot::Ready {
+                    let held = p.reported.holds(&endpoint);
+                    if !held {
+                        p.reported = procs::Reported::Sent(endpoint.clone());
+                    }
+                    held
+                });
+                (!known).then_some(ToRoot::Ready {
                     rank,
                     epoch,
                     endpoint,
@@ -243,5 +272,17 @@ impl Daemon {
             }
         }
         Ok(())
+    }
+
+    /// Lowers the standbys that took a rank and were just released to the
+    /// ranks' priority (see `crowding`).
+    fn demote_released(&mut self) {
+        let released: Vec<u32> = (self.procs.iter())
+            .filter(|(_, p)| p.prompt && p.rank.is_some())
+            .map(|(&pid, _)| pid)
+            .collect();
+        for pid in released {
+            self.demote(pid);
+        }
     }
 }

@@ -33,6 +33,45 @@ pub(super) struct Proc {
     /// It holds the address table the daemon was last released with (so
     /// the next release sends it only the changes).
     pub(super) holds_table: bool,
+    /// A standby on a crowded machine, still at the daemon's priority:
+    /// lowered once released as a rank or made a helper
+    /// ([`Daemon::demote`]).
+    pub(super) prompt: bool,
+    /// Where this process told the root it listens, and whether the root
+    /// holds it (see [`Reported`]).
+    pub(super) reported: Reported,
+}
+
+/// What the root knows of where a process listens. A ready message it
+/// reads in an older epoch than its own is dropped, so the daemon counts
+/// an endpoint as held only once a release follows it: the root released
+/// an epoch only when it held every rank's endpoint, and forgets a rank's
+/// only when the rank fails (then its daemon hears of it in the order to
+/// roll back).
+#[derive(Debug, Default)]
+pub(super) enum Reported {
+    /// Nothing, or the root forgot it.
+    #[default]
+    Nothing,
+    /// Sent, not confirmed by a release yet.
+    Sent(frame::comm::net::Endpoint),
+    /// Held by the root: a ready message with it again says nothing new.
+    Held(frame::comm::net::Endpoint),
+}
+
+impl Reported {
+    /// Whether the root holds `endpoint` as this process's.
+    pub(super) fn holds(&self, endpoint: &frame::comm::net::Endpoint) -> bool {
+        matches!(self, Self::Held(e) if e == endpoint)
+    }
+
+    /// A release followed: what was sent is held.
+    pub(super) fn released(&mut self) {
+        *self = match std::mem::take(self) {
+            Self::Sent(e) | Self::Held(e) => Self::Held(e),
+            Self::Nothing => Self::Nothing,
+        };
+    }
 }
 
 impl Proc {
@@ -51,6 +90,8 @@ impl Proc {
             joiner: None,
             helps: None,
             holds_table: false,
+            prompt: false,
+            reported: Reported::Nothing,
         }
     }
 
@@ -285,29 +326,56 @@ impl Daemon {
                 .env(env::EPOCH, epoch.to_string()),
             None => cmd.env_remove(env::RANK).env_remove(env::EPOCH),
         };
+        // A standby waits outside the ranks' group, at the daemon's
+        // priority: it takes a rank as promptly as the daemon assigns it
+        // (`crowding::demote` makes it a rank like the others at its
+        // release).
         let crowded = crate::crowding::crowded(&self.spec);
+        let group = self.group.clone();
         // SAFETY: only async-signal-safe system calls (a prctl, a
-        // get/setpriority) between fork and exec.
+        // get/setpriority or sched_setscheduler, an open/write/close of
+        // the ranks' CPU group) between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
                 rustix::process::set_parent_process_death_signal(Some(
                     rustix::process::Signal::KILL,
                 ))
                 .map_err(std::io::Error::from)?;
-                if crowded {
+                if crowded && rank.is_none() {
+                    crate::crowding::wait_as_standby();
+                } else if crowded {
                     crate::crowding::lower_priority();
+                    if let Some(g) = &group {
+                        let _ = g.join_self();
+                    }
                 }
                 Ok(())
             });
         }
         let mut child = cmd.spawn()?;
         let pid = child.id().unwrap_or(0);
-        self.procs.insert(pid, Proc::new(rank, epoch));
+        let mut proc = Proc::new(rank, epoch);
+        proc.prompt = rank.is_none() && crate::crowding::crowded(&self.spec);
+        self.procs.insert(pid, proc);
         let ev = self.events.clone();
         tokio::spawn(async move {
             let status = child.wait().await;
             let _ = ev.send(Event::Exit { pid, status });
         });
         Ok(())
+    }
+
+    /// Lowers process `pid`, a standby that took a rank or became a
+    /// helper, to the ranks' priority and group (see `crowding`).
+    pub(super) fn demote(&mut self, pid: u32) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        if std::mem::take(&mut p.prompt) {
+            crate::crowding::demote(pid, self.group.as_ref());
+            if let Some(joined) = p.joiner {
+                crate::crowding::demote(joined, self.group.as_ref());
+            }
+        }
     }
 }

@@ -156,6 +156,24 @@ struct Cluster<'a> {
     /// When the run was launched (what, with the epoch, fences the job's
     /// shared storage: see `frame::comm::Failures::launch`).
     launched_ns: u64,
+    /// The CPU group of the ranks of virtual nodes crowding this machine
+    /// (see `crate::crowding::group`).
+    rank_group: Option<crate::crowding::group::RankGroup>,
+}
+
+/// A CPU group for the ranks when the job's virtual nodes crowd this
+/// machine and the machine lets the root make one.
+fn rank_group(launch: &Launch, size: usize) -> Option<crate::crowding::group::RankGroup> {
+    if !launch.hosts.is_empty() || !crate::crowding::crowds(size) {
+        return None;
+    }
+    match crate::crowding::group::RankGroup::create() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::debug!("the ranks share the launcher's CPU group: {e}");
+            None
+        }
+    }
 }
 
 /// Runs a job from start to end.
@@ -237,9 +255,13 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         logged: localised::Logged::default(),
         verdicts: verdict::Verdicts::default(),
         launched_ns: now_ns(),
+        rank_group: rank_group(launch, size),
     };
     let result = c.run(&mut inbox).await;
     c.shutdown().await;
+    if let Some(group) = c.rank_group.take() {
+        let _ = tokio::task::spawn_blocking(move || group.remove()).await;
+    }
     if let Ok(outcome) = &result {
         // A logged recovery that fell back has two records.
         let n = outcome
@@ -436,6 +458,7 @@ impl Cluster<'_> {
             // Twice the heartbeat timeout: a blip the heartbeats ride out
             // costs no connection either.
             lost_after_ms: 2 * l.heartbeat_timeout.as_millis() as u64,
+            cpu_group: (self.rank_group.as_ref()).map(|g| g.dir().to_path_buf()),
         }
     }
 
