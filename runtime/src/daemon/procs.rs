@@ -355,7 +355,7 @@ impl Daemon {
         let mut child = cmd.spawn()?;
         let pid = child.id().unwrap_or(0);
         let mut proc = Proc::new(rank, epoch);
-        proc.prompt = rank.is_none() && crate::crowding::crowded(&self.spec);
+        proc.prompt = rank.is_none() && crowded;
         self.procs.insert(pid, proc);
         let ev = self.events.clone();
         tokio::spawn(async move {
