@@ -262,7 +262,7 @@ pub struct RecoveryRecord {
     #[serde(default)]
     pub reentry_ms: f64,
     /// When the last rank finished loading (nanoseconds since the Unix
-    /// epoch; 0: not known).
+    /// epoch, by the ranks' clocks; 0 in records of older versions).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resumed_ns: u64,
     /// The CPU time the ranks' processes spent on the recovery, summed:

@@ -363,6 +363,28 @@ int64_t frame_end_checkpoint(void);
 int frame_recovered_file(const char *name, char *path, size_t size);
 
 /*
+ Writes into `*comm` (an `MPI_Comm` of the MPI the program and libframe
+ were built with) a communicator of the working ranks, of the job's
+ size and order, for the program's own MPI calls in this entry of the
+ resilient function: where an MPI program used `MPI_COMM_WORLD` (which,
+ with spare processes, holds more processes than the job's ranks). Its
+ errors return rather than abort (see `frame_mpi_failure`); when the
+ resilient function returns after an error, frame revokes it, so every
+ other rank's pending call on it fails too. The first call in an entry
+ is collective. Valid until the function returns; never free it.
+ `FRAME_EUNSUPPORTED` outside `frame_run_ulfm`.
+ */
+int frame_mpi_comm(struct frame_ctx *ctx, void *comm);
+
+/*
+ 1 if MPI's error code `code` means that a process of the job failed or
+ that a rank revoked the communicator (the job repairs: return from the
+ resilient function), 0 for any other code (a fault of the call itself).
+ Always 0 without the `ulfm` feature.
+ */
+int frame_mpi_failure(int code);
+
+/*
  Runs `resilient_main` under frame's runtime and returns the process's
  exit status (0 on success).
 

@@ -14,13 +14,15 @@
 //! Modules: `status` (codes, last error, the panic guard), `state` (the
 //! per-thread checkpointer and context), `ckpt` (checkpointing calls),
 //! `files` (checkpoints of files the program writes),
-//! `run` (`frame_run`), `comm` (communicator calls).
+//! `run` (`frame_run`), `comm` (communicator calls), `mpi` (a program's own
+//! MPI calls under `frame_run_ulfm`).
 
 #![allow(clippy::missing_safety_doc)]
 
 mod ckpt;
 mod comm;
 mod files;
+mod mpi;
 mod run;
 mod state;
 mod status;
@@ -28,5 +30,6 @@ mod status;
 pub use ckpt::*;
 pub use comm::*;
 pub use files::*;
+pub use mpi::*;
 pub use run::*;
 pub use status::*;

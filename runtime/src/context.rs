@@ -54,6 +54,9 @@ pub struct Context<'a> {
     pub(crate) launcher_pid: Option<u32>,
     pub(crate) faults: Option<Faults<'a>>,
     pub(crate) team: Option<crate::Team<'a>>,
+    /// Under ULFM: the program's own MPI communicator of this epoch.
+    #[cfg(feature = "ulfm")]
+    pub(crate) mpi: Option<&'a crate::ulfm::ProgramComm<'a>>,
 }
 
 impl<'a> Context<'a> {
@@ -90,6 +93,19 @@ impl<'a> Context<'a> {
     /// Nodes that failed in that recovery.
     pub fn failed_nodes(&self) -> &[u32] {
         &self.failed_nodes
+    }
+
+    /// Under [`ulfm::run`](crate::ulfm::run): an MPI communicator of the
+    /// working ranks, of the job's size and order, for a program that makes
+    /// its own MPI calls (`None` under frame's own runtime). It returns
+    /// errors rather than aborting; when the resilient function returns an
+    /// error, frame revokes it, so every other rank's pending call on it
+    /// fails too (the ranks then leave the function and the job repairs).
+    /// Made on the first call in an epoch, which is collective: every
+    /// working rank asks for it at the same point.
+    #[cfg(feature = "ulfm")]
+    pub fn mpi_comm(&self) -> Option<&mpi::topology::SimpleCommunicator> {
+        self.mpi.map(|p| p.get())
     }
 
     /// This rank.

@@ -210,6 +210,8 @@ where
                 rank: rank as usize,
                 world: env.spec.size as usize,
             }),
+            #[cfg(feature = "ulfm")]
+            mpi: None,
         };
         let outcome = catch_unwind(AssertUnwindSafe(|| f(&mut ctx)));
         if let Some(faults) = ctx.faults.take() {
@@ -291,6 +293,8 @@ where
         launcher_pid: None,
         faults: None,
         team: None,
+        #[cfg(feature = "ulfm")]
+        mpi: None,
     };
     match f(&mut ctx) {
         Ok(()) => 0,

@@ -32,6 +32,7 @@
 //! while others still run.
 
 mod job;
+mod program;
 mod start;
 
 use crate::{Context, State};
@@ -44,6 +45,7 @@ use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
+pub(crate) use program::ProgramComm;
 use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::io::Write;
@@ -187,8 +189,10 @@ where
                         return 2;
                     }
                 };
+                let program = program::ProgramComm::new(&work);
                 let mut ctx = Context {
                     comm: &mpi,
+                    mpi: Some(&program),
                     state,
                     epoch,
                     failed_ranks: failures.ranks.iter().map(|r| *r as usize).collect(),
@@ -202,6 +206,7 @@ where
                     ok = false;
                     // Every other working rank's pending call fails too.
                     mpi.revoke();
+                    program.revoke();
                     failed_here = Some(e.to_string());
                 }
             }

@@ -65,7 +65,7 @@ impl Checkpointer<'_> {
             us(identify + fetch + load),
             us(self.stats.reentry_time),
             reentry.map_or(0, |r| r.released_ns),
-            reentry.map_or(0, |_| crate::metrics::now_ns()),
+            crate::metrics::now_ns(),
         ];
         self.comm
             .all_reduce_u64(&mut max, crate::comm::ReduceOp::Max)?;

@@ -96,10 +96,16 @@ fn launch(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> MpiJob {
-    cmd.arg(program)
-        .args(args)
-        .env("FRAME_TEST_MARKER", marker)
-        .envs(env.iter().copied())
+    cmd.arg(program).args(args).envs(env.iter().copied());
+    in_group(cmd, deadline, marker)
+}
+
+/// Runs `cmd` (a launcher, or a script that starts MPI jobs) in a process
+/// group of its own with `marker` in its environment, SIGKILLs the group
+/// if it outlives `deadline` (failing the test), and checks that no
+/// process of it is left.
+pub fn in_group(mut cmd: Command, deadline: Duration, marker: &Path) -> MpiJob {
+    cmd.env("FRAME_TEST_MARKER", marker)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

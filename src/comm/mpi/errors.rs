@@ -25,6 +25,19 @@ mod class {
     pub(super) const REVOKED: c_int = mpi::ffi::MPI_ERR_REVOKED as c_int;
 }
 
+/// Whether MPI's code `rc` says a process failed or the communicator was
+/// revoked (ULFM's classes), rather than a fault of the call itself.
+#[cfg(feature = "ulfm")]
+pub(super) fn is_failure(rc: c_int) -> bool {
+    let mut class = rc;
+    // SAFETY: MPI writes one int.
+    unsafe { ffi::MPI_Error_class(rc, &mut class) };
+    matches!(
+        class,
+        class::PROC_FAILED | class::PROC_FAILED_PENDING | class::REVOKED
+    )
+}
+
 /// `Ok` for `MPI_SUCCESS`, else the error `rc` means, for an operation
 /// `what` with `peer` (if it had one).
 pub(super) fn check(rc: c_int, what: &str, peer: Option<Rank>) -> Result<(), CommError> {

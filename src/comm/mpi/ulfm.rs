@@ -39,6 +39,14 @@ pub fn duplicate(comm: &impl Communicator) -> SimpleCommunicator {
     dup
 }
 
+/// Whether MPI's error code `code` means that a process failed or that a
+/// rank revoked the communicator (ULFM's error classes): the errors after
+/// which a program's MPI calls cannot go on and the job repairs, unlike a
+/// fault of the call itself.
+pub fn is_failure(code: c_int) -> bool {
+    super::errors::is_failure(code)
+}
+
 /// Interrupts every operation pending on `comm` at every rank: they, and
 /// every later one but [`agree`] and [`shrink`], fail with
 /// [`CommError::Broken`]. Revoking twice is harmless.

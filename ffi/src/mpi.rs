@@ -1,0 +1,89 @@
+//! The calls of a C program that makes its own MPI calls under
+//! `frame_run_ulfm`: the communicator to make them on, and which of MPI's
+//! errors mean that the job lost a process. `frame_mpi.h` builds on them
+//! (an error handler that leaves the resilient function on such an
+//! error).
+
+use crate::state::{context, FrameCtx};
+use crate::status::{guard, Failure, FRAME_OK};
+use std::ffi::{c_int, c_void};
+
+/// Writes into `*comm` (an `MPI_Comm` of the MPI the program and libframe
+/// were built with) a communicator of the working ranks, of the job's
+/// size and order, for the program's own MPI calls in this entry of the
+/// resilient function: where an MPI program used `MPI_COMM_WORLD` (which,
+/// with spare processes, holds more processes than the job's ranks). Its
+/// errors return rather than abort (see `frame_mpi_failure`); when the
+/// resilient function returns after an error, frame revokes it, so every
+/// other rank's pending call on it fails too. The first call in an entry
+/// is collective. Valid until the function returns; never free it.
+/// `FRAME_EUNSUPPORTED` outside `frame_run_ulfm`.
+#[no_mangle]
+pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -> c_int {
+    guard("frame_mpi_comm", || {
+        if comm.is_null() {
+            return Err(Failure::invalid("the communicator pointer is null"));
+        }
+        context(ctx, |c| {
+            // SAFETY: the caller passes room for one MPI_Comm.
+            unsafe { imp::write(c, comm) }
+        })?;
+        Ok(FRAME_OK)
+    })
+}
+
+/// 1 if MPI's error code `code` means that a process of the job failed or
+/// that a rank revoked the communicator (the job repairs: return from the
+/// resilient function), 0 for any other code (a fault of the call itself).
+/// Always 0 without the `ulfm` feature.
+#[no_mangle]
+pub extern "C" fn frame_mpi_failure(code: c_int) -> c_int {
+    c_int::from(imp::is_failure(code))
+}
+
+#[cfg(feature = "ulfm")]
+mod imp {
+    use crate::status::{Failure, FRAME_EUNSUPPORTED};
+    use frame_runtime::Context;
+    use mpi::raw::AsRaw;
+    use std::ffi::{c_int, c_void};
+
+    /// Writes the program's communicator of `ctx` at `out`.
+    ///
+    /// # Safety
+    /// `out` must have room for one `MPI_Comm`.
+    pub(super) unsafe fn write(ctx: &Context<'_>, out: *mut c_void) -> Result<(), Failure> {
+        let comm = ctx.mpi_comm().ok_or_else(|| {
+            Failure::new(
+                FRAME_EUNSUPPORTED,
+                "only a job under frame_run_ulfm has an MPI communicator",
+            )
+        })?;
+        // SAFETY: forwarded to the caller.
+        unsafe { out.cast::<mpi::ffi::MPI_Comm>().write(comm.as_raw()) };
+        Ok(())
+    }
+
+    pub(super) fn is_failure(code: c_int) -> bool {
+        frame_core::comm::mpi::ulfm::is_failure(code)
+    }
+}
+
+#[cfg(not(feature = "ulfm"))]
+mod imp {
+    use crate::status::{Failure, FRAME_EUNSUPPORTED};
+    use frame_runtime::Context;
+    use std::ffi::{c_int, c_void};
+
+    /// Without the `ulfm` feature: [`FRAME_EUNSUPPORTED`].
+    pub(super) unsafe fn write(_ctx: &Context<'_>, _out: *mut c_void) -> Result<(), Failure> {
+        Err(Failure::new(
+            FRAME_EUNSUPPORTED,
+            "this libframe was built without the ulfm feature (cargo build -p frame-ffi --features ulfm against Open MPI 5)",
+        ))
+    }
+
+    pub(super) fn is_failure(_code: c_int) -> bool {
+        false
+    }
+}
