@@ -87,14 +87,14 @@ fn the_runner_builds_fails_and_recovers_the_stand_in_under_every_way() {
     );
     for r in &recovered {
         let total: f64 = r[3].parse().expect("a total");
-        let parts: f64 = r[4..8]
-            .iter()
-            .map(|v| v.parse::<f64>().expect("a part"))
-            .sum();
-        assert!(
-            (total - parts).abs() < 0.5,
-            "the parts add up to the total: {r:?}"
-        );
+        let part = |i: usize| r[i].parse::<f64>().ok();
+        // A relaunch has no MPI repair ("-").
+        assert_eq!(part(5).is_none(), r[1] == "relaunch", "{r:?}");
+        // Detection and retrieval took time, within the total.
+        for i in [4, 6] {
+            let p = part(i).expect("a part");
+            assert!(p > 0.0 && p < total, "part {i} of {r:?}");
+        }
     }
 
     let levels = rows(out, "stand-in CG: retrieval after failures");

@@ -15,7 +15,6 @@ directory removed. Every recovered run must print the fault-free run's
 answer line. Medians."""
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -27,19 +26,7 @@ import tempfile
 import time
 import tomllib
 
-DEADLINE_S = 900  # one run, build or measurement
-POLL_S = 0.02
-
-
-def die(message):
-    for run in list(LIVE):
-        run.kill()
-    print(f"benches/apps: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def now_ns():
-    return time.time_ns()
+from runs import DEADLINE_S, POLL_S, Run, die, line_after, now_ns, ranks_of, records
 
 
 class App:
@@ -47,8 +34,10 @@ class App:
 
     KEYS = {"name", "repository", "commit", "build_plain", "build_frame", "binary",
             "args", "verify", "answer", "sizes", "ranks_per_node",
-            "fail_after_checkpoint", "args_by_size", "levels_size"}
-    OPTIONAL = {"args_by_size", "repository", "commit", "levels_size"}
+            "fail_after_checkpoint", "args_by_size", "levels_size", "timer",
+            "timer_field", "timer_scale"}
+    OPTIONAL = {"args_by_size", "repository", "commit", "levels_size", "timer_field",
+                "timer_scale"}
 
     def __init__(self, path):
         try:
@@ -70,6 +59,9 @@ class App:
         self.repository = d.get("repository")
         self.commit = d.get("commit")
         self.levels_size = d.get("levels_size")
+        self.timer_field = d.get("timer_field", 0)
+        # Milliseconds per unit of the timer (seconds by default).
+        self.timer_scale = d.get("timer_scale", 1000.0)
 
     def args_for(self, size):
         return self.args_by_size.get(str(size), self.args)
@@ -83,97 +75,6 @@ class App:
         if size % rpn:
             die(f"{self.path}: {size} ranks do not fill nodes of {rpn}")
         return rpn
-
-
-class Run:
-    """One mpirun of a program, with a deadline. It stays in the runner's
-    process group, so that whoever stops the runner stops it too."""
-
-    def __init__(self, cmd, env, cwd, tag, marker):
-        self.out_path = os.path.join(cwd, f"{tag}.out")
-        self.marker = marker
-        self.started_ns = now_ns()
-        self.out = open(self.out_path, "w+b")
-        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                                     stdout=self.out, stderr=subprocess.STDOUT)
-        LIVE.add(self)
-        self.deadline = time.monotonic() + DEADLINE_S
-        self.ended_ns = None
-
-    def wait(self):
-        try:
-            self.proc.wait(timeout=max(1, self.deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.kill()
-            die(f"a run passed its {DEADLINE_S} s deadline:\n{self.text()[-4000:]}")
-        self.ended_ns = now_ns()
-        LIVE.discard(self)
-        return self.proc.returncode
-
-    def kill(self):
-        """SIGKILLs mpirun and every process of the run."""
-        for pid in [self.proc.pid] + list(ranks_of(self.marker).values()):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        self.proc.wait()
-        LIVE.discard(self)
-
-    def text(self):
-        self.out.flush()
-        with open(self.out_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def alive(self):
-        return self.proc.poll() is None
-
-
-# The runs not yet waited for: killed when the runner stops early.
-LIVE = set()
-
-
-def ranks_of(marker):
-    """World rank -> pid of the processes whose environment holds marker."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() not in env:
-            continue
-        for var in env:
-            if var.startswith(b"OMPI_COMM_WORLD_RANK="):
-                found[int(var.split(b"=", 1)[1])] = int(entry)
-    return found
-
-
-def records(path, event):
-    try:
-        with open(path) as f:
-            lines = f.readlines()
-    except FileNotFoundError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line being written
-        if r.get("event") == event:
-            out.append(r)
-    return out
-
-
-def line_after(text, prefix):
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            return line[len(prefix):].strip()
-    return None
 
 
 class Bench:
@@ -206,7 +107,9 @@ class Bench:
         if ft:
             cmd += ["--with-ft", "ulfm"]
         cmd += ["--oversubscribe", "-n", str(procs), binary] + self.app.args_for(size)
-        extra = {"FRAME_APPS_RUN": mark, "TMPDIR": d}
+        # Open MPI's session and shared-memory files go with the run's
+        # directory (a killed process leaves its segments behind).
+        extra = {"FRAME_APPS_RUN": mark, "TMPDIR": d, "OMPI_MCA_btl_sm_backing_directory": d}
         extra.update(frame_env)
         return Run(cmd, self.env(extra), d, tag, f"FRAME_APPS_RUN={mark}")
 
@@ -234,17 +137,34 @@ class Bench:
 
     # -- fault-free ---------------------------------------------------------
 
-    def plain_run(self, size):
+    def loop_ms(self, run, what):
+        """The application's own time of its main loop (its `timer`
+        line), in ms."""
+        rest = line_after(run.text(), self.app.timer)
+        try:
+            return float(rest.split()[self.app.timer_field]) * self.app.timer_scale
+        except (AttributeError, IndexError, ValueError):
+            die(f"{what}: no time after `{self.app.timer}`:\n{run.text()[-4000:]}")
+
+    def plain_run(self, size, ft=False):
+        """The unmodified application (under MPI's failure handling with
+        `ft`): its loop time and verification line."""
         d = self.new_dir()
-        run = self.start(self.plain, size, size, False, {}, d, "plain")
+        run = self.start(self.plain, size, size, ft, {}, d, "plain")
         if run.wait() != 0:
             die(f"the unmodified {self.app.name} failed:\n{run.text()[-4000:]}")
         verify = line_after(run.text(), self.app.verify)
         if verify is None:
             die(f"the unmodified {self.app.name}: no `{self.app.verify}` line")
-        return (run.ended_ns - run.started_ns) / 1e6, verify
+        loop = self.loop_ms(run, "the unmodified application")
+        shutil.rmtree(d, ignore_errors=True)
+        return loop, verify
 
     def frame_run(self, size, interval, ft=True):
+        """The application on frame with a checkpoint every `interval`
+        iterations, online (`ft`: under ULFM, with a node of spares) or for
+        a relaunch: its loop time, answer, verification line and the
+        number of checkpoints."""
         d = self.new_dir()
         rpn = self.app.rpn_for(size)
         spares = rpn if ft else 0
@@ -252,18 +172,31 @@ class Bench:
         run = self.start(self.frame, size, size + spares, ft, env, d, "frame")
         if run.wait() != 0:
             die(f"{self.app.name} on frame failed:\n{run.text()[-4000:]}")
-        text = run.text()
         answer = self.answer(run, "fault-free")
+        loop = self.loop_ms(run, "frame")
         checkpoints = len(records(env["FRAME_METRICS_FILE"], "checkpoint"))
+        verify = line_after(run.text(), self.app.verify)
         shutil.rmtree(d, ignore_errors=True)
-        return ((run.ended_ns - run.started_ns) / 1e6, answer,
-                line_after(text, self.app.verify), checkpoints)
+        return loop, answer, verify, checkpoints
 
     # -- failures ------------------------------------------------------------
 
     def wait_for_checkpoint(self, run, metrics, after):
         while run.alive():
             if any(r["checkpoint"] >= after for r in records(metrics, "checkpoint")):
+                return True
+            time.sleep(POLL_S)
+        return False
+
+    def wait_for_promotions(self, run, metrics, checkpoint, levels, nodes):
+        """Waits until every node's manager promoted `checkpoint` to each of
+        `levels` (the metrics file's promotion records); False if the run
+        ended first."""
+        want = {(level, node) for level in levels for node in range(nodes)}
+        while run.alive():
+            done = {(r["level"], r["node"]) for r in records(metrics, "promotion")
+                    if r["checkpoint"] == checkpoint and r["ok"]}
+            if want <= done:
                 return True
             time.sleep(POLL_S)
         return False
@@ -300,6 +233,9 @@ class Bench:
         after = max(1, self.app.fail_after_checkpoint // interval)
         if not self.wait_for_checkpoint(run, metrics, after):
             die(f"the run ended before checkpoint {after}:\n{run.text()[-4000:]}")
+        if levels and not self.wait_for_promotions(run, metrics, after, (2, 3, 4), size // rpn):
+            die(f"the run ended before checkpoint {after} reached every level:\n"
+                f"{run.text()[-4000:]}")
         ranks = sorted(r for v in victims for r in v)
         node_dirs = [] if kind == "rank" else sorted(
             {os.path.join(env["FRAME_STORAGE_LOCAL_DIR"], f"node-{r // rpn}") for r in ranks})
@@ -336,11 +272,12 @@ class Bench:
             detection = (left - killed) / 1e6
             reinit = total - detection - repair - retrieval
         else:
-            # The dead job's end, then the new job's start up to the
-            # search for the checkpoint.
+            # Up to the dead job's end; then the new job's start and the
+            # application's initialisation, up to the last load, less the
+            # retrieval (no MPI repair).
             detection = (run.ended_ns - killed) / 1e6
-            repair = (restored.started_ns - run.ended_ns) / 1e6
-            reinit = total - detection - repair - retrieval
+            repair = float("nan")
+            reinit = total - detection - retrieval
         shutil.rmtree(d, ignore_errors=True)
         return {"total": total, "detection": detection, "repair": repair,
                 "retrieval": retrieval, "reinit": reinit, "level": rec["level"],
@@ -415,37 +352,37 @@ def ms(v):
 def paper000(bench, app, sizes, runs, parts):
     rows_free, rows_rec = [], []
     for size in sizes:
-        rpn = app.rpn_for(size)
         if "fault-free" in parts:
-            plain, frame_ck, frame_none, relaunch_ck = [], [], [], []
+            t = {k: [] for k in ("plain", "plain_ft", "ulfm", "ulfm_ck", "relaunch")}
             verify_plain = verify_frame = None
             answers = set()
             checkpoints = 0
+            never = "1000000000"
             for _ in range(runs):
-                t, verify_plain = bench.plain_run(size)
-                plain.append(t)
-                t, a, verify_frame, checkpoints = bench.frame_run(size, "1")
-                frame_ck.append(t)
-                answers.add(a)
-                t, a, _, _ = bench.frame_run(size, "1000000000")
-                frame_none.append(t)
-                answers.add(a)
-                t, a, _, _ = bench.frame_run(size, "1", ft=False)
-                relaunch_ck.append(t)
-                answers.add(a)
+                loop, verify_plain = bench.plain_run(size)
+                t["plain"].append(loop)
+                t["plain_ft"].append(bench.plain_run(size, ft=True)[0])
+                for key, interval, ft in (("ulfm", never, True), ("ulfm_ck", "1", True),
+                                          ("relaunch", never, False)):
+                    loop, a, verify, n = bench.frame_run(size, interval, ft)
+                    t[key].append(loop)
+                    answers.add(a)
+                    if interval == "1":
+                        checkpoints, verify_frame = n, verify
             if len(answers) != 1:
                 die(f"{size} ranks: fault-free runs disagree: {sorted(answers)}")
             if verify_plain != verify_frame:
                 die(f"{size} ranks: the application's verification differs: "
                     f"{verify_plain!r} unmodified, {verify_frame!r} on frame")
             bench.reference[size] = answers.pop()
-            p, c, n, r = median(plain), median(frame_ck), median(frame_none), median(relaunch_ck)
-            per_ckpt = max(0.0, (c - n) / max(checkpoints, 1))
-            # One checkpoint every 3 minutes of the application's time.
-            every_3min = (n - p) / p * 100 + per_ckpt / 1800
-            rows_free.append([str(size), str(rpn), ms(p), ms(n), ms(c), ms(r), str(checkpoints),
-                              ms(per_ckpt), f"{(n / p - 1) * 100:+.1f}%",
-                              f"{every_3min:+.2f}%"])
+            m = {k: median(v) for k, v in t.items()}
+            per_ckpt = max(0.0, (m["ulfm_ck"] - m["ulfm"]) / max(checkpoints, 1))
+            # With one checkpoint every 3 minutes of the application's time.
+            cost = lambda base: (base / m["plain"] - 1) * 100 + per_ckpt / 1800
+            rows_free.append([str(size), ms(m["plain"]), ms(m["plain_ft"]), ms(m["ulfm"]),
+                              ms(m["ulfm_ck"]), ms(m["relaunch"]), str(checkpoints),
+                              ms(per_ckpt), f"{cost(m['ulfm']):+.1f}%",
+                              f"{cost(m['relaunch']):+.1f}%"])
         for way in ("ulfm", "relaunch"):
             for kind in ("rank", "node"):
                 if f"{way}-{kind}" not in parts:
@@ -458,18 +395,19 @@ def paper000(bench, app, sizes, runs, parts):
                 m = {k: median([g[k] for g in got]) for k in got[0] if k != "level"}
                 levels = sorted({g["level"] for g in got})
                 rows_rec.append([str(size), way, kind, ms(m["total"]), ms(m["detection"]),
-                                 ms(m["repair"]), ms(m["retrieval"]), ms(m["reinit"]),
+                                 ms(m["repair"]) if way == "ulfm" else "-",
+                                 ms(m["retrieval"]), ms(m["reinit"]),
                                  "/".join(f"L{lv}" for lv in levels)])
     if rows_free:
-        table(f"{app.name}: fault-free, wall time of mpirun (ms), median of {runs}",
-              ["ranks", "ranks/node", "unmodified", "frame, no checkpoint",
-               "frame, checkpoint every iteration (ULFM)", "same, plain mpirun",
-               "checkpoints", "ms per checkpoint", "overhead without checkpoints",
-               "overhead, a checkpoint every 3 min"], rows_free)
+        table(f"{app.name}: fault-free, the application's loop time (ms), median of {runs}",
+              ["ranks", "unmodified", "unmodified, --with-ft ulfm", "frame ULFM, no checkpoint",
+               "frame ULFM, checkpoint every iteration", "frame relaunch mode, no checkpoint",
+               "checkpoints", "ms per checkpoint", "ULFM mode, a checkpoint every 3 min",
+               "relaunch mode, same"], rows_free)
     if rows_rec:
         table(f"{app.name}: recovery (ms), kill to the last rank restored, median of {runs}",
-              ["ranks", "way", "failure", "total", "detection", "MPI repair / relaunch",
-               "retrieval", "application re-init", "level"], rows_rec)
+              ["ranks", "way", "failure", "total", "detection", "MPI repair", "retrieval",
+               "re-init (relaunch: new job and re-init)", "level"], rows_rec)
 
 
 # Failures that leave each level the lowest recoverable one, on nodes of
@@ -482,9 +420,9 @@ LEVELS = {
 }
 
 
-# A checkpoint every this many iterations in the level comparison (each
-# one goes to every level).
-LEVELS_EVERY = 10
+# The level comparison's failure comes once the fourth checkpoint reached
+# every level (each checkpoint goes to all of them).
+LEVELS_CHECKPOINTS = 4
 
 
 def paper004(bench, app, size, runs):
@@ -493,18 +431,25 @@ def paper004(bench, app, size, runs):
     if nodes < 4:
         die(f"the level comparison needs 4 nodes or more ({size} ranks of {rpn} per node)")
     node = lambda n: list(range(n * rpn, (n + 1) * rpn))
+    # The first level-3 group's size, by frame's rule (topology.rs: groups
+    # of consecutive nodes, as even as possible, the larger ones first);
+    # the runner checks the level each case restores from.
+    count = max(1, min(-(-nodes // 2), nodes // 2))
+    first = nodes // count + (1 if nodes % count else 0)
     cases = [("L1", "rank", [[size - 1]]), ("L2", "node", [node(nodes - 1)]),
-             ("L3", "node", [node(1), node(2)]), ("L4", "node", [node(0), node(1)])]
+             ("L3", "node", [node(first - 1), node(first)]),
+             ("L4", "node", [node(0), node(1)])]
     if size not in bench.reference:
         _, a, _, _ = bench.frame_run(size, "1")
         bench.reference[size] = a
+    every = max(1, app.fail_after_checkpoint // LEVELS_CHECKPOINTS)
     rows = []
     for want, kind, victims in cases:
         row = [want]
         for strategy in ("frame", "iterative"):
             got = [bench.failure_run(size, "relaunch", kind, bench.reference[size],
                                      strategy=strategy, levels=LEVELS, victims=victims,
-                                     interval=LEVELS_EVERY)
+                                     interval=every)
                    for _ in range(runs)]
             levels = {g["level"] for g in got}
             if levels != {int(want[1])}:

@@ -1,8 +1,9 @@
 /*
  * frame_mpi.h: an MPI program made resilient with frame_run_ulfm while it
  * keeps making its own MPI calls (an application that was an MPI program
- * before it used frame). Include it after <mpi.h>; build with mpicc or
- * mpicxx and link libframe built with the ulfm feature (docs/ULFM.md).
+ * before it used frame). It includes <mpi.h> and frame.h; build with
+ * mpicc or mpicxx and link libframe built with the ulfm feature
+ * (docs/ULFM.md).
  *
  * At the top of the resilient function, before its first MPI call:
  *
@@ -22,8 +23,8 @@
  * not freed: keep what outlives an entry in the user data.
  *
  * A program whose files say MPI_COMM_WORLD everywhere can keep them as
- * they are: compile every file with -DFRAME_MPI_WORLD -include frame_mpi.h
- * (mpi.h first is not needed then), define the communicator once,
+ * they are: compile every file with -DFRAME_MPI_WORLD -include frame_mpi.h,
+ * define the communicator once,
  *
  *     MPI_Comm frame_mpi_world = MPI_COMM_NULL;
  *
@@ -31,6 +32,11 @@
  * MPI_COMM_WORLD of the program then names the working ranks'
  * communicator (with spare processes, MPI's own world holds more
  * processes than the job has ranks).
+ *
+ * MPI_Send, MPI_Recv, MPI_Sendrecv, MPI_Wait and MPI_Waitall in the
+ * files that include this header wait by testing, so that a revoked
+ * communicator always ends them (see frame_mpi_settle_ below);
+ * collectives are MPI's own.
  *
  * Only the file that calls FRAME_MPI_ENTER uses the handler; each file
  * that includes this header gets its own (unused) copy.
@@ -45,7 +51,8 @@
 
 #include "frame.h"
 
-/* frame_mpi_comm and frame_mpi_failure are declared in frame.h. */
+/* frame_mpi_comm, frame_mpi_failure and frame_mpi_interrupted are
+ * declared in frame.h. */
 
 #ifdef FRAME_MPI_WORLD
 extern MPI_Comm frame_mpi_world;
@@ -77,6 +84,72 @@ static inline int frame_mpi_catch_(MPI_Comm comm) {
     MPI_Errhandler_free(&handler);
     return rc;
 }
+
+/*
+ * The program's blocking point-to-point calls, as requests waited for by
+ * testing: Open MPI 5 can leave a send to a rank that left the
+ * communicator pending after the communicator was revoked (the receiver
+ * returned from the resilient function and will never match it), so the
+ * wait also asks frame every 16 tests whether the program's communicator
+ * was revoked, and raises the error on it (the handler jumps). Define
+ * FRAME_MPI_NO_WAIT before including this header to keep MPI's own.
+ */
+static inline int frame_mpi_settle_(int n, MPI_Request *requests, MPI_Status *statuses) {
+    for (unsigned i = 1;; i++) {
+        int done = 0;
+        int rc = MPI_Testall(n, requests, &done, statuses);
+        if (rc != MPI_SUCCESS || done) return rc;
+        if (i % 16 == 0) {
+            MPI_Comm comm;
+            int code = frame_mpi_interrupted(&comm);
+            if (code > 0) {
+                MPI_Comm_call_errhandler(comm, code);
+                return code;
+            }
+        }
+    }
+}
+
+static inline int frame_mpi_wait_(MPI_Request *request, MPI_Status *status) {
+    return frame_mpi_settle_(1, request, status == MPI_STATUS_IGNORE ? MPI_STATUSES_IGNORE : status);
+}
+
+static inline int frame_mpi_send_(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                                  MPI_Comm comm) {
+    MPI_Request request;
+    int rc = MPI_Isend(buf, count, type, dest, tag, comm, &request);
+    return rc != MPI_SUCCESS ? rc : frame_mpi_settle_(1, &request, MPI_STATUSES_IGNORE);
+}
+
+static inline int frame_mpi_recv_(void *buf, int count, MPI_Datatype type, int source, int tag,
+                                  MPI_Comm comm, MPI_Status *status) {
+    MPI_Request request;
+    int rc = MPI_Irecv(buf, count, type, source, tag, comm, &request);
+    return rc != MPI_SUCCESS ? rc : frame_mpi_wait_(&request, status);
+}
+
+static inline int frame_mpi_sendrecv_(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      int dest, int sendtag, void *recvbuf, int recvcount,
+                                      MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,
+                                      MPI_Status *status) {
+    MPI_Request requests[2];
+    MPI_Status statuses[2];
+    int rc = MPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &requests[0]);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = MPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &requests[1]);
+    if (rc != MPI_SUCCESS) return rc;
+    rc = frame_mpi_settle_(2, requests, statuses);
+    if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = statuses[0];
+    return rc;
+}
+
+#ifndef FRAME_MPI_NO_WAIT
+#define MPI_Send frame_mpi_send_
+#define MPI_Recv frame_mpi_recv_
+#define MPI_Sendrecv frame_mpi_sendrecv_
+#define MPI_Wait frame_mpi_wait_
+#define MPI_Waitall frame_mpi_settle_
+#endif
 
 /*
  * In the resilient function: sets comm (an MPI_Comm lvalue) and arms the

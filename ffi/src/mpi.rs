@@ -32,6 +32,30 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
     })
 }
 
+/// Whether the program's MPI communicator of the running entry (the one
+/// `frame_mpi_comm` gave) was revoked: then writes it into `*comm` (an
+/// `MPI_Comm`) and returns the code of an MPI error of class revoked, for
+/// the program to raise on it (`MPI_Comm_call_errhandler`); else 0 (also
+/// outside a resilient function, and before `frame_mpi_comm`). A local
+/// call, for a program's loop that waits for MPI requests: MPI may leave a
+/// send to a rank that left the communicator pending after the revoke.
+#[no_mangle]
+pub unsafe extern "C" fn frame_mpi_interrupted(comm: *mut c_void) -> c_int {
+    let mut code = 0;
+    let checked = guard("frame_mpi_interrupted", || {
+        if comm.is_null() {
+            return Err(Failure::invalid("the communicator pointer is null"));
+        }
+        // SAFETY: the caller passes room for one MPI_Comm.
+        code = crate::state::live_context(|c| c.map_or(0, |c| unsafe { imp::revoked(c, comm) }));
+        Ok(FRAME_OK)
+    });
+    if checked != FRAME_OK {
+        return checked;
+    }
+    code
+}
+
 /// 1 if MPI's error code `code` means that a process of the job failed or
 /// that a rank revoked the communicator (the job repairs: return from the
 /// resilient function), 0 for any other code (a fault of the call itself).
@@ -67,6 +91,20 @@ mod imp {
     pub(super) fn is_failure(code: c_int) -> bool {
         frame_core::comm::mpi::ulfm::is_failure(code)
     }
+
+    /// The revoked error's code after writing `ctx`'s revoked program
+    /// communicator at `out`; 0 if it is not revoked.
+    ///
+    /// # Safety
+    /// `out` must have room for one `MPI_Comm`.
+    pub(super) unsafe fn revoked(ctx: &Context<'_>, out: *mut c_void) -> c_int {
+        let Some(comm) = ctx.mpi_comm_revoked() else {
+            return 0;
+        };
+        // SAFETY: forwarded to the caller.
+        unsafe { out.cast::<mpi::ffi::MPI_Comm>().write(comm.as_raw()) };
+        frame_core::comm::mpi::ulfm::revoked_code()
+    }
 }
 
 #[cfg(not(feature = "ulfm"))]
@@ -85,5 +123,10 @@ mod imp {
 
     pub(super) fn is_failure(_code: c_int) -> bool {
         false
+    }
+
+    /// Without the `ulfm` feature there is no program communicator: 0.
+    pub(super) unsafe fn revoked(_ctx: &Context<'_>, _out: *mut c_void) -> c_int {
+        0
     }
 }

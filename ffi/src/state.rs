@@ -70,6 +70,15 @@ pub(crate) fn with_live<R>(ctx: &mut Context<'_>, f: impl FnOnce(*mut FrameCtx) 
     f(token as *mut FrameCtx)
 }
 
+/// The live context of this thread, if a resilient function runs on it,
+/// for the duration of `f` (for calls that take no handle).
+pub(crate) fn live_context<R>(f: impl FnOnce(Option<&Context<'static>>) -> R) -> R {
+    let ptr = LIVE.with(|l| l.borrow().as_ref().map(|live| live.ctx));
+    // SAFETY: as in `context`: the live context of this thread, kept
+    // alive by `with_live` until it is cleared.
+    f(ptr.map(|p| unsafe { &*p }))
+}
+
 /// The live context behind `handle`, for the duration of `f`.
 pub(crate) fn context<R>(
     handle: *mut FrameCtx,

@@ -108,6 +108,15 @@ impl<'a> Context<'a> {
         self.mpi.map(|p| p.get())
     }
 
+    /// [`mpi_comm`](Self::mpi_comm), if the program made it in this epoch
+    /// and a rank revoked it since (a local call, never collective): a
+    /// program waiting in a call on it polls this, since MPI may leave a
+    /// pending send to a rank that left the communicator waiting.
+    #[cfg(feature = "ulfm")]
+    pub fn mpi_comm_revoked(&self) -> Option<&mpi::topology::SimpleCommunicator> {
+        self.mpi.and_then(|p| p.revoked())
+    }
+
     /// This rank.
     pub fn rank(&self) -> usize {
         self.comm.rank()

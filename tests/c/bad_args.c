@@ -61,6 +61,9 @@ static int resilient(frame_ctx *ctx, int state, int n, const int *failed, void *
     expect("all-reduce null values", frame_allreduce_f64(ctx, NULL, 2, FRAME_MAX), FRAME_EINVAL);
     expect("send to a rank that does not exist", frame_send(ctx, 5, 0, v, 8), FRAME_EINVAL);
     expect("send with a negative tag", frame_send(ctx, 0, -1, v, 8), FRAME_EINVAL);
+    char comm[64];
+    expect("MPI communicator outside frame_run_ulfm", frame_mpi_comm(ctx, comm), FRAME_EUNSUPPORTED);
+    expect("MPI communicator into a null pointer", frame_mpi_comm(ctx, NULL), FRAME_EINVAL);
     return 0;
 }
 
@@ -71,6 +74,8 @@ int main(int argc, char **argv) {
     expect("snapshot before init", frame_snapshot(), FRAME_ESTATE);
     expect("rank of a null context", frame_rank(NULL), FRAME_EINVAL);
     expect("rank of a made-up context", frame_rank((frame_ctx *)0x1234), FRAME_ESTATE);
+    expect("MPI communicator of a null context", frame_mpi_comm(NULL, a), FRAME_EINVAL);
+    expect("success is no failed process", frame_mpi_failure(0), 0);
     expect("init", frame_init(NULL, NULL), FRAME_OK);
     expect("init twice", frame_init(NULL, NULL), FRAME_ESTATE);
     expect("protect a null pointer", frame_protect(0, NULL, 10, FRAME_DOUBLE), FRAME_EINVAL);

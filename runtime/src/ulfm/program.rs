@@ -35,6 +35,12 @@ impl<'w> ProgramComm<'w> {
         self.dup.get_or_init(|| ulfm::duplicate(self.work))
     }
 
+    /// The communicator, if the program made it and a rank revoked it
+    /// since (a local call): the program's calls on it must end.
+    pub(crate) fn revoked(&self) -> Option<&SimpleCommunicator> {
+        self.dup.get().filter(|dup| ulfm::revoked(*dup))
+    }
+
     /// Revokes the communicator if the program made it: every rank's
     /// pending and later call on it fails.
     pub(crate) fn revoke(&self) {

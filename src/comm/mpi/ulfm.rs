@@ -132,6 +132,18 @@ pub(super) fn agree_unless_revoked(raw: ffi::MPI_Comm, flag: u32) -> Result<Agre
     agreed(raw, rc, flag)
 }
 
+/// Whether a rank revoked `comm` (`false` if MPI cannot say). A local
+/// call.
+pub fn revoked(comm: &impl AsRaw<Raw = ffi::MPI_Comm>) -> bool {
+    is_revoked(comm.as_raw())
+}
+
+/// The code of an MPI error of ULFM's class "revoked": what a program's
+/// call on a revoked communicator fails with.
+pub fn revoked_code() -> c_int {
+    ffi::MPI_ERR_REVOKED as c_int
+}
+
 /// Whether `raw` is revoked (`false` if MPI cannot say).
 pub(super) fn is_revoked(raw: ffi::MPI_Comm) -> bool {
     let mut flag = 0;

@@ -69,6 +69,7 @@ int main(int argc, char **argv) {
     double rtrans = dot(n, r, r);
     if (rank == 0) printf("Initial residual: %g\n", sqrt(rtrans));
 
+    double start = MPI_Wtime();
     for (int k = 1; k <= iterations; k++) {
         exchange(n, p, rank, size);
         multiply(n, p, ap);
@@ -82,6 +83,7 @@ int main(int argc, char **argv) {
         for (long i = 0; i < n; i++) p[i + 1] = r[i] + rtrans / old * p[i + 1];
         if (rank == 0 && k % 100 == 0) printf("Iteration %d: residual %g\n", k, sqrt(rtrans));
     }
+    if (rank == 0) printf("Loop time: %f s\n", MPI_Wtime() - start);
     if (rank == 0) printf("Final residual: %g\n", sqrt(rtrans));
     free(x), free(r), free(p), free(ap), free(b);
     MPI_Finalize();
