@@ -72,7 +72,8 @@ if [ -z "$libframe" ]; then
 fi
 [ -f "$libframe/libframe.so" ] || { echo "run.sh: no libframe.so in $libframe" >&2; exit 2; }
 
-exec python3 "$here/measure.py" "$here/$app/app.toml" "$src" \
+# No bytecode caches in the source tree.
+exec env PYTHONDONTWRITEBYTECODE=1 python3 "$here/measure.py" "$here/$app/app.toml" "$src" \
     --mpi "$mpi" --libframe "$(cd "$libframe" && pwd)" --include "$root/ffi/include" \
     --work "$root/target/apps/$app" --scratch "${FRAME_APPS_SCRATCH:-/dev/shm}" \
     ${forward[@]+"${forward[@]}"}
