@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::mpirun::in_group;
+use common::mpirun::{in_group, mpi_prefix};
 use common::{libframe_with, scratch, serial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,20 +23,6 @@ const RUNNER_DEADLINE: Duration = Duration::from_secs(1200);
 
 fn runner() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/apps/run.sh")
-}
-
-/// The prefix of the Open MPI first on the `PATH`.
-fn mpi_prefix() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mpirun = std::env::split_paths(&path)
-        .map(|d| d.join("mpirun"))
-        .find(|p| p.is_file())
-        .expect("mpirun on the PATH (Open MPI 5 with ULFM: see .ci/run)");
-    let real = std::fs::canonicalize(&mpirun).unwrap_or(mpirun);
-    real.parent()
-        .and_then(Path::parent)
-        .expect("mpirun's installation")
-        .to_path_buf()
 }
 
 /// The rows of the markdown table whose title starts with `title`.

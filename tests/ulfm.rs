@@ -104,16 +104,7 @@ fn reference() -> &'static str {
 /// The `lib` directory beside the `bin` directory of the `mpirun` on the
 /// `PATH`.
 fn mpi_library_dir() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let mpirun = std::env::split_paths(&path)
-        .map(|d| d.join("mpirun"))
-        .find(|p| p.is_file())
-        .expect("mpirun on the PATH (Open MPI 5 with ULFM: see .ci/run)");
-    let real = std::fs::canonicalize(&mpirun).unwrap_or(mpirun);
-    real.parent()
-        .and_then(Path::parent)
-        .map(|prefix| prefix.join("lib"))
-        .expect("mpirun's installation")
+    common::mpirun::mpi_prefix().join("lib")
 }
 
 /// The job succeeded, entered the epoch that `entered` describes (rank 0's

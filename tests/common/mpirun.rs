@@ -139,6 +139,21 @@ pub fn in_group(mut cmd: Command, deadline: Duration, marker: &Path) -> MpiJob {
     }
 }
 
+/// The installation prefix of the `mpirun` first on the `PATH` (Open MPI
+/// 5 with ULFM for the ULFM tests: see .ci/run).
+pub fn mpi_prefix() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mpirun = std::env::split_paths(&path)
+        .map(|d| d.join("mpirun"))
+        .find(|p| p.is_file())
+        .expect("mpirun on the PATH (Open MPI 5 with ULFM: see .ci/run)");
+    let real = std::fs::canonicalize(&mpirun).unwrap_or(mpirun);
+    real.parent()
+        .and_then(Path::parent)
+        .expect("mpirun's installation")
+        .to_path_buf()
+}
+
 /// Path of an example built with the `mpi` feature, up to date.
 pub fn mpi_example(name: &str) -> PathBuf {
     super::example_with(name, &["mpi"])
