@@ -502,3 +502,61 @@ fn an_fti_program_whose_rank_dies_ends_under_ulfm_and_restarts_bit_exact() {
     assert!(again.out.contains("restarted at step"), "{}", again.out);
     assert_eq!(final_checksum(&again.out), expected, "{}", again.out);
 }
+
+/// `tests/c/ulfm_waits.c` with `args` on `procs` processes, one of them a
+/// spare: the last working rank dies on its first entry while the
+/// survivors wait (see the program). Asserts the job recovered, every rank
+/// in the next entry.
+fn waits_recovered(procs: usize, args: &[&str]) -> MpiJob {
+    let lib = libframe_with(&["ulfm"]);
+    let bin = scratch();
+    let exe = bin.path().join("ulfm_waits");
+    compile_c_against("mpicc", "tests/c/ulfm_waits.c", &exe, &lib);
+    let dir = scratch();
+    let local = dir.path().join("l1");
+    let env = [
+        ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
+        ("FRAME_ULFM_SPARES", "1"),
+    ];
+    let job = mpirun_ulfm(dir.path(), procs, &exe, args, &env);
+    assert!(job.status.success(), "{}", job.out);
+    let ranks = procs - 1;
+    // Rank 0 survived: it enters again as FRAME_STATE_REINITED (1).
+    let line = format!(
+        "ulfm_waits: entry 1, {ranks} ranks (sum {}), 1 failed, first {}",
+        ranks * (ranks - 1) / 2,
+        ranks - 1
+    );
+    assert!(job.out.contains(&line), "no `{line}` in:\n{}", job.out);
+    job
+}
+
+/// No survivor's call involves the rank that dies: rank 1 tests a receive
+/// from rank 0 (MPI's own `MPI_Test`), the others wait in `MPI_Recv` for
+/// rank 1. The job repairs because those waiting by `frame_mpi.h` ask
+/// frame, which asks MPI whether a process of the communicator failed;
+/// before, they only asked whether it was revoked, nobody revoked it, and
+/// the job waited until its deadline.
+#[test]
+fn survivors_waiting_for_live_peers_leave_when_another_rank_dies() {
+    let _serial = serial();
+    waits_recovered(5, &[]);
+}
+
+/// A recovered job of 68 processes holding 48 MiB each ends with success
+/// and its launcher quiet: after a recovery each process tells the
+/// launcher it is done before it ends itself. Before, each vanished like
+/// a failed process, Open MPI's `prterun` told the others and met
+/// processes that had already ended (1 to 20 failed writes in each of
+/// three jobs here); once it took more than 10 SIGPIPEs it ended the
+/// recovered job with an error (LULESH on 64 ranks did, after its right
+/// answer). Rank 0 waits for the rank that dies (`--direct`), so that the
+/// job recovers whoever learns of the failure.
+#[test]
+fn a_recovered_job_of_many_processes_ends_with_success() {
+    let _serial = serial();
+    let job = waits_recovered(68, &["--direct", "--hold", "48"]);
+    for noise in ["SIGPIPE", "write failed"] {
+        assert!(!job.out.contains(noise), "`{noise}` in:\n{}", job.out);
+    }
+}

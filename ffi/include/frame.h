@@ -377,13 +377,16 @@ int frame_recovered_file(const char *name, char *path, size_t size);
 int frame_mpi_comm(struct frame_ctx *ctx, void *comm);
 
 /*
- Whether the program's MPI communicator of the running entry (the one
- `frame_mpi_comm` gave) was revoked: then writes it into `*comm` (an
- `MPI_Comm`) and returns the code of an MPI error of class revoked, for
- the program to raise on it (`MPI_Comm_call_errhandler`); else 0 (also
- outside a resilient function, and before `frame_mpi_comm`). A local
- call, for a program's loop that waits for MPI requests: MPI may leave a
- send to a rank that left the communicator pending after the revoke.
+ Whether the program's calls on its MPI communicator of the running
+ entry (the one `frame_mpi_comm` gave) must end: a rank revoked it, or
+ MPI knows that one of its processes failed. Then writes it into
+ `*comm` (an `MPI_Comm`) and returns the code of an MPI error of class
+ revoked or process failed, for the program to raise on it
+ (`MPI_Comm_call_errhandler`); else 0 (also outside a resilient
+ function, and before `frame_mpi_comm`). A local call, for a program's
+ loop that waits for MPI requests: MPI may leave a send to a rank that
+ left the communicator pending after the revoke, and a wait for a live
+ peer would last until that peer learns of the failure itself.
  */
 int frame_mpi_interrupted(void *comm);
 

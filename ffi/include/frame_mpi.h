@@ -35,8 +35,8 @@
  *
  * MPI_Send, MPI_Recv, MPI_Sendrecv, MPI_Wait and MPI_Waitall in the
  * files that include this header wait by testing, so that a revoked
- * communicator always ends them (see frame_mpi_settle_ below);
- * collectives are MPI's own.
+ * communicator, or a failed process anywhere in it, always ends them (see
+ * frame_mpi_settle_ below); collectives are MPI's own.
  *
  * Only the file that calls FRAME_MPI_ENTER uses the handler; each file
  * that includes this header gets its own (unused) copy.
@@ -89,10 +89,12 @@ static inline int frame_mpi_catch_(MPI_Comm comm) {
  * The program's blocking point-to-point calls, as requests waited for by
  * testing: Open MPI 5 can leave a send to a rank that left the
  * communicator pending after the communicator was revoked (the receiver
- * returned from the resilient function and will never match it), so the
- * wait also asks frame every 16 tests whether the program's communicator
- * was revoked, and raises the error on it (the handler jumps). Define
- * FRAME_MPI_NO_WAIT before including this header to keep MPI's own.
+ * returned from the resilient function and will never match it), and a
+ * wait for a live peer lasts until that peer learns of a failure itself.
+ * So the wait also asks frame every 16 tests whether the program's
+ * communicator was revoked or lost a process, and raises the error on it
+ * (the handler jumps). Define FRAME_MPI_NO_WAIT before including this
+ * header to keep MPI's own.
  */
 static inline int frame_mpi_settle_(int n, MPI_Request *requests, MPI_Status *statuses) {
     for (unsigned i = 1;; i++) {

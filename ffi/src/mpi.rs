@@ -32,13 +32,16 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
     })
 }
 
-/// Whether the program's MPI communicator of the running entry (the one
-/// `frame_mpi_comm` gave) was revoked: then writes it into `*comm` (an
-/// `MPI_Comm`) and returns the code of an MPI error of class revoked, for
-/// the program to raise on it (`MPI_Comm_call_errhandler`); else 0 (also
-/// outside a resilient function, and before `frame_mpi_comm`). A local
-/// call, for a program's loop that waits for MPI requests: MPI may leave a
-/// send to a rank that left the communicator pending after the revoke.
+/// Whether the program's calls on its MPI communicator of the running
+/// entry (the one `frame_mpi_comm` gave) must end: a rank revoked it, or
+/// MPI knows that one of its processes failed. Then writes it into
+/// `*comm` (an `MPI_Comm`) and returns the code of an MPI error of class
+/// revoked or process failed, for the program to raise on it
+/// (`MPI_Comm_call_errhandler`); else 0 (also outside a resilient
+/// function, and before `frame_mpi_comm`). A local call, for a program's
+/// loop that waits for MPI requests: MPI may leave a send to a rank that
+/// left the communicator pending after the revoke, and a wait for a live
+/// peer would last until that peer learns of the failure itself.
 #[no_mangle]
 pub unsafe extern "C" fn frame_mpi_interrupted(comm: *mut c_void) -> c_int {
     let mut code = 0;
@@ -47,7 +50,8 @@ pub unsafe extern "C" fn frame_mpi_interrupted(comm: *mut c_void) -> c_int {
             return Err(Failure::invalid("the communicator pointer is null"));
         }
         // SAFETY: the caller passes room for one MPI_Comm.
-        code = crate::state::live_context(|c| c.map_or(0, |c| unsafe { imp::revoked(c, comm) }));
+        code =
+            crate::state::live_context(|c| c.map_or(0, |c| unsafe { imp::interrupted(c, comm) }));
         Ok(FRAME_OK)
     });
     if checked != FRAME_OK {
@@ -92,18 +96,23 @@ mod imp {
         frame_core::comm::mpi::ulfm::is_failure(code)
     }
 
-    /// The revoked error's code after writing `ctx`'s revoked program
-    /// communicator at `out`; 0 if it is not revoked.
+    /// The error's code (revoked, or a process failed) after writing
+    /// `ctx`'s interrupted program communicator at `out`; 0 if its calls
+    /// may go on.
     ///
     /// # Safety
     /// `out` must have room for one `MPI_Comm`.
-    pub(super) unsafe fn revoked(ctx: &Context<'_>, out: *mut c_void) -> c_int {
-        let Some(comm) = ctx.mpi_comm_revoked() else {
+    pub(super) unsafe fn interrupted(ctx: &Context<'_>, out: *mut c_void) -> c_int {
+        use frame_core::comm::mpi::ulfm;
+        let Some(comm) = ctx.mpi_comm_interrupted() else {
             return 0;
         };
         // SAFETY: forwarded to the caller.
         unsafe { out.cast::<mpi::ffi::MPI_Comm>().write(comm.as_raw()) };
-        frame_core::comm::mpi::ulfm::revoked_code()
+        match ulfm::revoked(comm) {
+            true => ulfm::revoked_code(),
+            false => ulfm::proc_failed_code(),
+        }
     }
 }
 
@@ -126,7 +135,7 @@ mod imp {
     }
 
     /// Without the `ulfm` feature there is no program communicator: 0.
-    pub(super) unsafe fn revoked(_ctx: &Context<'_>, _out: *mut c_void) -> c_int {
+    pub(super) unsafe fn interrupted(_ctx: &Context<'_>, _out: *mut c_void) -> c_int {
         0
     }
 }

@@ -109,12 +109,14 @@ impl<'a> Context<'a> {
     }
 
     /// [`mpi_comm`](Self::mpi_comm), if the program made it in this epoch
-    /// and a rank revoked it since (a local call, never collective): a
-    /// program waiting in a call on it polls this, since MPI may leave a
-    /// pending send to a rank that left the communicator waiting.
+    /// and its calls must end: a rank revoked it, or MPI knows that one of
+    /// its processes failed (a local call, never collective). A program
+    /// waiting in a call on it polls this: MPI may leave a pending send to
+    /// a rank that left the communicator waiting, and a wait for a live
+    /// peer would last until that peer learns of the failure itself.
     #[cfg(feature = "ulfm")]
-    pub fn mpi_comm_revoked(&self) -> Option<&mpi::topology::SimpleCommunicator> {
-        self.mpi.and_then(|p| p.revoked())
+    pub fn mpi_comm_interrupted(&self) -> Option<&mpi::topology::SimpleCommunicator> {
+        self.mpi.and_then(|p| p.interrupted())
     }
 
     /// This rank.

@@ -24,13 +24,14 @@
 //!
 //! Open MPI 5.0.x can hang in `MPI_Finalize` once a process of the job has
 //! died; after a recovery, [`run`] therefore ends the process itself (its
-//! output flushed) rather than return to a `MPI_Finalize`. A job that
-//! cannot go on after a failure (no spare left) ends, once every survivor
-//! has said why, with one process exiting with code 1 after the others
-//! are gone: Open MPI 5.0.11's `prterun` ignores `MPI_Abort` under
-//! `--with-ft ulfm` and can deadlock when a process exits with an error
-//! while others still run.
+//! output flushed, the launcher told: `exit`) rather than return to a
+//! `MPI_Finalize`. A job that cannot go on after a failure (no spare left)
+//! ends, once every survivor has said why, with one process exiting with
+//! code 1 after the others are gone: Open MPI 5.0.11's `prterun` ignores
+//! `MPI_Abort` under `--with-ft ulfm` and can deadlock when a process
+//! exits with an error while others still run.
 
+mod exit;
 mod job;
 mod program;
 mod start;
@@ -48,10 +49,8 @@ use mpi::traits::*;
 pub(crate) use program::ProgramComm;
 use std::collections::BTreeSet;
 use std::fmt::Display;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// How a job under ULFM is laid out.
 #[derive(Clone, Debug)]
@@ -266,7 +265,7 @@ where
                 // collectives of the repair (a process gone from them
                 // would leave the slower ones waiting).
                 let _ = ulfm::agree(&next, 0);
-                give_up(&next);
+                exit::give_up(&next);
             }
         };
         if repair.failed_ranks.is_empty() {
@@ -275,7 +274,7 @@ where
                 eprintln!("frame: rank {}: {e}", job.rank().unwrap_or(me));
             }
             let _ = ulfm::agree(&next, 0);
-            give_up(&next);
+            exit::give_up(&next);
         }
         repairs = repairs.saturating_add(1);
         if repairs > options.max_failures {
@@ -284,7 +283,7 @@ where
                 repair.failed_ranks, options.max_failures
             );
             let _ = ulfm::agree(&next, 0);
-            give_up(&next);
+            exit::give_up(&next);
         }
         epoch += 1;
         comm = if repair.started.is_empty() {
@@ -309,7 +308,7 @@ where
                         repair.failed_ranks
                     );
                     let _ = ulfm::agree(&next, 0);
-                    give_up(&next);
+                    exit::give_up(&next);
                 }
             }
         };
@@ -336,13 +335,10 @@ where
     if code != 0 {
         // Several processes ending with an error at once could leave
         // mpirun deadlocked (see `give_up`).
-        give_up(&comm);
+        exit::give_up(&comm);
     }
     // MPI_Finalize may hang once a process died: end here.
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    // SAFETY: ends the process at once; nothing of it runs afterwards.
-    unsafe { libc_exit(i32::from(code)) }
+    exit::recovered(code)
 }
 
 /// The job as `mpirun` started it: every process's node, the spares
@@ -371,43 +367,11 @@ fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, u8> {
     Ok(Job::new(me, node_of, spares))
 }
 
-/// Ends a job that cannot go on after a failure (every survivor calls it,
-/// once each has said why), with `mpirun`'s exit code 1. Open MPI
-/// 5.0.11's `prterun` can deadlock (its state machine's lock, the dead
-/// processes never reaped) when a process exits with an error while
-/// others of the job still run, and ignores `MPI_Abort` under
-/// `--with-ft ulfm`: so every survivor but the first exits with 0, and
-/// the first, once MPI reports all of them gone (30 seconds at most),
-/// exits with 1, the job's code.
-fn give_up(survivors: &SimpleCommunicator) -> ! {
-    let _ = std::io::stdout().flush();
-    let _ = std::io::stderr().flush();
-    if survivors.rank() != 0 {
-        let _ =
-            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
-    }
-    let others = survivors.size().max(1) as usize - 1;
-    frame::comm::mpi::progress_while(survivors.as_raw(), Duration::from_secs(30), || {
-        ulfm::failed_count(survivors).is_some_and(|n| n < others)
-    });
-    // SAFETY: ends the process at once.
-    unsafe { libc_exit(1) }
-}
-
 /// The wall clock, in nanoseconds since 1970.
 fn unix_ns() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
-}
-
-/// `_exit`: ends the process without running MPI's or Rust's exit code.
-unsafe fn libc_exit(code: i32) -> ! {
-    extern "C" {
-        fn _exit(code: i32) -> !;
-    }
-    // SAFETY: `_exit` takes any status and does not return.
-    unsafe { _exit(code) }
 }
 
 /// The working communicator: the working ranks of `comm`, ordered by their

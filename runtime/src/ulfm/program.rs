@@ -35,10 +35,15 @@ impl<'w> ProgramComm<'w> {
         self.dup.get_or_init(|| ulfm::duplicate(self.work))
     }
 
-    /// The communicator, if the program made it and a rank revoked it
-    /// since (a local call): the program's calls on it must end.
-    pub(crate) fn revoked(&self) -> Option<&SimpleCommunicator> {
-        self.dup.get().filter(|dup| ulfm::revoked(*dup))
+    /// The communicator, if the program made it and its calls must end
+    /// (a local call): a rank revoked it, or MPI knows that one of its
+    /// processes failed. The second lets a rank that waits for a live
+    /// peer leave as soon as MPI tells it of a failure elsewhere, rather
+    /// than when a peer of the dead rank reaches its next call and revokes.
+    pub(crate) fn interrupted(&self) -> Option<&SimpleCommunicator> {
+        self.dup
+            .get()
+            .filter(|dup| ulfm::revoked(*dup) || ulfm::failed_count(*dup).is_some_and(|n| n > 0))
     }
 
     /// Revokes the communicator if the program made it: every rank's

@@ -144,6 +144,12 @@ pub fn revoked_code() -> c_int {
     ffi::MPI_ERR_REVOKED as c_int
 }
 
+/// The code of an MPI error of ULFM's class "process failed": what a
+/// program's call that involves a failed process fails with.
+pub fn proc_failed_code() -> c_int {
+    ffi::MPI_ERR_PROC_FAILED as c_int
+}
+
 /// Whether `raw` is revoked (`false` if MPI cannot say).
 pub(super) fn is_revoked(raw: ffi::MPI_Comm) -> bool {
     let mut flag = 0;
