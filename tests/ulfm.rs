@@ -518,7 +518,10 @@ fn waits_recovered(procs: usize, args: &[&str]) -> MpiJob {
         ("FRAME_STORAGE_LOCAL_DIR", local.to_str().unwrap()),
         ("FRAME_ULFM_SPARES", "1"),
     ];
-    let job = mpirun_ulfm(dir.path(), procs, &exe, args, &env);
+    // Starting 68 processes on two busy cores is slow: the deadline is
+    // for a job that hangs.
+    let deadline = Duration::from_secs(180).max(Duration::from_secs(5) * procs as u32);
+    let job = mpirun_ulfm_within(deadline, dir.path(), procs, &exe, args, &env);
     assert!(job.status.success(), "{}", job.out);
     let ranks = procs - 1;
     // Rank 0 survived: it enters again as FRAME_STATE_REINITED (1).
