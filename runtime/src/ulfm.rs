@@ -216,7 +216,14 @@ where
             }
         }
         let left = unix_ns();
-        let agreed = match ulfm::agree(&comm, u32::from(ok)) {
+        // A spare waits here for the whole run, with nothing else to do;
+        // a working rank comes here to finish or to repair, and is on the
+        // way of a repair.
+        let agreed = match job.rank() {
+            Some(_) => ulfm::agree(&comm, u32::from(ok)),
+            None => ulfm::agree_idle(&comm, u32::from(ok)),
+        };
+        let agreed = match agreed {
             Ok(a) => a,
             Err(e) => {
                 eprintln!("frame: rank {me}: the end of epoch {epoch}: {e}");

@@ -3,16 +3,18 @@
 //! Under `<local_dir>/<job_id>/l<N>/` (N = 2 or 3):
 //!
 //! ```text
-//! ckpt-<id>/rank-<r>.fck          a rank's data file (the node's own ranks'
-//!                                 too: a copy, so that level 1 can reuse
-//!                                 its files once they are retired)
+//! ckpt-<id>/rank-<r>.fck          a rank's data file: a partner's, copied
+//!                                 in pieces; the node's own ranks', a
+//!                                 second name (hard link) of the staged
+//!                                 level-1 file, which nothing rewrites
+//!                                 once it has other names
 //! ckpt-<id>/rank-<r>.meta.json    its record, rewritten for level N
 //! ckpt-<id>/COMMITTED             the level committed this checkpoint on
 //!                                 every node (written once the ranks agree)
 //! ```
 //!
-//! A copy is written data first, then record (each atomically and durably),
-//! so a copy with a record is whole; a data file without one is a leftover.
+//! A file is kept data first, then record (each atomically and durably),
+//! so a file with a record is whole; a data file without one is a leftover.
 //! Every record read back is checked against its place and its file before
 //! use. Only the manager of the node writes here; ranks read during
 //! recovery.

@@ -12,12 +12,22 @@
 
 use frame::comm::mpi::ulfm;
 use mpi::topology::SimpleCommunicator;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
+use std::time::{Duration, Instant};
+
+/// How often at most [`ProgramComm::interrupted`] asks MPI for the failed
+/// processes: MPI answers with a new group (some microseconds, more with
+/// more processes), and a program's waits ask every few tests of their
+/// requests; a millisecond is nothing beside a repair.
+const ASK_FAILED_EVERY: Duration = Duration::from_millis(1);
 
 /// The program's communicator of one epoch (made on first use).
 pub(crate) struct ProgramComm<'w> {
     work: &'w SimpleCommunicator,
     dup: OnceCell<SimpleCommunicator>,
+    /// When [`ProgramComm::interrupted`] last asked MPI for the failed
+    /// processes.
+    asked: Cell<Option<Instant>>,
 }
 
 impl<'w> ProgramComm<'w> {
@@ -26,6 +36,7 @@ impl<'w> ProgramComm<'w> {
         Self {
             work,
             dup: OnceCell::new(),
+            asked: Cell::new(None),
         }
     }
 
@@ -40,10 +51,21 @@ impl<'w> ProgramComm<'w> {
     /// processes failed. The second lets a rank that waits for a live
     /// peer leave as soon as MPI tells it of a failure elsewhere, rather
     /// than when a peer of the dead rank reaches its next call and revokes.
+    /// The revoke is a flag read every call; the failed processes are
+    /// asked for every [`ASK_FAILED_EVERY`] at most.
     pub(crate) fn interrupted(&self) -> Option<&SimpleCommunicator> {
-        self.dup
-            .get()
-            .filter(|dup| ulfm::revoked(*dup) || ulfm::failed_count(*dup).is_some_and(|n| n > 0))
+        let dup = self.dup.get()?;
+        if ulfm::revoked(dup) {
+            return Some(dup);
+        }
+        let now = Instant::now();
+        if (self.asked.get()).is_some_and(|at| now.duration_since(at) < ASK_FAILED_EVERY) {
+            return None;
+        }
+        self.asked.set(Some(now));
+        ulfm::failed_count(dup)
+            .is_some_and(|n| n > 0)
+            .then_some(dup)
     }
 
     /// Revokes the communicator if the program made it: every rank's

@@ -7,27 +7,79 @@
 //! the processor they need. Here every operation is started non-blocking
 //! and tested, yielding the processor between tests and then sleeping a
 //! little (at most [`MAX_NAP`]), which costs frame's rare collectives
-//! microseconds and gives the other work its share of the cores.
+//! microseconds and gives the other work its share of the cores. A process
+//! with nothing else to do (`complete_idle`, under ULFM: a spare waiting for a
+//! failure, for the whole run) naps longer as its wait grows, so that a
+//! node's spares take next to nothing from the ranks that work there, and
+//! goes back to short naps as soon as something stirs (MPI knows of a
+//! failure), so that the repair that follows does not wait for its naps.
 
 use mpi::ffi;
 use std::mem::MaybeUninit;
 use std::os::raw::{c_int, c_void};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Tests of a request before the waiter starts sleeping between them.
 const YIELDS: u32 = 200;
-/// The longest sleep between two tests.
+/// The longest sleep between two tests of a brief wait.
 const MAX_NAP: Duration = Duration::from_micros(200);
+/// The longest sleep between two tests of an idle wait: what a spare adds
+/// at most to each step of the agreement that starts a repair, and 200
+/// wake-ups a second (each test drives MPI's progress, some 10 µs).
+const IDLE_NAP: Duration = Duration::from_millis(5);
+/// An idle wait naps for this share of the time it has waited so far.
+const IDLE_SHARE: u32 = 32;
 
-/// Pauses between two tests: yields, then sleeps longer and longer.
-fn pause(polls: &mut u32) {
-    *polls += 1;
-    if *polls < YIELDS {
-        std::thread::yield_now();
-    } else {
-        let nap = Duration::from_micros(u64::from(*polls - YIELDS) + 1);
-        std::thread::sleep(nap.min(MAX_NAP));
+/// How a waiter sleeps between its tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Patience {
+    /// frame's own operations, which end within milliseconds: naps of
+    /// [`MAX_NAP`] at most.
+    Brief,
+    /// A process with nothing else to do until the operation ends: naps
+    /// grow with the wait (1/[`IDLE_SHARE`] of it) to [`IDLE_NAP`].
+    Idle,
+}
+
+/// The pauses of one wait.
+struct Pauses {
+    polls: u32,
+    started: Instant,
+    patience: Patience,
+}
+
+impl Pauses {
+    fn new(patience: Patience) -> Self {
+        Self {
+            polls: 0,
+            started: Instant::now(),
+            patience,
+        }
     }
+
+    /// Pauses between two tests: yields, then sleeps longer and longer;
+    /// whether the waiter's `watch` is due.
+    fn pause(&mut self) -> bool {
+        self.polls = self.polls.wrapping_add(1);
+        match nap(self.polls, self.started.elapsed(), self.patience) {
+            None => std::thread::yield_now(),
+            Some(nap) => std::thread::sleep(nap),
+        }
+        self.polls % WATCH_EVERY == 0
+    }
+}
+
+/// The sleep after test `polls` of a wait `waited` long (`None`: yield the
+/// processor instead): 1 µs more for every test past [`YIELDS`] to
+/// [`MAX_NAP`]; an idle wait then sleeps 1/[`IDLE_SHARE`] of its wait, to
+/// [`IDLE_NAP`].
+fn nap(polls: u32, waited: Duration, patience: Patience) -> Option<Duration> {
+    let past = polls.checked_sub(YIELDS)?;
+    let brief = Duration::from_micros(u64::from(past) + 1).min(MAX_NAP);
+    Some(match patience {
+        Patience::Brief => brief,
+        Patience::Idle => (waited / IDLE_SHARE).clamp(brief, IDLE_NAP),
+    })
 }
 
 /// Tests of a request between two calls of a waiter's `watch`.
@@ -45,7 +97,38 @@ const WATCH_EVERY: u32 = 16;
 /// every buffer it hands MPI must outlive this call.
 pub(super) unsafe fn complete(
     start: impl FnOnce(*mut ffi::MPI_Request) -> c_int,
+    watch: impl FnMut(),
+) -> c_int {
+    // SAFETY: the caller's promise.
+    unsafe { wait(start, Patience::Brief, watch, || false) }
+}
+
+/// [`complete`] for a process with nothing else to do until the operation
+/// ends, which may be the whole run: its naps grow with the wait, to
+/// [`IDLE_NAP`], until `stirred` (asked after every test, a local call)
+/// says something happened that others will want its part in quickly.
+/// Only jobs under ULFM have such processes (their spares).
+///
+/// # Safety
+/// As for [`complete`].
+#[cfg(feature = "ulfm")]
+pub(super) unsafe fn complete_idle(
+    start: impl FnOnce(*mut ffi::MPI_Request) -> c_int,
+    stirred: impl FnMut() -> bool,
+) -> c_int {
+    // SAFETY: the caller's promise.
+    unsafe { wait(start, Patience::Idle, || {}, stirred) }
+}
+
+/// [`complete`], pausing as `patience` says until `stirred`, then briefly.
+///
+/// # Safety
+/// As for [`complete`].
+unsafe fn wait(
+    start: impl FnOnce(*mut ffi::MPI_Request) -> c_int,
+    patience: Patience,
     mut watch: impl FnMut(),
+    mut stirred: impl FnMut() -> bool,
 ) -> c_int {
     let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
     let rc = start(request.as_mut_ptr());
@@ -54,7 +137,7 @@ pub(super) unsafe fn complete(
     }
     // SAFETY: `start` succeeded, so it wrote the request.
     let mut request = unsafe { request.assume_init() };
-    let mut polls = 0;
+    let mut pauses = Pauses::new(patience);
     loop {
         let mut done = 0;
         // SAFETY: an active request; MPI_Test frees it once complete (or
@@ -63,8 +146,10 @@ pub(super) unsafe fn complete(
         if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
             return rc;
         }
-        pause(&mut polls);
-        if polls % WATCH_EVERY == 0 {
+        if pauses.patience == Patience::Idle && stirred() {
+            pauses = Pauses::new(Patience::Brief);
+        }
+        if pauses.pause() {
             watch();
         }
     }
@@ -82,7 +167,7 @@ pub(super) unsafe fn settle(
     request: &mut ffi::MPI_Request,
     mut abandon: impl FnMut() -> bool,
 ) -> Option<c_int> {
-    let mut polls = 0;
+    let mut pauses = Pauses::new(Patience::Brief);
     loop {
         let mut done = 0;
         // SAFETY: an active request; MPI_Test frees it once complete.
@@ -90,8 +175,7 @@ pub(super) unsafe fn settle(
         if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
             return Some(rc);
         }
-        pause(&mut polls);
-        if polls % WATCH_EVERY == 0 && abandon() {
+        if pauses.pause() && abandon() {
             return None;
         }
     }
@@ -113,7 +197,7 @@ pub(crate) fn receive(
             Err(rc)
         }
     };
-    let mut polls = 0;
+    let mut pauses = Pauses::new(Patience::Brief);
     loop {
         let mut found = 0;
         let mut message = MaybeUninit::<ffi::MPI_Message>::uninit();
@@ -131,8 +215,7 @@ pub(crate) fn receive(
             )
         })?;
         if found == 0 {
-            pause(&mut polls);
-            if polls % WATCH_EVERY == 0 {
+            if pauses.pause() {
                 watch();
             }
             continue;
@@ -177,5 +260,41 @@ pub fn progress_while(comm: ffi::MPI_Comm, limit: Duration, mut pending: impl Fn
             )
         };
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_wait_yields_first_then_naps_longer_to_its_cap() {
+        for patience in [Patience::Brief, Patience::Idle] {
+            assert_eq!(nap(0, Duration::ZERO, patience), None);
+            assert_eq!(nap(YIELDS - 1, Duration::ZERO, patience), None);
+            assert_eq!(
+                nap(YIELDS, Duration::ZERO, patience),
+                Some(Duration::from_micros(1))
+            );
+            assert_eq!(
+                nap(YIELDS + 9, Duration::ZERO, patience),
+                Some(Duration::from_micros(10))
+            );
+        }
+        assert_eq!(nap(u32::MAX, 3600 * SECOND, Patience::Brief), Some(MAX_NAP));
+    }
+
+    #[test]
+    fn an_idle_wait_naps_a_share_of_its_wait_and_never_past_its_cap() {
+        let at = |ms: u64| nap(YIELDS + 1000, Duration::from_millis(ms), Patience::Idle);
+        // Early on, as briefly as any wait.
+        assert_eq!(at(1), Some(MAX_NAP));
+        // Then a share of the wait: 1/32 of 64 ms.
+        assert_eq!(at(64), Some(Duration::from_millis(2)));
+        assert_eq!(at(10_000), Some(IDLE_NAP));
+        assert_eq!(nap(u32::MAX, 3600 * SECOND, Patience::Idle), Some(IDLE_NAP));
+        assert!(IDLE_NAP > MAX_NAP);
     }
 }

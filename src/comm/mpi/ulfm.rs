@@ -88,21 +88,40 @@ pub struct Agreement {
 /// Agrees with the live processes of `comm` on the bitwise AND of `flag`,
 /// and on whether any process failed. Works on a revoked communicator;
 /// acknowledges the failures it reports, so the next agreement reports
-/// only new ones. Waits without holding a core (a spare waits here for
-/// the whole run).
+/// only new ones. Waits without holding a core.
 pub fn agree(comm: &impl AsRaw<Raw = ffi::MPI_Comm>, flag: u32) -> Result<Agreement, CommError> {
     agree_raw(comm.as_raw(), flag)
 }
 
+/// [`agree`] for a process with nothing else to do until the agreement
+/// ends, which may be the whole run (a spare waiting for a failure): the
+/// sleeps between its tests grow with the wait, to a few milliseconds, so
+/// that idle processes take next to nothing from the cores the working
+/// ranks share, and shrink again once MPI knows of a failure or a revoke
+/// of `comm`, so that the repair that follows does not wait for them.
+pub fn agree_idle(
+    comm: &impl AsRaw<Raw = ffi::MPI_Comm>,
+    flag: u32,
+) -> Result<Agreement, CommError> {
+    let raw = comm.as_raw();
+    let known = failed_in(raw).unwrap_or(0);
+    let stirred = || is_revoked(raw) || failed_in(raw).is_some_and(|n| n > known);
+    let mut value = flag as c_int;
+    // SAFETY: MPI reads and writes one int, which outlives the wait.
+    let rc =
+        unsafe { super::polite::complete_idle(|r| MPIX_Comm_iagree(raw, &mut value, r), stirred) };
+    agreed(raw, rc, value)
+}
+
 /// [`agree`] on a raw handle.
-pub(super) fn agree_raw(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, CommError> {
+fn agree_raw(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, CommError> {
     let mut value = flag as c_int;
     // SAFETY: MPI reads and writes one int, which outlives the wait.
     let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r), || {}) };
     agreed(raw, rc, value)
 }
 
-/// [`agree_raw`], given up once `raw` is revoked before the agreement
+/// [`agree`], given up once `raw` is revoked before the agreement
 /// ends: a member that left after an error (it revoked the communicator)
 /// never joins it, and the others would wait for it forever. Then
 /// [`CommError::Broken`], the agreement left to MPI (its request and the
