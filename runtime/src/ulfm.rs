@@ -51,6 +51,19 @@ use std::collections::BTreeSet;
 use std::fmt::Display;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+/// The longest nap of a spare waiting for a failure
+/// ([`ulfm::agree_idle`]) on a machine with a core for each of the job's
+/// processes on it: its wake-ups take no working rank's core, and a
+/// repair waits little for it.
+const SPARE_NAP: Duration = Duration::from_millis(5);
+/// The same where the job's processes on the machine outnumber its cores
+/// (virtual nodes, oversubscribed hosts): there each wake-up takes a
+/// working rank's core, and a spare that woke every 5 ms cost CoMD 4% of
+/// its loop time at 16 ranks and 4 spares on two cores (docs/APPS.md).
+/// A node's repair waits up to this much longer for its spares.
+const SPARE_NAP_CROWDED: Duration = Duration::from_millis(20);
 
 /// How a job under ULFM is laid out.
 #[derive(Clone, Debug)]
@@ -127,7 +140,8 @@ where
         }
         None => None,
     };
-    let (mut job, mut comm, mut epoch, mut state, mut failures) = match joined {
+    // A replacement is never a spare: its longest nap never counts.
+    let (mut job, mut comm, mut epoch, mut state, mut failures, spare_nap) = match joined {
         Some((comm, standing)) => (
             standing.job,
             comm,
@@ -141,6 +155,7 @@ where
                 rejoin: false,
                 ..Failures::default()
             },
+            SPARE_NAP,
         ),
         None => match first_job(world, options) {
             Ok(job) => (
@@ -149,6 +164,7 @@ where
                 1,
                 State::New,
                 Failures::default(),
+                spare_nap(world),
             ),
             Err(code) => return code,
         },
@@ -221,7 +237,7 @@ where
         // way of a repair.
         let agreed = match job.rank() {
             Some(_) => ulfm::agree(&comm, u32::from(ok)),
-            None => ulfm::agree_idle(&comm, u32::from(ok)),
+            None => ulfm::agree_idle(&comm, u32::from(ok), spare_nap),
         };
         let agreed = match agreed {
             Ok(a) => a,
@@ -372,6 +388,18 @@ fn first_job(world: &SimpleCommunicator, options: &Options) -> Result<Job, u8> {
         return Err(2);
     }
     Ok(Job::new(me, node_of, spares))
+}
+
+/// How long this machine's spares nap at most while they wait for a
+/// failure: [`SPARE_NAP_CROWDED`] where the job's processes on it (MPI's
+/// shared-memory split of `world`) outnumber its cores, else
+/// [`SPARE_NAP`]. Collective over `world`.
+fn spare_nap(world: &SimpleCommunicator) -> Duration {
+    let here = world.split_shared(0).size();
+    match crate::crowding::crowds(usize::try_from(here).unwrap_or(usize::MAX)) {
+        true => SPARE_NAP_CROWDED,
+        false => SPARE_NAP,
+    }
 }
 
 /// The wall clock, in nanoseconds since 1970.

@@ -10,24 +10,15 @@
 //!
 //! [`Comm`]: frame::comm::Comm
 
-use frame::comm::mpi::ulfm;
+use frame::comm::mpi::ulfm::{self, FailureWatch};
 use mpi::topology::SimpleCommunicator;
-use std::cell::{Cell, OnceCell};
-use std::time::{Duration, Instant};
-
-/// How often at most [`ProgramComm::interrupted`] asks MPI for the failed
-/// processes: MPI answers with a new group (some microseconds, more with
-/// more processes), and a program's waits ask every few tests of their
-/// requests; a millisecond is nothing beside a repair.
-const ASK_FAILED_EVERY: Duration = Duration::from_millis(1);
+use std::cell::OnceCell;
 
 /// The program's communicator of one epoch (made on first use).
 pub(crate) struct ProgramComm<'w> {
     work: &'w SimpleCommunicator,
-    dup: OnceCell<SimpleCommunicator>,
-    /// When [`ProgramComm::interrupted`] last asked MPI for the failed
-    /// processes.
-    asked: Cell<Option<Instant>>,
+    /// The communicator, and the watch for news of a failure on it.
+    dup: OnceCell<(SimpleCommunicator, FailureWatch)>,
 }
 
 impl<'w> ProgramComm<'w> {
@@ -36,14 +27,16 @@ impl<'w> ProgramComm<'w> {
         Self {
             work,
             dup: OnceCell::new(),
-            asked: Cell::new(None),
         }
     }
 
     /// The communicator, made on the first call (collective over the
     /// working ranks then: every rank asks for it in the same place).
     pub(crate) fn get(&self) -> &SimpleCommunicator {
-        self.dup.get_or_init(|| ulfm::duplicate(self.work))
+        let (dup, _) = self
+            .dup
+            .get_or_init(|| (ulfm::duplicate(self.work), FailureWatch::beyond(0)));
+        dup
     }
 
     /// The communicator, if the program made it and its calls must end
@@ -51,27 +44,17 @@ impl<'w> ProgramComm<'w> {
     /// processes failed. The second lets a rank that waits for a live
     /// peer leave as soon as MPI tells it of a failure elsewhere, rather
     /// than when a peer of the dead rank reaches its next call and revokes.
-    /// The revoke is a flag read every call; the failed processes are
-    /// asked for every [`ASK_FAILED_EVERY`] at most.
+    /// (See [`FailureWatch`]: the failed processes are asked for once a
+    /// millisecond at most.)
     pub(crate) fn interrupted(&self) -> Option<&SimpleCommunicator> {
-        let dup = self.dup.get()?;
-        if ulfm::revoked(dup) {
-            return Some(dup);
-        }
-        let now = Instant::now();
-        if (self.asked.get()).is_some_and(|at| now.duration_since(at) < ASK_FAILED_EVERY) {
-            return None;
-        }
-        self.asked.set(Some(now));
-        ulfm::failed_count(dup)
-            .is_some_and(|n| n > 0)
-            .then_some(dup)
+        let (dup, watch) = self.dup.get()?;
+        watch.news(dup).then_some(dup)
     }
 
     /// Revokes the communicator if the program made it: every rank's
     /// pending and later call on it fails.
     pub(crate) fn revoke(&self) {
-        if let Some(dup) = self.dup.get() {
+        if let Some((dup, _)) = self.dup.get() {
             ulfm::revoke(dup);
         }
     }

@@ -9,8 +9,9 @@
 //! little (at most [`MAX_NAP`]), which costs frame's rare collectives
 //! microseconds and gives the other work its share of the cores. A process
 //! with nothing else to do (`complete_idle`, under ULFM: a spare waiting for a
-//! failure, for the whole run) naps longer as its wait grows, so that a
-//! node's spares take next to nothing from the ranks that work there, and
+//! failure, for the whole run) naps longer as its wait grows, to a cap its
+//! caller chooses, so that a node's spares take next to nothing from the
+//! ranks that work there, and
 //! goes back to short naps as soon as something stirs (MPI knows of a
 //! failure), so that the repair that follows does not wait for its naps.
 
@@ -23,10 +24,6 @@ use std::time::{Duration, Instant};
 const YIELDS: u32 = 200;
 /// The longest sleep between two tests of a brief wait.
 const MAX_NAP: Duration = Duration::from_micros(200);
-/// The longest sleep between two tests of an idle wait: what a spare adds
-/// at most to each step of the agreement that starts a repair, and 200
-/// wake-ups a second (each test drives MPI's progress, some 10 µs).
-const IDLE_NAP: Duration = Duration::from_millis(5);
 /// An idle wait naps for this share of the time it has waited so far.
 const IDLE_SHARE: u32 = 32;
 
@@ -37,8 +34,10 @@ enum Patience {
     /// [`MAX_NAP`] at most.
     Brief,
     /// A process with nothing else to do until the operation ends: naps
-    /// grow with the wait (1/[`IDLE_SHARE`] of it) to [`IDLE_NAP`].
-    Idle,
+    /// grow with the wait (1/[`IDLE_SHARE`] of it) to the longest given.
+    /// Only spares under ULFM wait so.
+    #[cfg_attr(not(feature = "ulfm"), allow(dead_code))]
+    Idle(Duration),
 }
 
 /// The pauses of one wait.
@@ -72,13 +71,13 @@ impl Pauses {
 /// The sleep after test `polls` of a wait `waited` long (`None`: yield the
 /// processor instead): 1 µs more for every test past [`YIELDS`] to
 /// [`MAX_NAP`]; an idle wait then sleeps 1/[`IDLE_SHARE`] of its wait, to
-/// [`IDLE_NAP`].
+/// its longest nap (never less than a brief wait's).
 fn nap(polls: u32, waited: Duration, patience: Patience) -> Option<Duration> {
     let past = polls.checked_sub(YIELDS)?;
     let brief = Duration::from_micros(u64::from(past) + 1).min(MAX_NAP);
     Some(match patience {
         Patience::Brief => brief,
-        Patience::Idle => (waited / IDLE_SHARE).clamp(brief, IDLE_NAP),
+        Patience::Idle(longest) => (waited / IDLE_SHARE).clamp(brief, longest.max(brief)),
     })
 }
 
@@ -105,7 +104,7 @@ pub(super) unsafe fn complete(
 
 /// [`complete`] for a process with nothing else to do until the operation
 /// ends, which may be the whole run: its naps grow with the wait, to
-/// [`IDLE_NAP`], until `stirred` (asked after every test, a local call)
+/// `longest_nap`, until `stirred` (asked after every test, a local call)
 /// says something happened that others will want its part in quickly.
 /// Only jobs under ULFM have such processes (their spares).
 ///
@@ -114,10 +113,11 @@ pub(super) unsafe fn complete(
 #[cfg(feature = "ulfm")]
 pub(super) unsafe fn complete_idle(
     start: impl FnOnce(*mut ffi::MPI_Request) -> c_int,
+    longest_nap: Duration,
     stirred: impl FnMut() -> bool,
 ) -> c_int {
     // SAFETY: the caller's promise.
-    unsafe { wait(start, Patience::Idle, || {}, stirred) }
+    unsafe { wait(start, Patience::Idle(longest_nap), || {}, stirred) }
 }
 
 /// [`complete`], pausing as `patience` says until `stirred`, then briefly.
@@ -146,7 +146,7 @@ unsafe fn wait(
         if rc != ffi::MPI_SUCCESS as c_int || done != 0 {
             return rc;
         }
-        if pauses.patience == Patience::Idle && stirred() {
+        if matches!(pauses.patience, Patience::Idle(_)) && stirred() {
             pauses = Pauses::new(Patience::Brief);
         }
         if pauses.pause() {

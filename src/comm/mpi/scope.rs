@@ -1,4 +1,4 @@
-//! Which failures an [`MpiComm`](super::MpiComm)'s operations report, and
+//! Which failures an [`MpiComm`]'s operations report, and
 //! whether its collectives report them uniformly: the error scopes and
 //! the uniform mode of the paper "Implicit actions and non-blocking
 //! failure recovery with MPI" (the `ulfm` feature).
@@ -20,7 +20,7 @@
 //!   scope of a library whose ranks must stop when another part of the
 //!   program loses a process.
 //!
-//! Uniform mode ([`MpiComm::with_uniform_errors`](super::MpiComm::with_uniform_errors))
+//! Uniform mode ([`MpiComm::with_uniform_errors`])
 //! ends every collective (barrier, reductions, broadcast, gathers) with an
 //! agreement on whether it succeeded at every rank and no process of the
 //! communicator failed: every survivor returns the same outcome for the

@@ -14,8 +14,10 @@ use crate::comm::CommError;
 use mpi::ffi;
 use mpi::raw::{AsRaw, FromRaw};
 use mpi::topology::{Communicator, SimpleCommunicator};
+use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::os::raw::c_int;
+use std::time::{Duration, Instant};
 
 extern "C" {
     fn MPIX_Comm_revoke(comm: ffi::MPI_Comm) -> c_int;
@@ -90,34 +92,39 @@ pub struct Agreement {
 /// acknowledges the failures it reports, so the next agreement reports
 /// only new ones. Waits without holding a core.
 pub fn agree(comm: &impl AsRaw<Raw = ffi::MPI_Comm>, flag: u32) -> Result<Agreement, CommError> {
-    agree_raw(comm.as_raw(), flag)
+    let raw = comm.as_raw();
+    let mut value = flag as c_int;
+    // SAFETY: MPI reads and writes one int, which outlives the wait.
+    let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r), || {}) };
+    agreed(raw, rc, value)
 }
 
 /// [`agree`] for a process with nothing else to do until the agreement
 /// ends, which may be the whole run (a spare waiting for a failure): the
-/// sleeps between its tests grow with the wait, to a few milliseconds, so
-/// that idle processes take next to nothing from the cores the working
-/// ranks share, and shrink again once MPI knows of a failure or a revoke
-/// of `comm`, so that the repair that follows does not wait for them.
+/// sleeps between its tests grow with the wait, to `longest_nap`, so that
+/// idle processes take next to nothing from the cores the working ranks
+/// share, and shrink again once MPI knows of a failure or a revoke of
+/// `comm`, so that the repair that follows does not wait for them.
+/// `longest_nap` is what the process adds at most to each step of the
+/// agreement that starts a repair; each wake-up drives MPI's progress
+/// (some 10 µs of a core).
 pub fn agree_idle(
     comm: &impl AsRaw<Raw = ffi::MPI_Comm>,
     flag: u32,
+    longest_nap: Duration,
 ) -> Result<Agreement, CommError> {
     let raw = comm.as_raw();
-    let known = failed_in(raw).unwrap_or(0);
-    let stirred = || is_revoked(raw) || failed_in(raw).is_some_and(|n| n > known);
+    let watch = FailureWatch::beyond(failed_in(raw).unwrap_or(0));
+    let stirred = || watch.news(comm);
     let mut value = flag as c_int;
     // SAFETY: MPI reads and writes one int, which outlives the wait.
-    let rc =
-        unsafe { super::polite::complete_idle(|r| MPIX_Comm_iagree(raw, &mut value, r), stirred) };
-    agreed(raw, rc, value)
-}
-
-/// [`agree`] on a raw handle.
-fn agree_raw(raw: ffi::MPI_Comm, flag: u32) -> Result<Agreement, CommError> {
-    let mut value = flag as c_int;
-    // SAFETY: MPI reads and writes one int, which outlives the wait.
-    let rc = unsafe { super::polite::complete(|r| MPIX_Comm_iagree(raw, &mut value, r), || {}) };
+    let rc = unsafe {
+        super::polite::complete_idle(
+            |r| MPIX_Comm_iagree(raw, &mut value, r),
+            longest_nap,
+            stirred,
+        )
+    };
     agreed(raw, rc, value)
 }
 
@@ -211,6 +218,47 @@ impl MpiComm {
         let inner = self.lock();
         revoke_raw(inner.user.as_raw());
         revoke_raw(inner.internal.as_raw());
+    }
+}
+
+/// How often at most a [`FailureWatch`] asks MPI for the failed
+/// processes: MPI answers with a new group (some microseconds, more with
+/// more processes), and a waiting process looks every few tests of its
+/// requests; a millisecond is nothing beside a repair.
+const ASK_FAILED_EVERY: Duration = Duration::from_millis(1);
+
+/// Watches a communicator for news of a failure, for a process that waits
+/// on it: a revoke, or more failed processes than it knew of when the
+/// watch began. The revoke is a flag, read on every look; the failed
+/// processes are asked for once a millisecond at most.
+#[derive(Debug)]
+pub struct FailureWatch {
+    known: usize,
+    asked: Cell<Option<Instant>>,
+}
+
+impl FailureWatch {
+    /// A watch to which more than `known` failed processes are news.
+    pub fn beyond(known: usize) -> Self {
+        Self {
+            known,
+            asked: Cell::new(None),
+        }
+    }
+
+    /// Whether `comm` (the communicator watched) was revoked or lost more
+    /// processes than the watch knew of. A local call.
+    pub fn news(&self, comm: &impl AsRaw<Raw = ffi::MPI_Comm>) -> bool {
+        let raw = comm.as_raw();
+        if is_revoked(raw) {
+            return true;
+        }
+        let now = Instant::now();
+        if (self.asked.get()).is_some_and(|at| now.duration_since(at) < ASK_FAILED_EVERY) {
+            return false;
+        }
+        self.asked.set(Some(now));
+        failed_in(raw).is_some_and(|n| n > self.known)
     }
 }
 
