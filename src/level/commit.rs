@@ -28,8 +28,9 @@ pub struct Commit {
     pub layout: Option<Layout>,
 }
 
-/// Largest marker read (a layout of a million ranks fits).
-const MAX_MARKER: u64 = 16 << 20;
+/// Largest marker read (a layout of a million ranks fits): by the levels'
+/// stores and by the catalog alike.
+pub(crate) const MAX_MARKER: u64 = 16 << 20;
 
 /// Writes the marker of checkpoint `id` committed at `level` in its
 /// directory `ckpt`, already open.

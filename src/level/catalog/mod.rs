@@ -15,6 +15,9 @@ mod l3_l4;
 mod listing;
 mod verify;
 
+#[cfg(test)]
+mod tests;
+
 pub use clean::{clean, of_job, Removal};
 pub use drop::drop_checkpoint;
 pub use findings::{Finding, Report, Severity};
@@ -144,7 +147,7 @@ fn read_pointer(dir: &Path) -> Pointer {
         }
         _ => {}
     }
-    let bytes = match crate::safefs::read_nofollow(&path, 4096) {
+    let bytes = match crate::safefs::read_nofollow(&path, super::l1::MAX_POINTER) {
         Ok(b) => b,
         Err(e) => return Pointer::Bad(e.to_string()),
     };
@@ -198,7 +201,7 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name == super::commit::COMMITTED {
             dir.committed = distrust(&entry.path(), owner).is_none()
-                && crate::safefs::read_nofollow(&entry.path(), 4096)
+                && crate::safefs::read_nofollow(&entry.path(), super::commit::MAX_MARKER)
                     .ok()
                     .and_then(|b| serde_json::from_slice::<super::commit::Commit>(&b).ok())
                     .is_some_and(|c| c.checkpoint_id == id);

@@ -74,6 +74,10 @@ type Kept = ((u64, u64), u32, Vec<Slot>, BTreeMap<u64, Slot>);
 const MAX_KEPT: usize = 16;
 static KEPT: std::sync::Mutex<Vec<Kept>> = std::sync::Mutex::new(Vec::new());
 
+/// Largest `LATEST` pointer read (it holds a job id and a number), by the
+/// store and by the catalog alike.
+pub(crate) const MAX_POINTER: u64 = 4096;
+
 /// Contents of the `LATEST` pointer file.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

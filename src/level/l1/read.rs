@@ -10,9 +10,6 @@ use crate::level::stream::Pieces;
 use crate::level::Level;
 use crate::safefs::{Dir, Kind};
 
-/// Largest `LATEST` pointer read (it holds a job id and a number).
-const MAX_POINTER: u64 = 4096;
-
 impl L1Store {
     /// What this rank holds: every checkpoint whose file and record are
     /// present, consistent and in their place (valid), whose record is
@@ -62,7 +59,7 @@ impl L1Store {
         let path = self.root.join(POINTER);
         let bad = match self.root.kind(POINTER) {
             None => return,
-            Some(Kind::File) => match self.root.read_capped(POINTER, MAX_POINTER) {
+            Some(Kind::File) => match self.root.read_capped(POINTER, super::MAX_POINTER) {
                 Ok(bytes) => match serde_json::from_slice::<Pointer>(&bytes) {
                     Ok(p) if p.job_id == self.owner.job_id => {
                         inv.committed = p.checkpoint_id;
