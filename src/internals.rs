@@ -50,9 +50,9 @@ pub mod safefs {
     };
 }
 
-/// Partners and erasure groups.
+/// Where the ranks are, and the layout recorded with each commit.
 pub mod topology {
-    pub use crate::topology::Topology;
+    pub use crate::topology::{Layout, Rule, Topology};
 }
 
 /// Localised recovery: the dependency cone of a failure (`frame sim`

@@ -21,7 +21,8 @@
 //! - `format`: the checkpoint file format and metadata records.
 //! - `level`: where checkpoint copies live and how they commit (L1 to L4).
 //! - `recovery`: the pure planner that picks the checkpoint to restore.
-//! - `topology`: partners and erasure groups, from where the ranks are.
+//! - `topology`: where the ranks are, and the layout recorded with a commit.
+//! - `scheme`: the redundancy schemes of levels 2 to 4, one directory each.
 //! - `manager`: the background promoter of each node (levels 2 to 4).
 //! - `checkpoint`: the [`Checkpointer`] API tying them together.
 //! - `auth`: the per-job secret and the handshake every connection passes.
@@ -46,6 +47,7 @@ mod node;
 pub(crate) mod recovery;
 pub mod region;
 mod safefs;
+mod scheme;
 #[cfg(test)]
 mod testing;
 mod topology;

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["checkpoint"],
     &["manager"],
     &["recovery"],
+    &["scheme"],
     &["error"],
     &["comm"],
     &["config"],

@@ -273,3 +273,35 @@ fn sim_reproduces_the_data_flow_rollback_runs_as_json_lines() {
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("--seeds 0"), "{err}");
 }
+
+/// Level 2 with two partner copies on three nodes: `inspect` names the
+/// scheme and parameters each level-2 checkpoint was committed under.
+#[test]
+fn inspect_names_the_scheme_each_checkpoint_was_committed_under() {
+    let _serial = common::serial();
+    let dir = scratch();
+    let base = dir.path().to_path_buf();
+    let mut cfg = config(dir.path(), "schemes");
+    cfg.l2.interval = frame::config::Interval::Calls(1);
+    cfg.l2.copies = 2;
+    ranks(6, 2, move |comm| {
+        let mut cfg = cfg.clone();
+        cfg.storage.local_dir = common::node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let v = ckpt.protect(1, vec![0.25f64; 1000]);
+        for _ in 0..2 {
+            v.write()[0] += 1.0;
+            ckpt.snapshot().unwrap();
+        }
+        ckpt.wait_for_promotions().unwrap();
+    });
+    frame::internals::manager::inline::stop("schemes");
+    let node = common::node_dir(dir.path(), 1);
+    let (code, out) = frame(&["inspect"], &node);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("checkpoint 2: 6 of 6 rank record(s)")
+            && out.contains("(committed, partner copies=2)"),
+        "{out}"
+    );
+}

@@ -177,6 +177,34 @@ fn level_2_rebuilds_copies_so_a_second_node_loss_is_survivable() {
     stop_managers("l2twice");
 }
 
+/// With two partner copies per node, two neighbouring nodes lost
+/// together (node 1 and its first partner): node 1's second partner keeps
+/// its copies. Through the failure-aware planner and the iterative
+/// baseline alike.
+#[test]
+fn level_2_with_two_copies_survives_two_neighbouring_nodes() {
+    use frame::config::Strategy;
+    let _serial = common::serial();
+    for strategy in [Strategy::FailureAware, Strategy::Iterative] {
+        let dir = scratch();
+        let job = format!("l2two-{}", strategy.name());
+        let mut cfg = level_config(dir.path(), &job, 1, 0);
+        cfg.l2.copies = 2;
+        cfg.recovery.strategy = strategy;
+        assert_eq!(run_and_crash(dir.path(), &cfg, 5), 5);
+        stop_managers(&job);
+        for node in [1, 2] {
+            std::fs::remove_dir_all(node_dir(dir.path(), node)).unwrap();
+        }
+        let got = recover(dir.path(), &cfg);
+        assert!(
+            got.iter().all(|&(id, step)| id == 5 && step == 5),
+            "{strategy:?}: {got:?}"
+        );
+        stop_managers(&job);
+    }
+}
+
 #[test]
 fn level_4_restores_after_every_local_directory_is_lost() {
     let _serial = common::serial();

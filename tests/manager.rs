@@ -12,7 +12,7 @@ use frame::config::WhenFull;
 use frame::internals::auth::Secret;
 use frame::internals::level::L4Write;
 use frame::internals::manager::{Client, Manager, Options, Progress, Reply, Request, Task};
-use frame::internals::topology::Topology;
+use frame::internals::topology::{Rule, Topology};
 use frame::Level;
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixListener;
@@ -73,9 +73,9 @@ fn task(id: u64, stamp: u64, partner: &Endpoint) -> Box<Task> {
         id,
         stamp,
         round: 0,
-        levels: vec![Level::L2],
+        levels: vec![(Level::L2, Rule::new("partner", [("copies", 1)]))],
         node: 0,
-        topology: Topology::new(vec![0, 1], 4, 1).unwrap(),
+        topology: Topology::new(vec![0, 1]).unwrap(),
         peers: BTreeMap::from([(1, partner.clone())]),
         global_dir: "unused".into(),
         l4: L4Write::Differential {
@@ -216,7 +216,7 @@ fn a_level_4_write_of_an_epoch_the_job_left_is_refused_and_writes_nothing() {
     };
     let l4 = |fence: Fence| {
         let mut t = task(1, stamp, &Endpoint::Unix(dir.path().join("none.sock")));
-        t.levels = vec![Level::L4];
+        t.levels = vec![(Level::L4, Rule::new("global", []))];
         t.global_dir = global.clone();
         t.fence = Some(fence);
         t

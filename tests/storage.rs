@@ -39,16 +39,25 @@ fn own_bytes(local: &Path, n: u32) -> u64 {
         .sum()
 }
 
-/// Runs heat2d on 4 nodes of 2 ranks with levels 2 (every checkpoint), 3
-/// (every second) and 4 (every fourth), `grid` giving its size and
-/// checkpoints, the global directory in `global`, within `deadline`;
-/// checks that every node's directory stayed within the formula the whole
-/// run and that the program wrote `checkpoints`.
-fn within_the_formula(grid: &[&str], checkpoints: u32, global: &Path, deadline: Duration) {
+/// Runs heat2d on 4 nodes of 2 ranks with levels 2 (every checkpoint,
+/// `copies` partners per node), 3 (every second) and 4 (every fourth),
+/// `grid` giving its size and checkpoints, the global directory in
+/// `global`, within `deadline`; checks that every node's directory stayed
+/// within the formula the whole run and that the program wrote
+/// `checkpoints`.
+fn within_the_formula(
+    grid: &[&str],
+    copies: u32,
+    checkpoints: u32,
+    global: &Path,
+    deadline: Duration,
+) {
     let dir = scratch();
     let local = dir.path().join("local");
+    let copies_text = copies.to_string();
     let settings = [
         ("FRAME_L2_INTERVAL", "1"),
+        ("FRAME_L2_COPIES", copies_text.as_str()),
         ("FRAME_L3_INTERVAL", "2"),
         ("FRAME_L4_INTERVAL", "4"),
         ("FRAME_MANAGER_QUEUE", "1"),
@@ -75,6 +84,7 @@ fn within_the_formula(grid: &[&str], checkpoints: u32, global: &Path, deadline: 
     // The configuration the job ran with: the defaults and the settings.
     let mut cfg = Config::default();
     cfg.l2.interval = Interval::Calls(1);
+    cfg.l2.copies = copies;
     cfg.l3.interval = Interval::Calls(2);
     cfg.l4.interval = Interval::Calls(4);
     cfg.manager.queue = 1;
@@ -85,8 +95,10 @@ fn within_the_formula(grid: &[&str], checkpoints: u32, global: &Path, deadline: 
     for n in 0..NODES {
         let data = NodeData {
             own: own[n as usize],
-            // Node n keeps the copies of node n - 1 (its partner is n + 1).
-            partner: own[((n + NODES - 1) % NODES) as usize],
+            // Node n keeps the copies of the `copies` nodes before it.
+            partner: (1..=copies)
+                .map(|d| own[((n + NODES - d) % NODES) as usize])
+                .sum(),
             largest_blob: largest + 64 * 1024,
             group: NODES,
         };
@@ -108,6 +120,7 @@ fn within_the_formula(grid: &[&str], checkpoints: u32, global: &Path, deadline: 
     }
 }
 
+/// With two partner copies per node (the large run below has one).
 #[test]
 fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
     let _g = serial();
@@ -116,6 +129,7 @@ fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
         &[
             "--nx", "2048", "--ny", "2048", "--steps", "200", "--every", "10",
         ],
+        2,
         20,
         global.path(),
         DEADLINE,
@@ -143,6 +157,7 @@ fn large_ranks_at_every_level_complete_within_the_formula() {
         &[
             "--nx", &side, "--ny", &side, "--steps", "10", "--every", "1",
         ],
+        1,
         10,
         global.path(),
         // Three seconds per MiB of each rank: about three times what the

@@ -28,11 +28,13 @@ use crate::error::Result;
 use crate::level::commit::Commit;
 use crate::level::erasure::ErasureStore;
 use crate::level::{CopyStore, Level};
-use crate::recovery::aware::{plan, Choice, Committed, Failure};
+use crate::recovery::aware::{plan, usable, Choice, Committed, Failure};
 use crate::recovery::{copies, erasure, Inventory};
-use crate::topology::Topology;
+use crate::scheme;
+use crate::topology::{Rule, Topology};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 /// What one rank tells the others before recovery is planned.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -129,16 +131,10 @@ struct Planner {
 impl Planner {
     /// The failure topology and the commits every level made, from the
     /// reports; commits past `ceiling` are left out.
-    fn new(
-        reports: Vec<Report>,
-        from_runtime: &Failures,
-        group_size: u32,
-        parity: u32,
-        ceiling: Option<u64>,
-    ) -> Self {
+    fn new(reports: Vec<Report>, from_runtime: &Failures, ceiling: Option<u64>) -> Self {
         let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
         let failure = failure_topology(&reports, from_runtime);
-        let mut committed = committed(&reports, &placement, group_size, parity);
+        let mut committed = committed(&reports, &placement);
         if let Some(top) = ceiling {
             committed.retain(|c| c.id <= top);
         }
@@ -165,6 +161,15 @@ impl Planner {
             largest: self.reports.iter().map(|r| r.largest).max().unwrap_or(0),
             step,
         }
+    }
+
+    /// The rule of the scheme that protected `choice` and survives the
+    /// failure (`None` at level 1).
+    fn rule_of(&self, choice: &Choice) -> Option<Rule> {
+        (self.committed.iter())
+            .filter(|c| (c.level, c.id, c.stamp) == (choice.level, choice.id, choice.stamp))
+            .filter(|c| usable(c, &self.failure))
+            .find_map(|c| c.protection.as_ref().map(|p| p.rule()))
     }
 
     /// Who sends whom their level-2 copy of the choice.
@@ -256,20 +261,15 @@ impl Checkpointer<'_> {
             erasure: erasure_offer,
             largest: l1.largest_id(),
         };
-        let planner = self.gather_at_root(&report)?.map(|reports| {
-            Planner::new(
-                reports,
-                &self.comm.failures(),
-                self.cfg.l3.group_size,
-                self.cfg.l3.parity,
-                self.ceiling,
-            )
-        });
+        let planner = self
+            .gather_at_root(&report)?
+            .map(|reports| Planner::new(reports, &self.comm.failures(), self.ceiling));
         self.stats.recovery_rounds += 1;
         let found = loop {
             let decision = planner.as_ref().map(|p| p.decide(&excluded));
             if let (Some(p), Some(d)) = (&planner, &decision) {
-                tracing::info!(failed_nodes = ?p.failure.nodes, choice = ?d.step.choice(), "recovery planned at rank 0");
+                let rule = d.step.choice().and_then(|c| p.rule_of(c));
+                tracing::info!(failed_nodes = ?p.failure.nodes, choice = ?d.step.choice(), rule = ?rule.map(|r| r.to_string()), "recovery planned at rank 0");
                 if let (Some(choice), true) = (d.step.choice(), excluded.is_empty()) {
                     let (wanted, why) = p.shortfall(choice.id, self.ceiling);
                     self.tell_choice(choice.id, wanted, &why);
@@ -380,16 +380,16 @@ fn failure_topology(reports: &[Report], from_runtime: &Failures) -> Failure {
 }
 
 /// What each level committed, from every rank's report: level 1 has what
-/// every rank holds with one stamp; the others have their markers, with
-/// the layout each recorded.
-fn committed(
-    reports: &[Report],
-    placement: &[u32],
-    group_size: u32,
-    parity: u32,
-) -> Vec<Committed> {
+/// every rank holds with one stamp; the others have their markers, each
+/// protected by the scheme its layout records, under the rule it records
+/// (a marker whose rule this build cannot read is passed over, with a
+/// warning: its data is not guessed at). A checkpoint committed under two
+/// layouts (promoted again after a recovery) is listed under both.
+fn committed(reports: &[Report], placement: &[u32]) -> Vec<Committed> {
     let mut out = Vec::new();
-    let current = Topology::new(placement.to_vec(), group_size, parity).ok();
+    let Ok(current) = Topology::new(placement.to_vec()) else {
+        return out;
+    };
     // Level 1: ids every rank holds with the same stamp.
     let mut count: BTreeMap<(u64, u64), usize> = BTreeMap::new();
     for r in reports {
@@ -397,40 +397,52 @@ fn committed(
             *count.entry(*held).or_default() += 1;
         }
     }
-    if let Some(layout) = &current {
-        for ((id, stamp), n) in count {
-            if n == reports.len() {
-                out.push(Committed {
-                    level: Level::L1,
-                    id,
-                    stamp,
-                    layout: layout.clone(),
-                });
-            }
+    for ((id, stamp), n) in count {
+        if n == reports.len() {
+            out.push(Committed {
+                level: Level::L1,
+                id,
+                stamp,
+                layout: current.clone(),
+                protection: None,
+            });
         }
     }
-    let mut seen = BTreeSet::new();
+    let mut seen = HashSet::new();
     for c in reports.iter().flat_map(|r| &r.commits) {
         let Some(level) = Level::from_number(c.level) else {
             continue;
         };
-        if level == Level::L1 || !seen.insert((level, c.checkpoint_id, c.stamp)) {
+        if level == Level::L1 || !seen.insert((level, c.checkpoint_id, c.stamp, &c.layout)) {
             continue;
         }
-        let layout = match (&c.layout, level) {
-            (Some(l), _) => l.topology().ok(),
+        let (layout, rule) = match &c.layout {
+            Some(l) => match l.topology() {
+                Ok(t) => (t, scheme::recorded(l, level)),
+                Err(_) => continue,
+            },
             // Level 4 does not depend on where the ranks were.
-            (None, Level::L4) => current.clone(),
-            (None, _) => None,
+            None if level == Level::L4 => (current.clone(), Some(scheme::global::rule())),
+            None => continue,
         };
-        if let Some(layout) = layout.filter(|l| l.placement().len() == reports.len()) {
-            out.push(Committed {
-                level,
-                id: c.checkpoint_id,
-                stamp: c.stamp,
-                layout,
-            });
+        if layout.placement().len() != reports.len() {
+            continue;
         }
+        let protection = match rule.as_ref().map(|r| scheme::protection(&layout, r)) {
+            Some(Ok(p)) => Arc::from(p),
+            Some(Err(e)) => {
+                tracing::warn!(checkpoint = c.checkpoint_id, level = %level, error = %e, "a commit marker's rule is unusable; its checkpoint is passed over at that level");
+                continue;
+            }
+            None => continue,
+        };
+        out.push(Committed {
+            level,
+            id: c.checkpoint_id,
+            stamp: c.stamp,
+            layout,
+            protection: Some(protection),
+        });
     }
     out
 }

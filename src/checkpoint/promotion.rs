@@ -17,6 +17,7 @@ use crate::level::{L4Write, Level};
 use crate::manager::inline::{self, Listen};
 use crate::manager::{Client, Link, Manager, Reply, Request, Task};
 use crate::node::NodePlace;
+use crate::scheme;
 use crate::topology::Topology;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -287,12 +288,7 @@ impl Promotions {
 
     /// The topology of the current placement.
     pub(crate) fn topology(&self) -> Option<Topology> {
-        Topology::new(
-            self.placement.clone(),
-            self.cfg.l3.group_size,
-            self.cfg.l3.parity,
-        )
-        .ok()
+        Topology::new(self.placement.clone()).ok()
     }
 
     /// Sends `req` to the node's manager (lowest rank of each node only;
@@ -472,7 +468,9 @@ impl Promotions {
             id,
             stamp,
             round: self.round,
-            levels: levels.to_vec(),
+            levels: (levels.iter())
+                .filter_map(|l| scheme::configured(&self.cfg, *l).map(|r| (*l, r)))
+                .collect(),
             node: topology.node_of(self.rank).unwrap_or(0),
             topology,
             peers: self.peers.clone(),

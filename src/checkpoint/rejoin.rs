@@ -36,6 +36,7 @@ use crate::format::Metadata;
 use crate::level::Level;
 use crate::manager::Client;
 use crate::metrics::{process_cpu_time, Record, RejoinRecord};
+use crate::scheme::{self, partner::Partners};
 use crate::topology::Topology;
 use std::time::Instant;
 
@@ -128,18 +129,14 @@ impl Checkpointer<'_> {
         }
     }
 
-    /// The placement a stand-in's promotions know, with the configured
-    /// groups, and the job's secret to reach the managers with.
+    /// The placement a stand-in's promotions know, and the job's secret to
+    /// reach the managers with.
     pub(super) fn stand_in_setting(
         &self,
         stand_in: &StandIn,
     ) -> Result<(Topology, Secret), String> {
-        let topology = Topology::new(
-            stand_in.placement.clone(),
-            self.cfg.l3.group_size,
-            self.cfg.l3.parity,
-        )
-        .map_err(|e| format!("the job's placement is unusable: {e}"))?;
+        let topology = Topology::new(stand_in.placement.clone())
+            .map_err(|e| format!("the job's placement is unusable: {e}"))?;
         let secret = (self.comm.place().runtime)
             .map(|r| r.secret)
             .ok_or_else(|| "no runtime gave the job's secret".to_string())?;
@@ -151,7 +148,6 @@ impl Checkpointer<'_> {
     /// the failed node's partner keeps, through that node's manager (see
     /// `manager/copy_back.rs`), checked as it is installed; or why not.
     fn fetch_from_partner(&mut self, id: u64, stand_in: &StandIn) -> Result<(), String> {
-        let rank = self.comm.rank() as u32;
         if self.cfg.l2.interval.is_zero() {
             return Err(format!(
                 "no copy of it is kept on another node: {}",
@@ -159,17 +155,53 @@ impl Checkpointer<'_> {
             ));
         }
         let (topology, secret) = self.stand_in_setting(stand_in)?;
-        let partner = topology
-            .partner(stand_in.node)
-            .ok_or_else(|| "the job ran on a single node".to_string())?;
-        let endpoint = stand_in
-            .managers
-            .get(&partner)
-            .ok_or_else(|| format!("no manager is known for node {partner}"))?;
+        let rule = scheme::configured(&self.cfg, Level::L2)
+            .ok_or_else(|| "level 2 has no scheme".to_string())?;
+        let partners = Partners::from_rule(&topology, &rule).map_err(|e| e.to_string())?;
+        let holders = partners.of(stand_in.node);
+        if holders.is_empty() {
+            return Err("the job ran on a single node".to_string());
+        }
         let started = Instant::now();
-        let mut client = Client::connect(endpoint, &secret)
-            .map_err(|e| format!("node {partner}'s manager cannot be reached: {e}"))?;
+        // The nearest partner that gives a sound copy.
+        let mut why = Vec::new();
+        for partner in holders {
+            let Some(endpoint) = stand_in.managers.get(&partner) else {
+                why.push(format!("no manager is known for node {partner}"));
+                continue;
+            };
+            match self.copy_from(id, partner, endpoint, &secret) {
+                Ok(bytes) => {
+                    self.stats.fetch_time += started.elapsed();
+                    self.stats.recovered_from = Some(Level::L2);
+                    tracing::info!(
+                        checkpoint = id,
+                        partner,
+                        bytes,
+                        "took the checkpoint from the failed node's partner (level 2)"
+                    );
+                    return Ok(());
+                }
+                Err(e) => why.push(e),
+            }
+        }
+        Err(why.join("; "))
+    }
+
+    /// Installs this rank's level-2 copy of checkpoint `id` that node
+    /// `partner`'s manager keeps, checked as it arrives; its length, or
+    /// why not.
+    fn copy_from(
+        &mut self,
+        id: u64,
+        partner: u32,
+        endpoint: &crate::comm::net::Endpoint,
+        secret: &Secret,
+    ) -> Result<u64, String> {
+        let rank = self.comm.rank() as u32;
         let world = self.comm.size() as u32;
+        let mut client = Client::connect(endpoint, secret)
+            .map_err(|e| format!("node {partner}'s manager cannot be reached: {e}"))?;
         let (meta, mut arriving) = client
             .get_copy(&self.cfg.job.id, id, rank, world)
             .map_err(|e| format!("node {partner} cannot give its level-2 copy: {}", e.0))?;
@@ -182,15 +214,7 @@ impl Checkpointer<'_> {
         self.store
             .install_from(&meta, &mut arriving)
             .map_err(|e| format!("its level-2 copy from node {partner} failed: {}", e.0))?;
-        self.stats.fetch_time += started.elapsed();
-        self.stats.recovered_from = Some(Level::L2);
-        tracing::info!(
-            checkpoint = id,
-            partner,
-            bytes = meta.file_len,
-            "took the checkpoint from the failed node's partner (level 2)"
-        );
-        Ok(())
+        Ok(meta.file_len)
     }
 
     /// Restores the checkpoint picked at init on this rank alone, resumes

@@ -366,6 +366,13 @@ impl Config {
             ));
         }
         self.validate_auto()?;
+        let copies = self.l2.copies;
+        if !(1..=crate::topology::MAX_COPIES).contains(&copies) {
+            return Err(bad(
+                "l2.copies",
+                format!("{copies} is outside 1..={}", crate::topology::MAX_COPIES),
+            ));
+        }
         let group = (self.l3.group_size, self.l3.parity);
         if !(2..=crate::topology::MAX_GROUP).contains(&group.0) {
             return Err(bad(

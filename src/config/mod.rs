@@ -145,6 +145,9 @@ pub struct PartnerConfig {
     /// How often a checkpoint is copied to each node's partner: every N
     /// checkpoints, or a duration; 0 turns level 2 off.
     pub interval: Interval,
+    /// Partner nodes that each keep a whole copy of a node's files (the
+    /// next ones holding ranks; see `scheme/partner`).
+    pub copies: u32,
     /// Level-2 checkpoints kept on each node (the newest committed ones;
     /// the one being promoted comes on top).
     pub keep_last: u32,
@@ -277,6 +280,7 @@ impl Default for PartnerConfig {
     fn default() -> Self {
         Self {
             interval: Interval::Calls(0),
+            copies: 1,
             keep_last: 1,
         }
     }

@@ -12,7 +12,9 @@
 //!   names of one file): `(max(K1, Q + 2) + 1 + K2 + K3) D`: the newest
 //!   `max(K1, Q + 2) + 1` checkpoints, and the committed ones levels 2
 //!   and 3 keep;
-//! - level 2, the partner's copies: `(K2 + Q + 2) D_partner`;
+//! - level 2, the copies of the nodes this node is a partner of (one
+//!   node, or `l2.copies` of them): `(K2 + Q + 2) D_partner`, `D_partner`
+//!   their data summed;
 //! - level 3, parity: `(K3 + Q + 2) p P`, `P` the group's piece size
 //!   ([`Stripes::piece`](crate::level::erasure::Stripes::piece) of the
 //!   group's largest blob), `p` the parity.
@@ -26,7 +28,7 @@ use super::Config;
 pub struct StorageNeed {
     /// The node's own files, whichever levels name them.
     pub own: u64,
-    /// Level 2: the partner's copies.
+    /// Level 2: other nodes' copies.
     pub partner: u64,
     /// Level 3: parity.
     pub parity: u64,
@@ -44,7 +46,9 @@ impl StorageNeed {
 pub struct NodeData {
     /// The node's own ranks' files.
     pub own: u64,
-    /// The files of the node whose level-2 copies this node keeps.
+    /// The files of the nodes whose level-2 copies this node keeps,
+    /// summed (as many nodes as `l2.copies`, or every other node when
+    /// fewer).
     pub partner: u64,
     /// The largest node blob of the node's level-3 group (its ranks' files
     /// and records).

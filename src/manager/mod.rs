@@ -188,7 +188,7 @@ impl Shared {
             }
             st = self.changed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
-        for level in &task.levels {
+        for (level, _) in &task.levels {
             st.progress
                 .insert((task.job_id.clone(), task.id, *level), Progress::Pending);
         }
@@ -344,10 +344,11 @@ impl Shared {
     }
 
     fn promote_levels(&self, task: &Task, peers: &mut promote::Peers) {
-        for &level in &task.levels {
+        for (level, rule) in &task.levels {
+            let level = *level;
             let who = self.who();
             let (result, unreachable) =
-                match promote::run(task, level, &self.opts.local_dir, who, peers) {
+                match promote::run(task, level, rule, &self.opts.local_dir, who, peers) {
                     Ok(t) => (Ok(t), false),
                     Err(e) => (
                         Err(e.to_string()),

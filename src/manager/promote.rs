@@ -13,6 +13,9 @@ use crate::level::erasure::{Codec, ErasureStore, ParityKey, Stripes};
 use crate::level::staging::Staging;
 use crate::level::{CopyStore, GlobalStore, Level, Pieces};
 use crate::safefs::Dir;
+use crate::scheme::partner::Partners;
+use crate::scheme::reed_solomon::Groups;
+use crate::topology::Rule;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -131,10 +134,12 @@ impl Peers {
     }
 }
 
-/// Runs one level of `task` on the node whose local directory is `local_dir`.
+/// Runs one level of `task`, protected under `rule`, on the node whose
+/// local directory is `local_dir`.
 pub(crate) fn run(
     task: &Task,
     level: Level,
+    rule: &Rule,
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
@@ -142,9 +147,9 @@ pub(crate) fn run(
     let started = Instant::now();
     let reader = Staging::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let mut t = match level {
-        Level::L2 => partner(task, &reader, local_dir, who, peers)?,
+        Level::L2 => partner(task, rule, &reader, local_dir, who, peers)?,
         Level::L4 => global(task, &reader, who)?,
-        Level::L3 => erasure(task, &reader, local_dir, who, peers)?,
+        Level::L3 => erasure(task, rule, &reader, local_dir, who, peers)?,
         Level::L1 => Transform::default(),
     };
     t.micros = started.elapsed().as_micros() as u64;
@@ -177,40 +182,48 @@ fn pieces(ckpt: &Dir, meta: &Metadata) -> Result<Pieces, String> {
 }
 
 /// Level 2: keep the node's own files (as second names) and send a copy
-/// of each to the partner node's manager.
+/// of each to the manager of every partner node `rule` names.
 fn partner(
     task: &Task,
+    rule: &Rule,
     reader: &Staging,
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
-    let to = task.topology.partner(task.node).ok_or_else(|| {
-        format!(
+    let partners = Partners::from_rule(&task.topology, rule).map_err(|e| e.to_string())?;
+    let to = partners.of(task.node);
+    if to.is_empty() {
+        return Err(Failure::Other(format!(
             "node {} has no partner: the job runs on a single node",
             task.node
-        )
-    })?;
-    let endpoint = task.peers.get(&to).ok_or_else(|| {
-        format!(
-            "no manager is known for node {to}, the partner of node {}",
-            task.node
-        )
-    })?;
+        )));
+    }
+    let mut endpoints = Vec::with_capacity(to.len());
+    for node in to {
+        let endpoint = task.peers.get(&node).ok_or_else(|| {
+            format!(
+                "no manager is known for node {node}, a partner of node {}",
+                task.node
+            )
+        })?;
+        endpoints.push((node, endpoint));
+    }
     let own =
         CopyStore::open(local_dir, &task.job_id, Level::L2, who).map_err(|e| e.to_string())?;
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
         let (ckpt, meta) = own_file(task, reader, rank)?;
         own.link_from(&ckpt, &meta).map_err(|e| e.to_string())?;
-        let len = meta.file_len;
-        let what = Put::File {
-            level: Level::L2,
-            meta: Box::new(meta.clone()),
-        };
-        peers.put((to, endpoint), task, what, || pieces(&ckpt, &meta))?;
-        t.bytes_in += len;
-        t.bytes_out += len;
+        t.bytes_in += meta.file_len;
+        for &(node, endpoint) in &endpoints {
+            let what = Put::File {
+                level: Level::L2,
+                meta: Box::new(meta.clone()),
+            };
+            peers.put((node, endpoint), task, what, || pieces(&ckpt, &meta))?;
+            t.bytes_out += meta.file_len;
+        }
     }
     Ok(t)
 }
@@ -238,14 +251,15 @@ fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> 
 /// every member's terms.
 fn erasure(
     task: &Task,
+    rule: &Rule,
     reader: &Staging,
     local_dir: &Path,
     who: u32,
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
-    let group = task
-        .topology
-        .group_of(task.node)
+    let groups = Groups::from_rule(&task.topology, rule).map_err(|e| e.to_string())?;
+    let group = groups
+        .of(task.node)
         .ok_or_else(|| format!("node {} is in no group", task.node))?;
     if group.parity == 0 {
         return Err(Failure::Other("level 3 needs at least two nodes".into()));

@@ -3,7 +3,7 @@
 
 use crate::comm::net::Endpoint;
 use crate::level::{L4Write, Level};
-use crate::topology::Topology;
+use crate::topology::{Rule, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,8 +22,9 @@ pub struct Task {
     /// level-3 holders start its sums over rather than taking the new
     /// terms for repeats of the old ones.
     pub round: u64,
-    /// Levels to promote it to, ascending.
-    pub levels: Vec<Level>,
+    /// Levels to promote it to, ascending, each with the rule of the
+    /// scheme that protects it there.
+    pub levels: Vec<(Level, Rule)>,
     /// The node whose ranks' files are promoted.
     pub node: u32,
     /// Where every rank was when the checkpoint was written.

@@ -4,14 +4,15 @@
 //! restores it. A pure function: rank 0 computes it from every rank's
 //! report and sends the ranks its answer (`checkpoint/aware.rs`).
 //!
-//! A level is usable for a checkpoint when its layout survives the failed
+//! A level is usable for a checkpoint when its data survives the failed
 //! nodes F:
 //! - level 1: no node of the layout failed (a failed rank alone leaves its
 //!   node's files);
-//! - level 2: no failed node's partner failed too (each node's copy lives
-//!   on its partner);
-//! - level 3: no group lost more nodes than it has parity;
-//! - level 4: always (it depends on the global file system only).
+//! - levels 2 to 4: the scheme the checkpoint was protected with, under
+//!   the rule recorded with its commit, survives F (partner copies: every
+//!   failed node has a living holder; Reed-Solomon groups: no group lost
+//!   more nodes than its parity; the global directory: always). See
+//!   `scheme/`.
 //!
 //! Whether the files are sound is not the planner's business: it is found
 //! while loading, and the caller then excludes that level's checkpoint and
@@ -20,9 +21,11 @@
 //! (`tests.rs` opens with the example of four nodes in one group.)
 
 use crate::level::Level;
+use crate::scheme::Protection;
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// The failure topology: the nodes whose storage is gone, and the ranks
 /// whose processes died (on nodes that may have survived).
@@ -57,7 +60,7 @@ impl Failure {
 
 /// A checkpoint committed at a level, with the layout it was protected
 /// under.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Committed {
     /// The level.
     pub level: Level,
@@ -65,8 +68,11 @@ pub(crate) struct Committed {
     pub id: u64,
     /// The checkpoint's stamp.
     pub stamp: u64,
-    /// Placement, partners and groups when the checkpoint was written.
+    /// Where the ranks were when the checkpoint was written.
     pub layout: Topology,
+    /// How the level protected it, under the rule recorded with the
+    /// commit (`None` at level 1, which keeps each node's own files).
+    pub protection: Option<Arc<dyn Protection>>,
 }
 
 /// What to restore.
@@ -80,23 +86,12 @@ pub(crate) struct Choice {
     pub stamp: u64,
 }
 
-/// Whether `level`'s data of a checkpoint laid out as `layout` survives
-/// the failed nodes of `failure`.
-pub(crate) fn usable(level: Level, layout: &Topology, failure: &Failure) -> bool {
-    let lost = failure.lost_in(layout);
-    match level {
-        Level::L1 => lost.is_empty(),
-        Level::L2 => lost.iter().all(|n| {
-            layout
-                .partner(*n)
-                .is_some_and(|p| !failure.nodes.contains(&p))
-        }),
-        Level::L3 => layout.groups().iter().all(|g| {
-            let gone = g.nodes.iter().filter(|n| failure.nodes.contains(n)).count();
-            gone <= g.parity as usize
-        }),
-        Level::L4 => true,
-    }
+/// Whether the data of `committed` survives the failed nodes of
+/// `failure`: nothing of its layout lost, or its protection survives the
+/// loss.
+pub(crate) fn usable(committed: &Committed, failure: &Failure) -> bool {
+    failure.lost_in(&committed.layout).is_empty()
+        || (committed.protection.as_ref()).is_some_and(|p| p.survives(&failure.nodes))
 }
 
 /// The newest checkpoint that some level can restore despite `failure`,
@@ -111,7 +106,7 @@ pub(crate) fn plan(
     committed
         .iter()
         .filter(|c| !excluded.contains(&(c.level, c.id)))
-        .filter(|c| usable(c.level, &c.layout, failure))
+        .filter(|c| usable(c, failure))
         // Newest id first, then the lowest level.
         .max_by(|a, b| a.id.cmp(&b.id).then(b.level.cmp(&a.level)))
         .map(|c| Choice {

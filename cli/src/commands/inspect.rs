@@ -110,7 +110,10 @@ fn print_checkpoint(ckpt: &CheckpointDir, latest: Option<u64>, level: Option<u8>
     let state = match level {
         Some(1) | None if latest.is_some_and(|l| ckpt.id > l) => "  (not committed)".to_string(),
         Some(1) | None => String::new(),
-        Some(_) if ckpt.committed => "  (committed)".to_string(),
+        Some(_) if ckpt.committed => match &ckpt.rule {
+            Some(rule) => format!("  (committed, {rule})"),
+            None => "  (committed)".to_string(),
+        },
         Some(_) => "  (not committed)".to_string(),
     };
     let state = if ckpt.parity.is_empty() {

@@ -8,6 +8,8 @@ use crate::comm::{Comm, ReduceOp};
 use crate::error::Result;
 use crate::level::Level;
 use crate::manager::{CommitOrder, Progress, RemoveOrder, Reply, Request};
+use crate::scheme;
+use crate::topology::Layout;
 
 /// Rounds of asking the managers before [`Promotions::drain`] gives up on a
 /// promotion (about a minute in all).
@@ -170,7 +172,7 @@ impl Promotions {
             world: self.placement.len() as u32,
             marker: self.rank == 0,
             global_dir: self.cfg.storage.global_dir.clone(),
-            layout: Some(topology.layout()),
+            layout: scheme::configured(&self.cfg, f.level).map(|r| Layout::new(&topology, r)),
             archive: f.level == Level::L4 && self.cfg.l4.archive,
             fence: self.fence,
         };

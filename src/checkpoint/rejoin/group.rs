@@ -20,6 +20,7 @@ use crate::level::Level;
 use crate::manager::copy_back::CopyError;
 use crate::manager::proto::ShardWindow;
 use crate::manager::Client;
+use crate::scheme::{self, reed_solomon::Groups};
 use std::time::Instant;
 
 impl Checkpointer<'_> {
@@ -77,8 +78,10 @@ impl Checkpointer<'_> {
     /// manifest of checkpoint `id`.
     fn group_members(&self, id: u64, stand_in: &StandIn) -> Result<Members, String> {
         let (topology, secret) = self.stand_in_setting(stand_in)?;
-        let group = topology
-            .group_of(stand_in.node)
+        let rule = scheme::configured(&self.cfg, Level::L3).ok_or("level 3 has no scheme")?;
+        let groups = Groups::from_rule(&topology, &rule).map_err(|e| e.to_string())?;
+        let group = groups
+            .of(stand_in.node)
             .ok_or("its node is in no level-3 group")?;
         let mut manifest: Option<GroupManifest> = None;
         let mut clients = Vec::new();

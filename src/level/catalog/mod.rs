@@ -70,6 +70,9 @@ pub struct CheckpointDir {
     /// Whether a sound commit marker of this checkpoint is there (levels 2
     /// to 4).
     pub committed: bool,
+    /// The redundancy scheme and parameters the marker records (`None`
+    /// without a marker, and in markers that predate recorded rules).
+    pub rule: Option<crate::topology::Rule>,
     /// Parity shard files (level 3).
     pub parity: Vec<PathBuf>,
     /// The group manifest (level 3).
@@ -178,6 +181,7 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
         error: None,
         ranks: Vec::new(),
         committed: false,
+        rule: None,
         parity: Vec::new(),
         group: None,
     };
@@ -200,11 +204,14 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name == super::commit::COMMITTED {
-            dir.committed = distrust(&entry.path(), owner).is_none()
-                && crate::safefs::read_nofollow(&entry.path(), super::commit::MAX_MARKER)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice::<super::commit::Commit>(&b).ok())
-                    .is_some_and(|c| c.checkpoint_id == id);
+            let marker = distrust(&entry.path(), owner)
+                .is_none()
+                .then(|| crate::safefs::read_nofollow(&entry.path(), super::commit::MAX_MARKER))
+                .and_then(Result::ok)
+                .and_then(|b| serde_json::from_slice::<super::commit::Commit>(&b).ok())
+                .filter(|c| c.checkpoint_id == id);
+            dir.committed = marker.is_some();
+            dir.rule = marker.and_then(|c| c.layout).and_then(|l| l.rule);
             continue;
         }
         if super::erasure::is_parity_file(&name) {

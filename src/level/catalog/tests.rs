@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::level::commit::{Commit, COMMITTED};
-use crate::topology::Layout;
+use crate::topology::{Layout, Rule, Topology};
 use std::os::unix::fs::PermissionsExt;
 
 #[test]
@@ -17,11 +17,10 @@ fn a_marker_that_holds_the_layout_of_thousands_of_ranks_reads_as_committed() {
         checkpoint_id: 7,
         level: 2,
         stamp: 1,
-        layout: Some(Layout {
-            placement: (0..4096).map(|r| r / 4).collect(),
-            group_size: 4,
-            parity: 1,
-        }),
+        layout: Some(Layout::new(
+            &Topology::new((0..4096).map(|r| r / 4).collect()).unwrap(),
+            Rule::new("partner", [("copies", 1)]),
+        )),
     };
     let bytes = serde_json::to_vec(&commit).unwrap();
     assert!(bytes.len() > 4096, "{} bytes", bytes.len());

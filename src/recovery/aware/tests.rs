@@ -2,40 +2,64 @@
 //! 1 and 2 by the nodes holding each rank's data, level 3 by actually
 //! encoding small blobs with the erasure code, dropping the failed nodes'
 //! shards and decoding. Every subset of failed nodes (a spare included) on
-//! every small topology.
+//! every small topology, under every number of partner copies and every
+//! group setting.
 
 use super::*;
 use crate::level::erasure::{Codec, Stripes};
+use crate::scheme::{global, partner, reed_solomon};
+use reed_solomon::Groups;
+
+/// A placement and the settings of every level's scheme.
+#[derive(Clone, Debug)]
+struct Setting {
+    layout: Topology,
+    copies: u32,
+    size: u32,
+    parity: u32,
+}
+
+impl Setting {
+    fn new(placement: Vec<u32>, copies: u32, size: u32, parity: u32) -> Self {
+        let layout = Topology::new(placement).unwrap();
+        Self {
+            layout,
+            copies,
+            size,
+            parity,
+        }
+    }
+
+    /// `level`'s commit of checkpoint `id`, protected by its scheme under
+    /// this setting's rule, as the ranks build it from a marker.
+    fn commit(&self, level: Level, id: u64, stamp: u64) -> Committed {
+        let rule = match level {
+            Level::L1 => None,
+            Level::L2 => Some(partner::rule(self.copies)),
+            Level::L3 => Some(reed_solomon::rule(self.size, self.parity)),
+            Level::L4 => Some(global::rule()),
+        };
+        Committed {
+            level,
+            id,
+            stamp,
+            layout: self.layout.clone(),
+            protection: rule
+                .map(|r| Arc::from(crate::scheme::protection(&self.layout, &r).unwrap())),
+        }
+    }
+}
 
 #[test]
 fn four_nodes_in_one_group_lose_two_partners_or_one_node() {
-    // Four nodes, one rank each, one group of four with one parity.
-    let layout = Topology::new(vec![0, 1, 2, 3], 4, 1).unwrap();
+    // Four nodes, one rank each, one partner, one group of four with one
+    // parity.
+    let setting = Setting::new(vec![0, 1, 2, 3], 1, 4, 1);
     let committed = [
-        Committed {
-            level: Level::L1,
-            id: 30,
-            stamp: 7,
-            layout: layout.clone(),
-        },
-        Committed {
-            level: Level::L2,
-            id: 20,
-            stamp: 5,
-            layout: layout.clone(),
-        },
-        Committed {
-            level: Level::L3,
-            id: 20,
-            stamp: 5,
-            layout: layout.clone(),
-        },
-        Committed {
-            level: Level::L4,
-            id: 10,
-            stamp: 3,
-            layout,
-        },
+        setting.commit(Level::L1, 30, 7),
+        setting.commit(Level::L2, 20, 5),
+        setting.commit(Level::L3, 20, 5),
+        setting.commit(Level::L4, 10, 3),
     ];
     // Nodes 1 and 2 are partners: level 2 is out, level 3 (one parity) too.
     let failure = Failure::nodes([1, 2]);
@@ -47,9 +71,10 @@ fn four_nodes_in_one_group_lose_two_partners_or_one_node() {
 }
 
 #[allow(clippy::needless_range_loop)] // stripes index several tables
-/// Whether level 3 of `layout` really rebuilds every lost node's blob.
-fn erasure_survives(layout: &Topology, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
-    for group in layout.groups() {
+/// Whether level 3 of `setting` really rebuilds every lost node's blob.
+fn erasure_survives(setting: &Setting, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
+    let groups = Groups::new(&setting.layout, setting.size, setting.parity);
+    for group in groups.all() {
         let g = group.nodes.len();
         let p = group.parity as usize;
         let lost: Vec<usize> = (0..g)
@@ -120,25 +145,27 @@ fn erasure_survives(layout: &Topology, failure: &Failure, rng: &mut fastrand::Rn
     true
 }
 
-/// Whether `level` of `layout` survives `failure`, from where each rank's
-/// bytes live.
-fn brute(level: Level, layout: &Topology, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
+/// Whether `level` of `setting` survives `failure`, from where each
+/// rank's bytes live.
+fn brute(level: Level, setting: &Setting, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
     let alive = |n: u32| !failure.nodes.contains(&n);
+    let layout = &setting.layout;
     match level {
         Level::L1 => layout.placement().iter().all(|n| alive(*n)),
         Level::L2 => layout.placement().iter().all(|n| {
             let mut holders = vec![*n];
-            holders.extend(layout.partner(*n));
+            holders.extend(partner::Partners::new(layout, setting.copies).of(*n));
             holders.into_iter().any(alive)
         }),
-        Level::L3 => erasure_survives(layout, failure, rng),
+        Level::L3 => erasure_survives(setting, failure, rng),
         Level::L4 => true,
     }
 }
 
 /// Small layouts: 1 to 6 nodes with gaps in their ids, one or two ranks
-/// per node, every group size and parity up to 5.
-fn layouts() -> Vec<Topology> {
+/// per node, one to three partner copies, every group size and parity up
+/// to 5.
+fn settings() -> Vec<Setting> {
     let mut out = Vec::new();
     for nodes in 1..=6u32 {
         for two in [false, true] {
@@ -152,7 +179,8 @@ fn layouts() -> Vec<Topology> {
             }
             for size in 2..=5 {
                 for parity in 1..size {
-                    out.push(Topology::new(placement.clone(), size, parity).unwrap());
+                    let copies = 1 + (size + parity) % 3;
+                    out.push(Setting::new(placement.clone(), copies, size, parity));
                 }
             }
         }
@@ -182,14 +210,14 @@ fn usable_matches_where_the_bytes_live_for_every_failure_set() {
     let mut rng = fastrand::Rng::with_seed(4);
     let mut cases = 0;
     let mut survives = [0; 4];
-    for layout in layouts() {
-        for failure in failures(&layout) {
+    for setting in settings() {
+        for failure in failures(&setting.layout) {
             for level in [Level::L1, Level::L2, Level::L3, Level::L4] {
-                let expected = brute(level, &layout, &failure, &mut rng);
+                let expected = brute(level, &setting, &failure, &mut rng);
                 assert_eq!(
-                    usable(level, &layout, &failure),
+                    usable(&setting.commit(level, 1, 1), &failure),
                     expected,
-                    "{level} of {layout:?} with nodes {:?} failed",
+                    "{level} of {setting:?} with nodes {:?} failed",
                     failure.nodes
                 );
                 cases += 1;
@@ -206,18 +234,18 @@ fn usable_matches_where_the_bytes_live_for_every_failure_set() {
 /// found by trying every (id, level) pair.
 fn brute_choice(
     failure: &Failure,
-    committed: &[Committed],
+    committed: &[(Committed, &Setting)],
     excluded: &[(Level, u64)],
     rng: &mut fastrand::Rng,
 ) -> Option<(Level, u64)> {
     let mut best: Option<(Level, u64)> = None;
     for id in 1..=8 {
         for level in [Level::L1, Level::L2, Level::L3, Level::L4] {
-            let ok = committed.iter().any(|c| {
+            let ok = committed.iter().any(|(c, setting)| {
                 c.id == id
                     && c.level == level
                     && !excluded.contains(&(level, id))
-                    && brute(level, &c.layout, failure, rng)
+                    && brute(level, setting, failure, rng)
             });
             if ok && best.is_none_or(|(_, b)| id > b) {
                 best = Some((level, id));
@@ -230,22 +258,18 @@ fn brute_choice(
 #[test]
 fn plan_picks_the_newest_restorable_checkpoint_at_its_lowest_level() {
     let mut rng = fastrand::Rng::with_seed(11);
-    let before = Topology::new(vec![0, 1, 2, 3, 4, 5], 3, 1).unwrap();
-    // After node 1 died: its rank moved to spare node 9.
-    let after = Topology::new(vec![0, 9, 2, 3, 4, 5], 3, 1).unwrap();
+    let before = Setting::new(vec![0, 1, 2, 3, 4, 5], 1, 3, 1);
+    // After node 1 died: its rank moved to spare node 9, and level 2
+    // was configured with two copies.
+    let after = Setting::new(vec![0, 9, 2, 3, 4, 5], 2, 3, 1);
     let mut levels_seen = std::collections::BTreeSet::new();
     for _ in 0..3000 {
         let mut committed = Vec::new();
         for level in [Level::L1, Level::L2, Level::L3, Level::L4] {
             for id in 1..=8 {
                 if rng.u8(..4) == 0 {
-                    let layout = if rng.bool() { &before } else { &after };
-                    committed.push(Committed {
-                        level,
-                        id,
-                        stamp: id * 10,
-                        layout: layout.clone(),
-                    });
+                    let setting = if rng.bool() { &before } else { &after };
+                    committed.push((setting.commit(level, id, id * 10), setting));
                 }
             }
         }
@@ -253,9 +277,10 @@ fn plan_picks_the_newest_restorable_checkpoint_at_its_lowest_level() {
         let excluded: Vec<(Level, u64)> = committed
             .iter()
             .filter(|_| rng.u8(..8) == 0)
-            .map(|c| (c.level, c.id))
+            .map(|(c, _)| (c.level, c.id))
             .collect();
-        let got = plan(&failure, &committed, &excluded).map(|c| (c.level, c.id));
+        let only: Vec<Committed> = committed.iter().map(|(c, _)| c.clone()).collect();
+        let got = plan(&failure, &only, &excluded).map(|c| (c.level, c.id));
         assert_eq!(
             got,
             brute_choice(&failure, &committed, &excluded, &mut rng),
@@ -271,13 +296,8 @@ fn plan_picks_the_newest_restorable_checkpoint_at_its_lowest_level() {
 
 #[test]
 fn a_checkpoint_at_several_levels_comes_from_the_lowest_usable_one() {
-    let layout = Topology::new(vec![0, 1, 2, 3], 4, 1).unwrap();
-    let at = |level| Committed {
-        level,
-        id: 5,
-        stamp: 1,
-        layout: layout.clone(),
-    };
+    let setting = Setting::new(vec![0, 1, 2, 3], 1, 4, 1);
+    let at = |level| setting.commit(level, 5, 1);
     let all = [at(Level::L4), at(Level::L3), at(Level::L2), at(Level::L1)];
     let choose = |f: &Failure, ex: &[(Level, u64)]| plan(f, &all, ex).map(|c| c.level);
     assert_eq!(choose(&Failure::default(), &[]), Some(Level::L1));

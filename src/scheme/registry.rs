@@ -1,0 +1,50 @@
+//! The registry: every scheme this build knows, one line each, and the
+//! mapping of each level's configuration and of older markers onto them.
+
+use super::{global, partner, reed_solomon, Protection, Scheme, SchemeError};
+use crate::config::Config;
+use crate::level::Level;
+use crate::topology::{Layout, Rule, Topology};
+
+/// Every scheme, by the name its rules record.
+const SCHEMES: &[Scheme] = &[partner::SCHEME, reed_solomon::SCHEME, global::SCHEME];
+
+/// The protection of `topology` under `rule`, by the scheme the rule
+/// names.
+pub(crate) fn protection(
+    topology: &Topology,
+    rule: &Rule,
+) -> Result<Box<dyn Protection>, SchemeError> {
+    let scheme = SCHEMES
+        .iter()
+        .find(|s| s.name == rule.scheme)
+        .ok_or_else(|| SchemeError::Unknown(rule.scheme.clone()))?;
+    (scheme.protect)(topology, rule)
+}
+
+/// The rule `level` protects new checkpoints with under `cfg` (`None` for
+/// level 1, which keeps each node's own files only).
+pub(crate) fn configured(cfg: &Config, level: Level) -> Option<Rule> {
+    match level {
+        Level::L1 => None,
+        Level::L2 => Some(partner::rule(cfg.l2.copies)),
+        Level::L3 => Some(reed_solomon::rule(cfg.l3.group_size, cfg.l3.parity)),
+        Level::L4 => Some(global::rule()),
+    }
+}
+
+/// The rule a commit of `level` was written under: the one its layout
+/// records, or for markers that predate recorded rules, the rule each
+/// level followed then (one partner; groups of the recorded settings;
+/// the global directory). `None` when neither says.
+pub(crate) fn recorded(layout: &Layout, level: Level) -> Option<Rule> {
+    if let Some(rule) = &layout.rule {
+        return Some(rule.clone());
+    }
+    match level {
+        Level::L1 => None,
+        Level::L2 => Some(partner::rule(1)),
+        Level::L3 => Some(reed_solomon::rule(layout.group_size?, layout.parity?)),
+        Level::L4 => Some(global::rule()),
+    }
+}
