@@ -22,10 +22,13 @@
 //! data per rank (default 256), `FRAME_BENCH_DIR` the directory (default
 //! `/dev/shm`).
 
+mod support;
+
 use frame::internals::format::{Compression, Metadata, VERSION};
 use frame::internals::level::{GlobalStore, L4Write, Pieces};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
+use support::{bench_dir, median, mib};
 
 /// Blocks of the differential writes.
 const BLOCK: usize = 64 << 10;
@@ -44,18 +47,6 @@ enum Change {
     Contiguous,
     /// 10 % as 4 KiB pieces at random.
     Fine,
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn mib() -> usize {
-    std::env::var("FRAME_BENCH_MIB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(256)
 }
 
 /// A small generator of positions, the same in every run.
@@ -182,15 +173,8 @@ fn run(base: &Path, per_rank: usize, change: Change, block: usize) -> (u64, Dura
 }
 
 fn main() {
-    let per_rank = mib() << 20;
-    let base = tempfile::Builder::new()
-        .prefix("frame-bench-differential-")
-        .tempdir_in(match std::env::var_os("FRAME_BENCH_DIR") {
-            Some(d) => PathBuf::from(d),
-            None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
-            None => PathBuf::from("/tmp"),
-        })
-        .expect("temp dir");
+    let per_rank = mib(256) << 20;
+    let base = bench_dir("differential");
     println!(
         "differential level 4, {} MiB per rank, 10% of the data changed per interval \
          (medians of {} intervals x {REPEATS}):",

@@ -26,31 +26,19 @@
 //! so on), `FRAME_BENCH_ONLY_THROUGHPUT=1` only the promotion throughputs
 //! (`=L2` only level 2's). Prints medians.
 
+mod support;
+
 use frame::comm::{Comm, LocalComm};
 use frame::config::{Config, Interval};
-use frame::internals::level::erasure::Codec;
+use frame::internals::level::erasure::scale;
+use frame::internals::scheme::erasure_code;
 use frame::Checkpointer;
 use frame::Level;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn gbps(bytes: u64, d: Duration) -> f64 {
-    bytes as f64 / d.as_secs_f64().max(1e-9) / 1e9
-}
-
-fn mib() -> usize {
-    std::env::var("FRAME_BENCH_MIB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(64)
-}
+use support::{bench_dir, gbps, median, mib};
 
 fn field(n: usize, seed: usize) -> Vec<f64> {
     (0..n).map(|i| ((i + seed) as f64 * 1e-3).sin()).collect()
@@ -181,14 +169,15 @@ fn encoding(per_rank: usize) {
         let data: Vec<Vec<u8>> = (0..k)
             .map(|i| (0..piece).map(|j| (j * 31 + i * 7) as u8).collect())
             .collect();
-        let codec = Codec::new(k, p).expect("codec");
-        let mut terms = vec![Vec::new(); p];
+        let codec = erasure_code("reed-solomon", k, p).expect("codec");
+        let mut terms = vec![vec![0u8; piece]; p];
         let mut contrib = Vec::new();
         for _ in 0..7 {
             let t = Instant::now();
-            codec
-                .contribution(1, black_box(&data[0]), &mut terms)
-                .expect("terms");
+            let coefficients = codec.coefficients(1).expect("coefficients");
+            for (c, term) in coefficients.into_iter().zip(&mut terms) {
+                scale(c, black_box(&data[0]), term);
+            }
             contrib.push(t.elapsed());
         }
         let mut whole = Vec::new();
@@ -470,7 +459,7 @@ fn restart(dir: &Path) {
     let job = var("FRAME_BENCH_RESTART_JOB");
     let level: u8 = var("FRAME_BENCH_RESTART_LEVEL").parse().expect("level");
     let parity: u32 = var("FRAME_BENCH_RESTART_PARITY").parse().expect("parity");
-    let per_rank = mib() << 20;
+    let per_rank = mib(64) << 20;
     let l2 = var("FRAME_BENCH_RESTART_L2") == "1";
     let cfg = recovery_config(dir, &job, parity, l2);
     let d = dir.to_path_buf();
@@ -517,7 +506,7 @@ fn promotion_time(metrics: &Path, level: Level) -> Duration {
 fn decode_rate(per_rank: usize, parity: usize) -> f64 {
     let (k, p) = (4 - parity, parity);
     let piece = (per_rank.min(64 << 20) / k).div_ceil(64) * 64;
-    let codec = Codec::new(k, p).expect("codec");
+    let codec = erasure_code("reed-solomon", k, p).expect("codec");
     let data: Vec<Vec<u8>> = (0..k)
         .map(|i| {
             field(piece / 8, i)
@@ -652,15 +641,8 @@ fn main() {
         restart(Path::new(&dir));
         return;
     }
-    let per_rank = mib() << 20;
-    let base = tempfile::Builder::new()
-        .prefix("frame-bench-levels-")
-        .tempdir_in(match std::env::var_os("FRAME_BENCH_DIR") {
-            Some(d) => PathBuf::from(d),
-            None if Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
-            None => PathBuf::from("/tmp"),
-        })
-        .expect("temp dir");
+    let per_rank = mib(64) << 20;
+    let base = bench_dir("levels");
     if std::env::var_os("FRAME_BENCH_ONLY_RECOVERY").is_some() {
         recovery(base.path(), per_rank);
         return;

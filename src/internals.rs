@@ -26,9 +26,19 @@ pub mod format {
 /// Where checkpoint copies live: level stores and the catalog that
 /// `frame inspect`, `verify` and `clean` read.
 pub mod level {
+    /// A job's storage as `frame inspect`, `verify`, `drop` and `clean`
+    /// read it.
+    pub mod catalog {
+        pub use crate::catalog::*;
+    }
     pub use crate::level::{
-        catalog, erasure, l1, CopyStore, Fence, GlobalStore, L4Write, Pieces, StorageError,
+        erasure, l1, CopyStore, Fence, GlobalStore, L4Write, Pieces, StorageError,
     };
+}
+
+/// The redundancy schemes: the erasure code a group manifest names.
+pub mod scheme {
+    pub use crate::scheme::erasure_code;
 }
 
 /// The managers that promote checkpoints to levels 2 to 4.

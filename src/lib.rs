@@ -20,6 +20,8 @@
 //! - `node`: a rank's node (id, local directory, manager), decided once.
 //! - `format`: the checkpoint file format and metadata records.
 //! - `level`: where checkpoint copies live and how they commit (L1 to L4).
+//! - `catalog`: what `frame inspect`, `verify`, `drop` and `clean` read of
+//!   a job's storage.
 //! - `recovery`: the pure planner that picks the checkpoint to restore.
 //! - `topology`: where the ranks are, and the layout recorded with a commit.
 //! - `scheme`: the redundancy schemes of levels 2 to 4, one directory each.
@@ -33,6 +35,7 @@
 #![warn(unreachable_pub)]
 
 mod auth;
+mod catalog;
 pub(crate) mod checkpoint;
 pub mod comm;
 pub mod config;

@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["checkpoint"],
     &["manager"],
     &["recovery"],
+    &["catalog"],
     &["scheme"],
     &["error"],
     &["comm"],
@@ -372,4 +373,33 @@ fn unit_tests_live_in_sibling_files() {
         "unit tests inline (put them in a sibling tests.rs, docs/TESTING.md):\n{}",
         inline.join("\n")
     );
+}
+
+/// Each redundancy scheme has a directory of its own under `src/scheme/`,
+/// and the registry lists every one of them, once: a scheme added without
+/// its line, or a line left after its directory went, fails here.
+#[test]
+fn every_scheme_directory_is_registered_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scheme");
+    let registry = std::fs::read_to_string(root.join("registry.rs")).unwrap();
+    let code = code_of(&registry);
+    let start = code
+        .find("const SCHEMES")
+        .expect("the registry's SCHEMES table");
+    let table = &code[start..start + code[start..].find("];").expect("the table's end")];
+    let mut dirs: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 4, "{dirs:?}");
+    let mut listed: Vec<String> = table
+        .split(|c: char| !is_ident(c) && c != ':')
+        .filter_map(|w| w.strip_suffix("::SCHEME"))
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    assert_eq!(listed, dirs, "src/scheme/registry.rs lists {listed:?}");
 }

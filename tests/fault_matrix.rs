@@ -96,12 +96,23 @@ fn reference() -> String {
 
 /// Runs with `inject` and checks the recovery levels and the checksum.
 fn online(reference: &str, name: &str, inject: &[&str], levels: &[u64]) {
+    online_env(reference, name, inject, levels, &[]);
+}
+
+/// The same with `extra` settings.
+fn online_env(
+    reference: &str,
+    name: &str,
+    inject: &[&str],
+    levels: &[u64],
+    extra: &[(&str, Option<&str>)],
+) {
     let dir = scratch();
     let mut args = Vec::new();
     for i in inject {
         args.extend(["--inject", i]);
     }
-    let job = heat2d(dir.path(), &args, &[], "frame");
+    let job = heat2d_env(dir.path(), &args, &[], "frame", extra);
     assert!(job.status.success(), "{name}:\n{}", job.out);
     let got = recoveries(&job);
     let used: Vec<u64> = got.iter().map(|r| r.0).collect();
@@ -164,6 +175,36 @@ fn process_and_node_failures_recover_from_their_level_online() {
     ];
     for (name, inject, levels) in cases {
         online(&reference, name, inject, levels);
+    }
+}
+
+/// Level 3 by XOR parity (groups {0,1,2} and {3,4,5}): a node and its
+/// partner, at once or one during the other's recovery, come back from
+/// the parity; two nodes of one group are past it and come from level 4.
+#[test]
+fn xor_parity_recovers_its_failures_online() {
+    let _g = serial();
+    let reference = reference();
+    let xor = [("FRAME_L3_SCHEME", Some("xor"))];
+    let cases: [(&str, &[&str], &[u64]); 3] = [
+        (
+            "L3 by XOR: a node and its partner at once",
+            &["node:2,3@iter=155"],
+            &[3],
+        ),
+        (
+            "L3 by XOR: the partner during the node's recovery",
+            &["node:2@iter=155", "node:3@reinit=1"],
+            &[3],
+        ),
+        (
+            "L4: two nodes of one XOR group at once",
+            &["node:0,1@iter=155"],
+            &[4],
+        ),
+    ];
+    for (name, inject, levels) in cases {
+        online_env(&reference, name, inject, levels, &xor);
     }
 }
 

@@ -228,10 +228,13 @@ fn level_4_restores_after_every_local_directory_is_lost() {
 }
 
 /// Level 3 on 9 ranks over 5 nodes (the last with one rank): groups of
-/// 3 and 2 nodes with one parity shard each. Losing any one node, then any
-/// one node of each group at once, is recovered bit for bit.
+/// 3 and 2 nodes with one parity shard each, by Reed-Solomon and by XOR.
+/// Losing any one node, then any one node of each group at once, is
+/// recovered bit for bit, through the failure-aware planner and the
+/// iterative baseline.
 #[test]
 fn level_3_survives_any_lost_node_of_each_group() {
+    use frame::config::{L3Scheme, Strategy};
     let _serial = common::serial();
     let shape = Shape {
         size: 9,
@@ -244,23 +247,87 @@ fn level_3_survives_any_lost_node_of_each_group() {
             lose.push(vec![a, b]);
         }
     }
-    for lost in lose {
-        let dir = scratch();
-        let mut cfg = level_config(dir.path(), "l3any", 0, 0);
-        cfg.l3.interval = Interval::Calls(2);
-        cfg.l3.group_size = 4;
-        cfg.l3.parity = 1;
-        run_and_crash_as(dir.path(), &cfg, 5, shape);
-        stop_managers("l3any");
-        for n in &lost {
-            std::fs::remove_dir_all(node_dir(dir.path(), *n)).unwrap();
+    for scheme in [L3Scheme::ReedSolomon, L3Scheme::Xor] {
+        for (i, lost) in lose.iter().enumerate() {
+            let strategy = if i % 2 == 0 {
+                Strategy::FailureAware
+            } else {
+                Strategy::Iterative
+            };
+            let dir = scratch();
+            let mut cfg = level_config(dir.path(), "l3any", 0, 0);
+            cfg.l3.interval = Interval::Calls(2);
+            cfg.l3.scheme = scheme;
+            cfg.l3.group_size = 4;
+            cfg.l3.parity = 1;
+            cfg.recovery.strategy = strategy;
+            run_and_crash_as(dir.path(), &cfg, 5, shape);
+            stop_managers("l3any");
+            // The commit and the group name the scheme that wrote them.
+            let name = if scheme == L3Scheme::Xor {
+                "xor"
+            } else {
+                "reed-solomon"
+            };
+            let ckpt = node_dir(dir.path(), 0).join(format!("l3any/l3/ckpt-{:020}", 4));
+            let marker = std::fs::read_to_string(ckpt.join("COMMITTED")).unwrap();
+            let manifest = std::fs::read_to_string(ckpt.join("group.json")).unwrap();
+            assert!(
+                marker.contains(&format!(r#""scheme":"{name}""#)),
+                "{marker}"
+            );
+            assert!(
+                manifest.contains(&format!(r#""code":"{name}""#)),
+                "{manifest}"
+            );
+            for n in lost {
+                std::fs::remove_dir_all(node_dir(dir.path(), *n)).unwrap();
+            }
+            let got = recover_as(dir.path(), &cfg, shape);
+            assert!(
+                got.iter().all(|&(id, step)| id == 4 && step == 4),
+                "{scheme:?}, {strategy:?}, lost {lost:?}: {got:?}"
+            );
+            stop_managers("l3any");
         }
-        let got = recover_as(dir.path(), &cfg, shape);
+    }
+}
+
+/// XOR parity keeps one lost node per group: two of one group lost (and
+/// no other level) is refused with an error that says a checkpoint was
+/// committed, never a fresh start.
+#[test]
+fn level_3_by_xor_refuses_two_lost_nodes_of_one_group() {
+    let _serial = common::serial();
+    let dir = scratch();
+    let mut cfg = level_config(dir.path(), "l3xor2", 0, 0);
+    cfg.l3.interval = Interval::Calls(1);
+    cfg.l3.scheme = frame::config::L3Scheme::Xor;
+    cfg.l3.group_size = 4;
+    run_and_crash(dir.path(), &cfg, 3);
+    stop_managers("l3xor2");
+    for n in [1, 2] {
+        std::fs::remove_dir_all(node_dir(dir.path(), n)).unwrap();
+    }
+    let base = dir.path().to_path_buf();
+    let errors = ranks(SIZE, PER_NODE, move |comm| {
+        let mut cfg = cfg.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        match Checkpointer::init(&cfg, &comm) {
+            Ok(mut ckpt) => {
+                let _ = ckpt.protect(0, 0u64);
+                ckpt.recover().err().map(|e| e.to_string())
+            }
+            Err(e) => Some(e.to_string()),
+        }
+    });
+    stop_managers("l3xor2");
+    for e in &errors {
+        let e = e.as_deref().unwrap_or("recovered");
         assert!(
-            got.iter().all(|&(id, step)| id == 4 && step == 4),
-            "lost {lost:?}: {got:?}"
+            e.contains("checkpoint 3 is recorded as committed") && e.contains("L3"),
+            "{e}"
         );
-        stop_managers("l3any");
     }
 }
 
@@ -331,10 +398,23 @@ fn level_3_with_two_parity_shards_survives_any_two_nodes() {
 /// level-4 manifest and chunk) is damaged at evenly spaced bytes.
 #[test]
 fn a_damaged_level_file_is_caught_and_the_next_level_restores() {
+    damaged_level_files(frame::config::L3Scheme::ReedSolomon, 2..=4);
+}
+
+/// The same for level 3's files when it keeps XOR parity.
+#[test]
+fn a_damaged_xor_parity_file_is_caught_and_the_next_level_restores() {
+    damaged_level_files(frame::config::L3Scheme::Xor, 3..=3);
+}
+
+/// The sweep of damaged files of the levels in `levels`, level 3 by
+/// `scheme`.
+fn damaged_level_files(scheme: frame::config::L3Scheme, levels: std::ops::RangeInclusive<u8>) {
     let _serial = common::serial();
     let template = scratch();
     let mut cfg = level_config(template.path(), "damage", 1, 1);
     cfg.l3.interval = Interval::Calls(1);
+    cfg.l3.scheme = scheme;
     run_and_crash(template.path(), &cfg, 4);
     stop_managers("damage");
     let job = |base: &Path, node: u32, level: &str| {
@@ -392,7 +472,7 @@ fn a_damaged_level_file_is_caught_and_the_next_level_restores() {
             4,
         ),
     ];
-    for (kind, file, level) in kinds {
+    for (kind, file, level) in kinds.into_iter().filter(|k| levels.contains(&k.2)) {
         let len = std::fs::metadata(&file).unwrap().len();
         for i in 0..6u64 {
             let at = len * i / 6 + i;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// Builds the heat2d example in release mode and returns its path.
+#[allow(dead_code)] // only the benchmarks that run heat2d
 pub fn heat2d() -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args(["build", "--release", "--example", "heat2d"])
@@ -58,4 +59,41 @@ pub fn timed(cmd: &mut Command, what: &str) -> (f64, String) {
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{what} failed:\n{text}");
     (wall, text)
+}
+
+/// The median of `v` (the upper one of an even count).
+#[allow(dead_code)] // not every benchmark times in `Duration`s
+pub fn median(mut v: Vec<std::time::Duration>) -> std::time::Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Gigabytes per second of `bytes` in `d`.
+#[allow(dead_code)] // only the throughput benchmarks
+pub fn gbps(bytes: u64, d: std::time::Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64().max(1e-9) / 1e9
+}
+
+/// `FRAME_BENCH_MIB`: data per rank in MiB (`default` without it).
+#[allow(dead_code)] // only the benchmarks sized by it
+pub fn mib(default: usize) -> usize {
+    std::env::var("FRAME_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A temporary directory named `frame-bench-<name>-…` in `FRAME_BENCH_DIR`
+/// (default `/dev/shm`, or `/tmp` without it), removed on drop.
+#[allow(dead_code)] // only the benchmarks that keep storage
+pub fn bench_dir(name: &str) -> tempfile::TempDir {
+    let base = match std::env::var_os("FRAME_BENCH_DIR") {
+        Some(d) => PathBuf::from(d),
+        None if std::path::Path::new("/dev/shm").is_dir() => PathBuf::from("/dev/shm"),
+        None => PathBuf::from("/tmp"),
+    };
+    tempfile::Builder::new()
+        .prefix(&format!("frame-bench-{name}-"))
+        .tempdir_in(base)
+        .expect("temp dir")
 }

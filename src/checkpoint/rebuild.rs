@@ -14,9 +14,10 @@ use super::Checkpointer;
 use crate::comm::agree_on_problems;
 use crate::error::Result;
 use crate::level::erasure::ShardReader;
-use crate::level::erasure::{Codec, ErasureStore, GroupManifest, ParityKey, Stripes};
+use crate::level::erasure::{ErasureStore, GroupManifest, ParityKey, Stripes};
 use crate::recovery::erasure::{self, Decode, Kept, Offer};
 use crate::recovery::Inventory;
+use crate::scheme;
 
 /// Tag of the shard windows sent to a decoder.
 const TAG_SHARD: u64 = (1 << 32) + 0x1002;
@@ -218,7 +219,7 @@ impl Checkpointer<'_> {
             };
             sources.push((pos, rank, local));
         }
-        let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string());
+        let codec = scheme::erasure_code(&m.code, s.k(), s.p).map_err(|e| e.to_string());
         if let Err(e) = &codec {
             problem.get_or_insert(e.clone());
         }

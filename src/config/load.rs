@@ -380,6 +380,15 @@ impl Config {
                 format!("{} is outside 2..={}", group.0, crate::topology::MAX_GROUP),
             ));
         }
+        if self.l3.scheme == super::L3Scheme::Xor && group.1 != 1 {
+            return Err(bad(
+                "l3.parity",
+                format!(
+                    "{} with l3.scheme = \"xor\", which keeps one parity per group (set 1, or use \"reed-solomon\")",
+                    group.1
+                ),
+            ));
+        }
         if !(1..group.0).contains(&group.1) {
             return Err(bad(
                 "l3.parity",

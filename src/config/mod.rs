@@ -160,9 +160,13 @@ pub struct ErasureConfig {
     /// How often a checkpoint is erasure-coded across node groups: every N
     /// checkpoints, or a duration; 0 turns level 3 off.
     pub interval: Interval,
-    /// Nodes per group (at most; see `crate::topology`).
+    /// The erasure code: Reed-Solomon (`parity` lost nodes per group) or
+    /// XOR (one).
+    pub scheme: L3Scheme,
+    /// Nodes per group (at most; see `scheme/reed_solomon`).
     pub group_size: u32,
-    /// Nodes of a group that may fail together without losing data.
+    /// Nodes of a group that may fail together without losing data (1
+    /// with XOR).
     pub parity: u32,
     /// Level-3 checkpoints kept on each node (the newest committed ones;
     /// the one being promoted comes on top).
@@ -194,6 +198,18 @@ pub struct GlobalConfig {
     /// `l4/archive/` (with the chunks they name) instead of being removed;
     /// recovery never reads them there.
     pub archive: bool,
+}
+
+/// The erasure code of level 3 (`l3.scheme`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum L3Scheme {
+    /// Reed-Solomon parity: `l3.parity` lost nodes per group.
+    #[default]
+    #[serde(rename = "reed-solomon")]
+    ReedSolomon,
+    /// XOR parity: one lost node per group, cheaper to encode and rebuild.
+    #[serde(rename = "xor")]
+    Xor,
 }
 
 /// How a node's manager runs.
@@ -290,6 +306,7 @@ impl Default for ErasureConfig {
     fn default() -> Self {
         Self {
             interval: Interval::Calls(0),
+            scheme: L3Scheme::ReedSolomon,
             group_size: 4,
             parity: 1,
             keep_last: 1,

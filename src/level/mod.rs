@@ -12,7 +12,6 @@
 //! level. It knows nothing of the runtime: it is handed a rank's identity and
 //! the bytes to store.
 
-pub mod catalog;
 pub(crate) mod commit;
 pub(crate) mod copies;
 pub mod erasure;

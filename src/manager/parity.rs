@@ -218,6 +218,7 @@ impl Parity {
                 parity: g.parity,
                 piece: g.piece,
                 blobs: acc.layouts.values().cloned().collect(),
+                code: g.code.clone(),
             },
             shards,
         })

@@ -9,12 +9,12 @@ use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::format::Metadata;
-use crate::level::erasure::{Codec, ErasureStore, ParityKey, Stripes};
+use crate::level::erasure::{scale, ErasureStore, ParityKey, Stripes};
 use crate::level::staging::Staging;
 use crate::level::{CopyStore, GlobalStore, Level, Pieces};
 use crate::safefs::Dir;
+use crate::scheme;
 use crate::scheme::partner::Partners;
-use crate::scheme::reed_solomon::Groups;
 use crate::topology::Rule;
 use std::collections::HashMap;
 use std::path::Path;
@@ -257,7 +257,7 @@ fn erasure(
     who: u32,
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
-    let groups = Groups::from_rule(&task.topology, rule).map_err(|e| e.to_string())?;
+    let groups = scheme::parity_groups(&task.topology, rule).map_err(|e| e.to_string())?;
     let group = groups
         .of(task.node)
         .ok_or_else(|| format!("node {} is in no group", task.node))?;
@@ -282,6 +282,7 @@ fn erasure(
         nodes: group.nodes.clone(),
         parity: group.parity,
         piece: s.piece(largest),
+        code: rule.scheme.clone(),
     };
     let store = ErasureStore::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
     let ranks = task.topology.ranks_on(task.node);
@@ -302,7 +303,7 @@ fn erasure(
         )));
     }
     let piece = info.piece;
-    let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
+    let codec = scheme::erasure_code(&info.code, s.k(), s.p).map_err(|e| e.to_string())?;
     let mut window = Vec::new();
     let endpoint = |node: u32| {
         task.peers
@@ -383,7 +384,7 @@ impl Source for Scaled<'_> {
             ));
         }
         let (now, rest) = self.data.split_at(out.len());
-        Codec::scale(self.coefficient, now, out);
+        scale(self.coefficient, now, out);
         self.data = rest;
         Ok(())
     }

@@ -151,6 +151,8 @@ pub struct GroupInfo {
     pub parity: u32,
     /// Piece size.
     pub piece: u64,
+    /// The erasure code's name (its scheme's).
+    pub code: String,
 }
 
 /// A window of a member's terms of a parity shard: bytes

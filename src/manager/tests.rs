@@ -54,6 +54,7 @@ fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, 
         nodes: vec![0, 1],
         parity: 1,
         piece: 64,
+        code: crate::level::erasure::FIRST_CODE.into(),
     };
     let term = Term {
         group: group.clone(),
@@ -269,6 +270,7 @@ fn shard_requests_are_bounded_by_the_manifest() {
         nodes: vec![0, 1, 2],
         parity: 1,
         piece: 1 << 30,
+        code: crate::level::erasure::FIRST_CODE.into(),
         blobs: vec![Vec::new(); 3],
     };
     let store = ErasureStore::open(dir.path(), "job", 0).unwrap();

@@ -14,9 +14,12 @@ pub(crate) mod global;
 pub(crate) mod partner;
 pub(crate) mod reed_solomon;
 mod registry;
+pub(crate) mod xor;
 
-pub(crate) use registry::{configured, protection, recorded};
+pub use registry::erasure_code;
+pub(crate) use registry::{configured, parity_groups, protection, recorded};
 
+use crate::level::erasure::{CodecError, ErasureCode};
 use crate::topology::{Rule, Topology};
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
@@ -35,13 +38,24 @@ pub(crate) trait Protection: std::fmt::Debug + Send + Sync {
 /// rules.
 pub(crate) type Protect = fn(&Topology, &Rule) -> Result<Box<dyn Protection>, SchemeError>;
 
-/// A scheme as the registry knows it: its recorded name and how a rule
-/// of it becomes a [`Protection`].
+/// What a scheme that keeps parity in groups of nodes (level 3) adds.
+pub(crate) struct Parity {
+    /// The groups of a placement under a rule of the scheme.
+    pub groups: fn(&Topology, &Rule) -> Result<reed_solomon::Groups, SchemeError>,
+    /// The erasure code of a stripe of `k` data and `p` parity shards.
+    pub code: fn(usize, usize) -> Result<Box<dyn ErasureCode>, CodecError>,
+}
+
+/// A scheme as the registry knows it: its recorded name, how a rule of it
+/// becomes a [`Protection`], and for schemes that keep parity, their
+/// groups and code.
 pub(crate) struct Scheme {
-    /// The name rules record.
+    /// The name rules and group manifests record.
     pub name: &'static str,
     /// Builds the protection of a placement under a rule of this scheme.
     pub protect: Protect,
+    /// Groups and erasure code (level-3 schemes).
+    pub parity: Option<Parity>,
 }
 
 /// Why a rule cannot be used.
@@ -50,6 +64,9 @@ pub(crate) enum SchemeError {
     /// No scheme of this name in this build.
     #[error("unknown redundancy scheme {0:?}")]
     Unknown(String),
+    /// A scheme that keeps no parity where one that does is needed.
+    #[error("redundancy scheme {0:?} keeps no parity in groups")]
+    NoParity(String),
     /// A parameter missing, out of range or not taken by the scheme.
     #[error("scheme {scheme}: parameter {name} {why}")]
     Param {

@@ -14,13 +14,13 @@ use super::super::decode::WINDOW;
 use super::super::Checkpointer;
 use crate::comm::StandIn;
 use crate::format::Metadata;
-use crate::level::erasure::{Codec, GroupManifest, Stripes};
+use crate::level::erasure::{ErasureCode, GroupManifest, Stripes};
 use crate::level::stream::PieceSource;
 use crate::level::Level;
 use crate::manager::copy_back::CopyError;
 use crate::manager::proto::ShardWindow;
 use crate::manager::Client;
-use crate::scheme::{self, reed_solomon::Groups};
+use crate::scheme;
 use std::time::Instant;
 
 impl Checkpointer<'_> {
@@ -79,7 +79,7 @@ impl Checkpointer<'_> {
     fn group_members(&self, id: u64, stand_in: &StandIn) -> Result<Members, String> {
         let (topology, secret) = self.stand_in_setting(stand_in)?;
         let rule = scheme::configured(&self.cfg, Level::L3).ok_or("level 3 has no scheme")?;
-        let groups = Groups::from_rule(&topology, &rule).map_err(|e| e.to_string())?;
+        let groups = scheme::parity_groups(&topology, &rule).map_err(|e| e.to_string())?;
         let group = groups
             .of(stand_in.node)
             .ok_or("its node is in no level-3 group")?;
@@ -130,7 +130,7 @@ impl Checkpointer<'_> {
                 why.join("; ")
             ));
         }
-        let codec = Codec::new(s.k(), s.p).map_err(|e| e.to_string())?;
+        let codec = scheme::erasure_code(&m.code, s.k(), s.p).map_err(|e| e.to_string())?;
         let clients = clients
             .into_iter()
             .filter_map(|(node, c)| Some((m.nodes.iter().position(|n| *n == node)?, c)))
@@ -173,7 +173,7 @@ struct Members {
     job_id: String,
     manifest: GroupManifest,
     stripes: Stripes,
-    codec: Codec,
+    codec: Box<dyn ErasureCode>,
     /// The lost node's position.
     lost: usize,
     clients: Vec<(usize, Client)>,

@@ -1,4 +1,5 @@
-//! Level 3: Reed-Solomon parity across a group of nodes.
+//! Level 3: parity across a group of nodes, by an erasure code its scheme
+//! names (Reed-Solomon, or XOR with one parity).
 //!
 //! A group of g nodes tolerating p lost nodes stores, for each checkpoint:
 //! - on every node, its own ranks' files (linked from level 1, as level 2
@@ -12,15 +13,15 @@
 //! nodes at group positions t, t+1, …, t+p-1 (mod g); the other g-p nodes
 //! are its data nodes. Each blob is padded to (g-p)·P bytes and cut into
 //! g-p pieces of P bytes; a node's q-th piece is its data shard in the q-th
-//! stripe where it is a data node. Every stripe is a Reed-Solomon code of
-//! g-p data and p parity shards, and a lost node loses one shard of each
+//! stripe where it is a data node. Every stripe is a code of g-p data and
+//! p parity shards ([`ErasureCode`]), and a lost node loses one shard of each
 //! stripe, so any p lost nodes leave every stripe decodable. Each node
 //! keeps p·P bytes of parity: p/(g-p) of the largest blob.
 //!
 //! Parity is linear: a parity shard is the sum over the stripe's data
 //! nodes of a coefficient times their piece. Each data node computes its
-//! own terms ([`Codec::contribution`]) and sends them to the holders, which
-//! add them up ([`Codec::add`]); no node needs another's data to encode.
+//! own terms ([`scale`]) and sends them to the holders, which add them up
+//! ([`add`]); no node needs another's data to encode.
 
 mod shard;
 mod store;
@@ -28,7 +29,7 @@ mod store;
 pub(crate) use shard::ShardReader;
 pub use store::{is_parity_file, parity_file, Blob, ErasureStore, ParityKey, MANIFEST};
 
-use reed_solomon_erasure::galois_8::{self, ReedSolomon};
+use reed_solomon_erasure::galois_8;
 use serde::{Deserialize, Serialize};
 
 /// One entry of a node's blob: a rank's record then its data file.
@@ -59,6 +60,14 @@ pub struct GroupManifest {
     pub piece: u64,
     /// Each member's blob, by position.
     pub blobs: Vec<Vec<BlobEntry>>,
+    /// The erasure code's name (its scheme's): [`FIRST_CODE`] in
+    /// manifests that predate it.
+    #[serde(default = "first_code")]
+    pub code: String,
+}
+
+fn first_code() -> String {
+    FIRST_CODE.to_string()
 }
 
 impl GroupManifest {
@@ -158,71 +167,68 @@ impl Stripes {
 /// Why coding failed.
 #[derive(Debug, thiserror::Error)]
 #[error("erasure coding: {0}")]
-pub struct CodecError(String);
+pub struct CodecError(pub String);
 
-/// The Reed-Solomon code of one stripe shape.
-pub struct Codec {
-    rs: ReedSolomon,
+/// A linear erasure code over the stripes of a group: each parity shard is
+/// the sum (GF(2^8) addition, a byte-wise XOR) of every data shard times a
+/// coefficient, so each data node computes its own terms
+/// ([`scale`]) and the holders add them up ([`add`]). Each scheme that
+/// keeps parity has one (`scheme/`), named in the group's manifest.
+pub trait ErasureCode: Send + Sync {
+    /// The coefficients data shard `index` is multiplied by in each parity
+    /// shard.
+    fn coefficients(&self, index: usize) -> Result<Vec<u8>, CodecError>;
+
+    /// Fills in the missing data shards of a stripe (`shards`: k data then
+    /// p parity, `None` where lost).
+    fn reconstruct(&self, shards: &mut [Option<Vec<u8>>]) -> Result<(), CodecError>;
+
+    /// All parity shards of a stripe at once, from the coefficients (for
+    /// checks, tests and benchmarks).
+    fn encode(&self, data: &[&[u8]], parity: &mut [Vec<u8>]) -> Result<(), CodecError> {
+        let mut term = Vec::new();
+        for p in parity.iter_mut() {
+            p.iter_mut().for_each(|b| *b = 0);
+        }
+        for (index, piece) in data.iter().enumerate() {
+            let coefficients = self.coefficients(index)?;
+            if coefficients.len() != parity.len() {
+                return Err(CodecError(format!(
+                    "{} coefficients for {} parity shards",
+                    coefficients.len(),
+                    parity.len()
+                )));
+            }
+            term.resize(piece.len(), 0);
+            for (p, c) in parity.iter_mut().zip(coefficients) {
+                if p.len() != piece.len() {
+                    return Err(CodecError("shards of different lengths".into()));
+                }
+                scale(c, piece, &mut term);
+                add(p, &term);
+            }
+        }
+        Ok(())
+    }
 }
 
-impl Codec {
-    /// A code of `k` data and `p` parity shards.
-    pub fn new(k: usize, p: usize) -> Result<Self, CodecError> {
-        ReedSolomon::new(k, p)
-            .map(|rs| Self { rs })
-            .map_err(|e| CodecError(format!("{e:?} (k = {k}, p = {p})")))
-    }
+/// The code of manifests written before codes were named.
+pub const FIRST_CODE: &str = "reed-solomon";
 
-    /// The terms data shard `index` (`piece`) adds to each parity shard,
-    /// written into `out` (p buffers of the piece's length).
-    pub fn contribution(
-        &self,
-        index: usize,
-        piece: &[u8],
-        out: &mut [Vec<u8>],
-    ) -> Result<(), CodecError> {
-        for o in out.iter_mut() {
-            o.clear();
-            o.resize(piece.len(), 0);
-        }
-        self.rs
-            .encode_single_sep(index, piece, out)
-            .map_err(|e| CodecError(format!("{e:?}")))
-    }
-
-    /// The coefficients data shard `index` is multiplied by in each
-    /// parity shard: its term of parity shard `j` is
-    /// [`scale`](Self::scale)`(coefficients[j], piece)`, the same bytes
-    /// [`contribution`](Self::contribution) writes.
-    pub fn coefficients(&self, index: usize) -> Result<Vec<u8>, CodecError> {
-        let mut out = vec![vec![0u8; 1]; self.rs.parity_shard_count()];
-        self.contribution(index, &[1], &mut out)?;
-        Ok(out.into_iter().map(|o| o[0]).collect())
-    }
-
-    /// Writes `coefficient` times `input` into `out` (of the same length).
-    pub fn scale(coefficient: u8, input: &[u8], out: &mut [u8]) {
+/// Writes `coefficient` times `input` into `out` (of the same length).
+pub fn scale(coefficient: u8, input: &[u8], out: &mut [u8]) {
+    if coefficient == 1 {
+        out.copy_from_slice(input);
+    } else {
         galois_8::mul_slice(coefficient, input, out);
     }
+}
 
-    /// Adds `term` to `acc` (GF(2^8) addition).
-    pub fn add(acc: &mut [u8], term: &[u8]) {
-        galois_8::mul_slice_xor(1, term, acc);
-    }
-
-    /// All parity shards of a stripe at once (for tests and benchmarks).
-    pub fn encode(&self, data: &[&[u8]], parity: &mut [Vec<u8>]) -> Result<(), CodecError> {
-        self.rs
-            .encode_sep(data, parity)
-            .map_err(|e| CodecError(format!("{e:?}")))
-    }
-
-    /// Fills in the missing data shards of a stripe (`shards`: k data then p
-    /// parity, `None` where lost).
-    pub fn reconstruct(&self, shards: &mut [Option<Vec<u8>>]) -> Result<(), CodecError> {
-        self.rs
-            .reconstruct_data(shards)
-            .map_err(|e| CodecError(format!("{e:?}")))
+/// Adds `term` to `acc` (GF(2^8) addition: a byte-wise XOR, which the
+/// compiler vectorises).
+pub fn add(acc: &mut [u8], term: &[u8]) {
+    for (a, t) in acc.iter_mut().zip(term) {
+        *a ^= t;
     }
 }
 

@@ -8,7 +8,7 @@
 //!                                                written after the parity
 //! ```
 
-use super::{BlobEntry, Codec, GroupManifest};
+use super::{add, BlobEntry, GroupManifest};
 use crate::format::{FormatError, FormatErrorKind, Metadata};
 use crate::level::fsio::{write_small, StorageError};
 use crate::level::{names, CopyStore, Level, Pieces};
@@ -132,7 +132,7 @@ impl ErasureStore {
                 let have = len.saturating_sub(offset).min(need) as usize;
                 file.read_exact_at(&mut sum[..have], offset)
                     .map_err(|e| io("read", e))?;
-                Codec::add(&mut sum, term);
+                add(&mut sum, term);
                 return file.write_all_at(&sum, offset).map_err(|e| io("write", e));
             }
             Err(e) => return Err(io("allocate", e.into())),
@@ -150,7 +150,7 @@ impl ErasureStore {
                 .map_mut(&file)
         }
         .map_err(|e| io("map", e))?;
-        Codec::add(&mut map, term);
+        add(&mut map, term);
         Ok(())
     }
 

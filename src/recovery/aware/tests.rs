@@ -3,10 +3,10 @@
 //! encoding small blobs with the erasure code, dropping the failed nodes'
 //! shards and decoding. Every subset of failed nodes (a spare included) on
 //! every small topology, under every number of partner copies and every
-//! group setting.
+//! group setting, with Reed-Solomon and with XOR parity.
 
 use super::*;
-use crate::level::erasure::{Codec, Stripes};
+use crate::level::erasure::Stripes;
 use crate::scheme::{global, partner, reed_solomon};
 use reed_solomon::Groups;
 
@@ -17,6 +17,8 @@ struct Setting {
     copies: u32,
     size: u32,
     parity: u32,
+    /// Level 3 by XOR rather than Reed-Solomon (parity 1 only).
+    xor: bool,
 }
 
 impl Setting {
@@ -27,6 +29,7 @@ impl Setting {
             copies,
             size,
             parity,
+            xor: false,
         }
     }
 
@@ -36,6 +39,7 @@ impl Setting {
         let rule = match level {
             Level::L1 => None,
             Level::L2 => Some(partner::rule(self.copies)),
+            Level::L3 if self.xor => Some(crate::scheme::xor::rule(self.size)),
             Level::L3 => Some(reed_solomon::rule(self.size, self.parity)),
             Level::L4 => Some(global::rule()),
         };
@@ -92,7 +96,12 @@ fn erasure_survives(setting: &Setting, failure: &Failure, rng: &mut fastrand::Rn
             .collect();
         let largest = blobs.iter().map(Vec::len).max().unwrap_or(0) as u64;
         let piece = s.piece(largest) as usize;
-        let codec = Codec::new(s.k(), p).unwrap();
+        let name = if setting.xor {
+            "xor"
+        } else {
+            crate::level::erasure::FIRST_CODE
+        };
+        let codec = crate::scheme::erasure_code(name, s.k(), p).unwrap();
         // shards[t] = k data pieces then p parity pieces of stripe t.
         let mut wanted = vec![Vec::new(); g];
         for t in 0..g {
@@ -181,6 +190,11 @@ fn settings() -> Vec<Setting> {
                 for parity in 1..size {
                     let copies = 1 + (size + parity) % 3;
                     out.push(Setting::new(placement.clone(), copies, size, parity));
+                    if parity == 1 {
+                        let mut xor = Setting::new(placement.clone(), copies, size, parity);
+                        xor.xor = true;
+                        out.push(xor);
+                    }
                 }
             }
         }

@@ -9,6 +9,7 @@ fn manifest(nodes: Vec<u32>, blobs: Vec<Vec<u32>>) -> GroupManifest {
         nodes,
         parity: 1,
         piece: 64,
+        code: crate::level::erasure::FIRST_CODE.into(),
         blobs: blobs
             .into_iter()
             .map(|ranks| {

@@ -12,6 +12,7 @@ const NAME: &str = "global";
 pub(crate) const SCHEME: Scheme = Scheme {
     name: NAME,
     protect,
+    parity: None,
 };
 
 /// The rule of the global directory (it takes no parameters).

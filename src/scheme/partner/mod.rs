@@ -18,6 +18,7 @@ const NAME: &str = "partner";
 pub(crate) const SCHEME: Scheme = Scheme {
     name: NAME,
     protect,
+    parity: None,
 };
 
 /// The rule of `copies` partner copies per node.

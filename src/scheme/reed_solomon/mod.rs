@@ -12,19 +12,27 @@
 //! - nothing has to be a multiple of anything.
 //!
 //! A checkpoint survives when no group lost more members than its parity.
+//! The groups are also the XOR scheme's (`scheme/xor/`, parity one).
 
-use crate::scheme::{Params, Protection, Scheme, SchemeError};
+use crate::scheme::{Params, Parity, Protection, Scheme, SchemeError};
 use crate::topology::{Rule, Topology, MAX_GROUP};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The scheme's name in recorded rules.
-const NAME: &str = "reed-solomon";
+mod code;
+
+/// The scheme's name in recorded rules and group manifests (the first
+/// level-3 code: manifests that name none are this one's).
+const NAME: &str = crate::level::erasure::FIRST_CODE;
 
 /// Reed-Solomon groups in the registry.
 pub(crate) const SCHEME: Scheme = Scheme {
     name: NAME,
     protect,
+    parity: Some(Parity {
+        groups: Groups::from_rule,
+        code: |k, p| Ok(Box::new(code::Code::new(k, p)?)),
+    }),
 };
 
 /// The rule of groups of at most `group_size` nodes with `parity` each.
@@ -93,6 +101,11 @@ impl Groups {
         let parity = params.take("parity", 1..=u64::from(group_size) - 1)? as u32;
         params.done()?;
         Ok(Self::new(topology, group_size, parity))
+    }
+
+    /// The largest group asked for.
+    pub(crate) fn group_size(&self) -> u32 {
+        self.group_size
     }
 
     /// Every group.

@@ -24,8 +24,8 @@ pub use findings::{Finding, Report, Severity};
 pub use listing::{list, LevelState, Listed};
 pub use verify::verify;
 
-use super::names::{self, RankFile};
 use crate::format::{Metadata, MAX_RECORD};
+use crate::level::names::{self, RankFile};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
@@ -150,11 +150,11 @@ fn read_pointer(dir: &Path) -> Pointer {
         }
         _ => {}
     }
-    let bytes = match crate::safefs::read_nofollow(&path, super::l1::MAX_POINTER) {
+    let bytes = match crate::safefs::read_nofollow(&path, crate::level::l1::MAX_POINTER) {
         Ok(b) => b,
         Err(e) => return Pointer::Bad(e.to_string()),
     };
-    match serde_json::from_slice::<super::l1::Pointer>(&bytes) {
+    match serde_json::from_slice::<crate::level::l1::Pointer>(&bytes) {
         Ok(p) => Pointer::Names {
             job_id: p.job_id,
             checkpoint_id: p.checkpoint_id,
@@ -203,33 +203,35 @@ fn read_ckpt_dir(path: &Path, id: u64, owner: u32) -> CheckpointDir {
     let mut ranks: BTreeMap<u32, RankFiles> = BTreeMap::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name == super::commit::COMMITTED {
+        if name == crate::level::commit::COMMITTED {
             let marker = distrust(&entry.path(), owner)
                 .is_none()
-                .then(|| crate::safefs::read_nofollow(&entry.path(), super::commit::MAX_MARKER))
+                .then(|| {
+                    crate::safefs::read_nofollow(&entry.path(), crate::level::commit::MAX_MARKER)
+                })
                 .and_then(Result::ok)
-                .and_then(|b| serde_json::from_slice::<super::commit::Commit>(&b).ok())
+                .and_then(|b| serde_json::from_slice::<crate::level::commit::Commit>(&b).ok())
                 .filter(|c| c.checkpoint_id == id);
             dir.committed = marker.is_some();
             dir.rule = marker.and_then(|c| c.layout).and_then(|l| l.rule);
             continue;
         }
-        if super::erasure::is_parity_file(&name) {
+        if crate::level::erasure::is_parity_file(&name) {
             dir.parity.push(entry.path());
             continue;
         }
-        if name == super::erasure::MANIFEST {
+        if name == crate::level::erasure::MANIFEST {
             dir.group = Some(entry.path());
             continue;
         }
-        if let Some(rank) = super::global::parse_manifest_file(&name) {
+        if let Some(rank) = crate::level::global::parse_manifest_file(&name) {
             let file_path = entry.path();
             let record = distrust(&file_path, owner).map_or_else(
                 || {
                     crate::safefs::read_nofollow(&file_path, MAX_RECORD)
                         .map_err(|e| e.to_string())
                         .and_then(|b| {
-                            serde_json::from_slice::<super::global::Manifest>(&b)
+                            serde_json::from_slice::<crate::level::global::Manifest>(&b)
                                 .map_err(|e| format!("unreadable manifest: {e}"))
                         })
                         .map(|m| m.record)

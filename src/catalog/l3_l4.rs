@@ -4,7 +4,7 @@
 use super::findings::{Report, Severity};
 use super::LevelDir;
 use crate::format::{Metadata, Place, MAX_RECORD};
-use crate::level::erasure::{parity_file, Codec, GroupManifest, ParityKey, Stripes};
+use crate::level::erasure::{parity_file, GroupManifest, ParityKey, Stripes};
 use crate::level::global::{rank_chunks, ChunkReader, Manifest};
 use crate::level::names;
 use std::collections::BTreeMap;
@@ -226,7 +226,8 @@ fn recompute(g: &GroupManifest, dirs: &[&PathBuf]) -> Result<(), (PathBuf, Strin
         blob.resize(piece * s.k(), 0);
         blobs.push(blob);
     }
-    let codec = Codec::new(s.k(), s.p).map_err(|e| (dirs[0].clone(), e.to_string()))?;
+    let codec = crate::scheme::erasure_code(&g.code, s.k(), s.p)
+        .map_err(|e| (dirs[0].clone(), e.to_string()))?;
     for t in 0..s.g {
         let data: Vec<&[u8]> = s
             .data_nodes(t)
