@@ -15,8 +15,8 @@
 //! `dedicated` (manager ranks in MPI jobs, feature `mpi`). The runtime is the crate
 //! `frame-runtime`.
 //!
-//! Inside, one concept per module (crate-private; [`internals`] opens
-//! what frame's own crates use):
+//! Inside, one concept per module (crate-private; `internals`, hidden
+//! from these docs, opens what frame's own crates use):
 //! - `node`: a rank's node (id, local directory, manager), decided once.
 //! - `format`: the checkpoint file format and metadata records.
 //! - `level`: where checkpoint copies live and how they commit (L1 to L4).
@@ -42,6 +42,7 @@ pub mod config;
 pub mod env;
 mod error;
 mod format;
+#[doc(hidden)]
 pub mod internals;
 mod level;
 mod manager;

@@ -403,3 +403,27 @@ fn every_scheme_directory_is_registered_once() {
     listed.sort();
     assert_eq!(listed, dirs, "src/scheme/registry.rs lists {listed:?}");
 }
+
+/// `frame::internals` opens the library's insides to frame's own crates
+/// only: it stays out of the documentation programs read.
+#[test]
+fn internals_are_hidden_from_the_documentation() {
+    let lib =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let code = code_of(&lib);
+    let at = code
+        .find("pub mod internals;")
+        .expect("the internals module");
+    let before: Vec<&str> = code[..at]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(1)
+        .collect();
+    assert_eq!(
+        before,
+        ["#[doc(hidden)]"],
+        "src/lib.rs: internals must be #[doc(hidden)]"
+    );
+}

@@ -298,3 +298,50 @@ fn shard_requests_are_bounded_by_the_manifest() {
         assert!(e.0.contains(why), "{w:?}: {}", e.0);
     }
 }
+
+proptest::proptest! {
+    /// Any bytes in a manager frame are a request (or reply) or an error
+    /// naming the frame, never a panic; so is a sound request's frame with
+    /// bytes overwritten or cut.
+    #[test]
+    fn any_manager_frame_is_a_message_or_an_error(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+        writes in proptest::collection::vec(
+            (proptest::prelude::any::<usize>(), proptest::prelude::any::<u8>()), 0..4),
+        cut in proptest::prelude::any::<usize>(),
+    ) {
+        use super::proto::{join, split, Reply, Request};
+        use bytes::BytesMut;
+        let garbage = split::<Request>(BytesMut::from(&bytes[..]));
+        if let Err(e) = &garbage {
+            proptest::prop_assert!(e.to_string().contains("bad manager frame"), "{e}");
+        }
+        let _ = split::<Reply>(BytesMut::from(&bytes[..]));
+        let sound = join(
+            &Request::Commit {
+                commit: super::CommitOrder {
+                    job_id: "job".into(),
+                    id: 3,
+                    stamp: 9,
+                    level: Level::L2,
+                    keep_last: 1,
+                    ranks: vec![0, 1],
+                    world: 4,
+                    marker: true,
+                    global_dir: "/nonexistent".into(),
+                    layout: None,
+                    archive: false,
+                    fence: None,
+                },
+            },
+            &bytes,
+        );
+        let mut damaged = sound.to_vec();
+        for (at, value) in writes {
+            let at = at % damaged.len();
+            damaged[at] = value;
+        }
+        damaged.truncate(cut % (damaged.len() + 1));
+        let _ = split::<Request>(BytesMut::from(&damaged[..]));
+    }
+}

@@ -76,3 +76,38 @@ fn markers_without_a_rule_read_as_the_rules_of_their_time() {
     let new = Layout::new(&old.topology().unwrap(), partner::rule(2));
     assert_eq!(recorded(&new, Level::L2), Some(partner::rule(2)));
 }
+
+proptest::proptest! {
+    /// Any recorded rule on any placement: a protection or an error naming
+    /// the scheme or parameter, never a panic; and what it survives is
+    /// decided for any loss.
+    #[test]
+    fn any_rule_is_a_protection_or_an_error(
+        scheme in proptest::sample::select(vec!["partner", "reed-solomon", "xor", "global", "mirror"]),
+        params in proptest::collection::btree_map(
+            proptest::sample::select(vec!["copies", "group_size", "parity", "spread"]),
+            proptest::prelude::any::<u64>(),
+            0..4,
+        ),
+        small in proptest::prelude::any::<bool>(),
+        placement in proptest::collection::vec(0u32..40, 1..60),
+        lost in proptest::collection::btree_set(0u32..45, 0..10),
+    ) {
+        let params = params
+            .into_iter()
+            .map(|(k, v)| (k, if small { v % 10 } else { v }))
+            .collect::<Vec<_>>();
+        let rule = Rule::new(scheme, params);
+        let t = Topology::new(placement).unwrap();
+        match protection(&t, &rule) {
+            Ok(p) => {
+                proptest::prop_assert_eq!(p.rule(), rule);
+                let _ = p.survives(&lost);
+            }
+            Err(e) => {
+                let text = e.to_string();
+                proptest::prop_assert!(text.contains(scheme) || text.contains("parameter"), "{}", text);
+            }
+        }
+    }
+}

@@ -165,3 +165,49 @@ fn a_manifest_written_before_codes_were_named_is_reed_solomon() {
     let m: GroupManifest = serde_json::from_str(old).unwrap();
     assert_eq!(m.code, FIRST_CODE);
 }
+
+proptest::proptest! {
+    /// Any manifest a damaged or foreign file could hold is refused by
+    /// `check`, or its stripes can be laid out without overflow or panic.
+    #[test]
+    fn any_manifest_is_refused_or_laid_out(
+        nodes in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..12),
+        parity in 0u32..14,
+        piece in proptest::prelude::any::<u64>(),
+        lens in proptest::collection::vec(
+            proptest::collection::vec(
+                (proptest::prelude::any::<u64>(), proptest::prelude::any::<u64>()), 0..3),
+            0..12),
+    ) {
+        let m = GroupManifest {
+            job_id: "j".into(),
+            checkpoint_id: 1,
+            stamp: 1,
+            nodes,
+            parity,
+            piece,
+            blobs: lens
+                .iter()
+                .map(|b| {
+                    b.iter()
+                        .enumerate()
+                        .map(|(i, (r, d))| BlobEntry { rank: i as u32, record_len: *r, data_len: *d })
+                        .collect()
+                })
+                .collect(),
+            code: FIRST_CODE.into(),
+        };
+        if m.check().is_ok() {
+            let s = Stripes { g: m.nodes.len(), p: m.parity as usize };
+            for pos in 0..s.g {
+                proptest::prop_assert!(blob_len(&m.blobs[pos]) <= m.piece * s.k() as u64);
+                for t in s.data_stripes(pos) {
+                    proptest::prop_assert!(s.data_index(t, pos).is_some());
+                }
+                for j in 0..s.p {
+                    proptest::prop_assert!(s.parity_holder(pos, j) < s.g);
+                }
+            }
+        }
+    }
+}

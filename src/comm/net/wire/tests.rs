@@ -75,3 +75,66 @@ fn absurd_lengths_are_refused() {
     assert!(FrameDecoder::new(1 << 30).decode(&mut buf).is_err());
     assert!(buf.capacity() < 1 << 20);
 }
+
+/// One frame of the property tests: its header fields and payload.
+type Sent = (u64, u64, u32, u64, Vec<u8>);
+
+fn sent() -> impl proptest::strategy::Strategy<Value = Sent> {
+    use proptest::prelude::*;
+    (
+        any::<u64>(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<u64>(),
+        proptest::collection::vec(any::<u8>(), 0..300),
+    )
+}
+
+proptest::proptest! {
+    /// Frames cut into any pieces come out whole, in order, as written.
+    #[test]
+    fn frames_cut_anywhere_come_out_as_written(
+        frames in proptest::collection::vec(sent(), 1..6),
+        cuts in proptest::collection::vec(proptest::prelude::any::<usize>(), 0..8),
+    ) {
+        let mut stream = Vec::new();
+        for (epoch, tag, src, seq, payload) in &frames {
+            write_frame(&mut stream, *epoch, *tag, *src, *seq, payload).unwrap();
+        }
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+        at.push(stream.len());
+        at.sort_unstable();
+        let mut decoder = FrameDecoder::new(1 << 20);
+        let mut buf = BytesMut::new();
+        let mut got = Vec::new();
+        let mut from = 0;
+        for to in at {
+            buf.extend_from_slice(&stream[from..to]);
+            from = to;
+            while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+                let f = decode(frame).unwrap();
+                got.push((f.epoch, f.tag, f.src, f.seq, f.payload.to_vec()));
+            }
+        }
+        proptest::prop_assert_eq!(got, frames);
+    }
+
+    /// Any bytes at all: frames or errors, never a panic, and never a
+    /// frame longer than the limit or a buffer grown past what arrived
+    /// plus one frame.
+    #[test]
+    fn any_bytes_are_frames_or_an_error(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+        limit in 0usize..4096,
+    ) {
+        let mut decoder = FrameDecoder::new(limit);
+        let mut buf = BytesMut::from(&bytes[..]);
+        while let Ok(Some(frame)) = decoder.decode(&mut buf) {
+            proptest::prop_assert!(frame.len() <= HEADER_LEN + limit);
+            if let Ok(f) = decode(frame) {
+                proptest::prop_assert!(f.payload.len() <= limit);
+            }
+        }
+        proptest::prop_assert!(buf.capacity() <= bytes.len().max(HEADER_LEN) + HEADER_LEN + limit);
+    }
+}
