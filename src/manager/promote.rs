@@ -9,48 +9,83 @@ use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::format::Metadata;
-use crate::level::erasure::{scale, ErasureStore, ParityKey, Stripes};
+use crate::level::erasure::{scale, CodecError, ErasureStore, ParityKey, Stripes};
 use crate::level::staging::Staging;
-use crate::level::{CopyStore, GlobalStore, Level, Pieces};
+use crate::level::{CopyStore, GlobalStore, Level, Pieces, StorageError};
 use crate::safefs::Dir;
-use crate::scheme;
 use crate::scheme::partner::Partners;
+use crate::scheme::{self, SchemeError};
 use crate::topology::Rule;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-/// Why a promotion failed.
-#[derive(Debug)]
+/// Why a promotion failed. Turned into text only where it leaves the
+/// manager (the progress the ranks ask for, the metrics record).
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum Failure {
     /// Another node's manager could not be reached (its node is most
     /// likely lost; the runtime says so, and the ranks report the level
     /// once for the job).
+    #[error("node {node}'s manager does not answer ({error})")]
     Unreachable {
         /// The node.
         node: u32,
         /// What the connection said.
         error: String,
     },
-    /// Anything else: this node's storage, or a peer's answer.
-    Other(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Unreachable { node, error } => {
-                write!(f, "node {node}'s manager does not answer ({error})")
-            }
-            Failure::Other(e) => f.write_str(e),
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(e: String) -> Self {
-        Failure::Other(e)
-    }
+    /// Another node's manager answered with an error or out of turn.
+    #[error("node {node}'s manager at {at}: {answer}")]
+    Answered {
+        /// The node.
+        node: u32,
+        /// Where its manager listens.
+        at: String,
+        /// Its answer.
+        answer: String,
+    },
+    /// This node's storage.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The rule the level was asked to follow.
+    #[error(transparent)]
+    Scheme(#[from] SchemeError),
+    /// The erasure code.
+    #[error(transparent)]
+    Code(#[from] CodecError),
+    /// A node without a partner.
+    #[error("node {0} has no partner: the job runs on a single node")]
+    NoPartner(u32),
+    /// A node no manager is known for.
+    #[error("no manager is known for node {0}")]
+    NoManager(u32),
+    /// A node outside every level-3 group.
+    #[error("node {0} is in no group")]
+    NoGroup(u32),
+    /// Level 3 on a single node.
+    #[error("level 3 needs at least two nodes")]
+    TooFewNodes,
+    /// A staged file of another attempt at the checkpoint.
+    #[error("rank {rank}'s file of checkpoint {id} belongs to another attempt")]
+    OtherAttempt {
+        /// Whose file.
+        rank: u32,
+        /// The checkpoint.
+        id: u64,
+    },
+    /// A blob of another length than the ranks announced.
+    #[error("node {node}'s blob holds {held} bytes, the ranks announced {announced:?}")]
+    BlobLength {
+        /// The node.
+        node: u32,
+        /// Its blob's length.
+        held: u64,
+        /// What the ranks announced for it.
+        announced: Option<u64>,
+    },
+    /// Bytes being sent could not be read.
+    #[error("{0}")]
+    Source(String),
 }
 
 /// Connections to other managers, made on first use and kept.
@@ -75,10 +110,10 @@ impl Peers {
         (node, to): (u32, &Endpoint),
         task: &Task,
         what: Put,
-        mut open: impl FnMut() -> Result<S, String>,
+        mut open: impl FnMut() -> Result<S, Failure>,
     ) -> Result<(), Failure> {
         self.call(node, to, |c| {
-            let mut source = open().map_err(PutError::Source)?;
+            let mut source = open().map_err(|e| PutError::Source(e.to_string()))?;
             c.put_from(&task.job_id, task.fence, what.clone(), &mut source)
         })
     }
@@ -107,20 +142,24 @@ impl Peers {
             };
             match f(client) {
                 Ok(Reply::Ok) => return Ok(()),
-                Ok(Reply::Error(e)) => {
-                    return Err(Failure::Other(format!(
-                        "node {node}'s manager at {to}: {e}"
-                    )))
+                Ok(Reply::Error(answer)) => {
+                    return Err(Failure::Answered {
+                        node,
+                        at: to.to_string(),
+                        answer,
+                    })
                 }
                 Ok(other) => {
-                    return Err(Failure::Other(format!(
-                        "node {node}'s manager at {to} answered {other:?}"
-                    )))
+                    return Err(Failure::Answered {
+                        node,
+                        at: to.to_string(),
+                        answer: format!("{other:?}"),
+                    })
                 }
                 Err(PutError::Source(e)) => {
                     // The connection is left mid-put: never reused.
                     self.clients.remove(&key);
-                    return Err(Failure::Other(e));
+                    return Err(Failure::Source(e));
                 }
                 Err(PutError::Io(e)) => {
                     self.clients.remove(&key);
@@ -145,7 +184,7 @@ pub(crate) fn run(
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
     let started = Instant::now();
-    let reader = Staging::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
+    let reader = Staging::open(local_dir, &task.job_id, who)?;
     let mut t = match level {
         Level::L2 => partner(task, rule, &reader, local_dir, who, peers)?,
         Level::L4 => global(task, &reader, who)?,
@@ -158,27 +197,21 @@ pub(crate) fn run(
 
 /// `rank`'s staged level-1 file of the task's checkpoint: its directory
 /// and record (which must be of the task's attempt).
-fn own_file(task: &Task, reader: &Staging, rank: u32) -> Result<(Dir, Metadata), String> {
-    let (ckpt, meta) = reader
-        .record(task.id, rank, task.world())
-        .map_err(|e| e.to_string())?;
+fn own_file(task: &Task, reader: &Staging, rank: u32) -> Result<(Dir, Metadata), Failure> {
+    let (ckpt, meta) = reader.record(task.id, rank, task.world())?;
     if meta.stamp != task.stamp {
-        return Err(format!(
-            "rank {rank}'s file of checkpoint {} belongs to another attempt",
-            task.id
-        ));
+        return Err(Failure::OtherAttempt { rank, id: task.id });
     }
     Ok((ckpt, meta))
 }
 
 /// The data file `meta` describes, in `ckpt`, for reading in pieces.
-fn pieces(ckpt: &Dir, meta: &Metadata) -> Result<Pieces, String> {
-    Pieces::open(
+fn pieces(ckpt: &Dir, meta: &Metadata) -> Result<Pieces, Failure> {
+    Ok(Pieces::open(
         ckpt,
         &crate::level::names::data_file(meta.rank),
         meta.file_len,
-    )
-    .map_err(|e| e.to_string())
+    )?)
 }
 
 /// Level 2: keep the node's own files (as second names) and send a copy
@@ -191,30 +224,21 @@ fn partner(
     who: u32,
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
-    let partners = Partners::from_rule(&task.topology, rule).map_err(|e| e.to_string())?;
+    let partners = Partners::from_rule(&task.topology, rule)?;
     let to = partners.of(task.node);
     if to.is_empty() {
-        return Err(Failure::Other(format!(
-            "node {} has no partner: the job runs on a single node",
-            task.node
-        )));
+        return Err(Failure::NoPartner(task.node));
     }
     let mut endpoints = Vec::with_capacity(to.len());
     for node in to {
-        let endpoint = task.peers.get(&node).ok_or_else(|| {
-            format!(
-                "no manager is known for node {node}, a partner of node {}",
-                task.node
-            )
-        })?;
+        let endpoint = task.peers.get(&node).ok_or(Failure::NoManager(node))?;
         endpoints.push((node, endpoint));
     }
-    let own =
-        CopyStore::open(local_dir, &task.job_id, Level::L2, who).map_err(|e| e.to_string())?;
+    let own = CopyStore::open(local_dir, &task.job_id, Level::L2, who)?;
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
         let (ckpt, meta) = own_file(task, reader, rank)?;
-        own.link_from(&ckpt, &meta).map_err(|e| e.to_string())?;
+        own.link_from(&ckpt, &meta)?;
         t.bytes_in += meta.file_len;
         for &(node, endpoint) in &endpoints {
             let what = Put::File {
@@ -229,16 +253,13 @@ fn partner(
 }
 
 /// Level 4: write every rank's file of the node to the global directory.
-fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, String> {
-    let store =
-        GlobalStore::open(&task.global_dir, &task.job_id, who).map_err(|e| e.to_string())?;
+fn global(task: &Task, reader: &Staging, who: u32) -> Result<Transform, Failure> {
+    let store = GlobalStore::open(&task.global_dir, &task.job_id, who)?;
     let mut t = Transform::default();
     for rank in task.topology.ranks_on(task.node) {
         let (ckpt, meta) = own_file(task, reader, rank)?;
         let file = pieces(&ckpt, &meta)?;
-        let w = store
-            .write_from(&meta, file, task.l4, task.fence)
-            .map_err(|e| e.to_string())?;
+        let w = store.write_from(&meta, file, task.l4, task.fence)?;
         t.bytes_in += meta.file_len;
         t.bytes_out += w.written;
     }
@@ -257,12 +278,10 @@ fn erasure(
     who: u32,
     peers: &mut Peers,
 ) -> Result<Transform, Failure> {
-    let groups = scheme::parity_groups(&task.topology, rule).map_err(|e| e.to_string())?;
-    let group = groups
-        .of(task.node)
-        .ok_or_else(|| format!("node {} is in no group", task.node))?;
+    let groups = scheme::parity_groups(&task.topology, rule)?;
+    let group = groups.of(task.node).ok_or(Failure::NoGroup(task.node))?;
     if group.parity == 0 {
-        return Err(Failure::Other("level 3 needs at least two nodes".into()));
+        return Err(Failure::TooFewNodes);
     }
     let s = Stripes {
         g: group.nodes.len(),
@@ -284,42 +303,38 @@ fn erasure(
         piece: s.piece(largest),
         code: rule.scheme.clone(),
     };
-    let store = ErasureStore::open(local_dir, &task.job_id, who).map_err(|e| e.to_string())?;
+    let store = ErasureStore::open(local_dir, &task.job_id, who)?;
     let ranks = task.topology.ranks_on(task.node);
     for &rank in &ranks {
         let (ckpt, meta) = own_file(task, reader, rank)?;
-        store
-            .copies()
-            .link_from(&ckpt, &meta)
-            .map_err(|e| e.to_string())?;
+        store.copies().link_from(&ckpt, &meta)?;
     }
-    let (blob, entries) = store.blob(task.id, &ranks).map_err(|e| e.to_string())?;
-    let expected = task.blob_lens.get(&task.node).copied();
-    if expected != Some(blob.len()) {
-        return Err(Failure::Other(format!(
-            "node {}'s blob holds {} bytes, the ranks announced {expected:?}",
-            task.node,
-            blob.len()
-        )));
+    let (blob, entries) = store.blob(task.id, &ranks)?;
+    let announced = task.blob_lens.get(&task.node).copied();
+    if announced != Some(blob.len()) {
+        return Err(Failure::BlobLength {
+            node: task.node,
+            held: blob.len(),
+            announced,
+        });
     }
     let piece = info.piece;
-    let codec = scheme::erasure_code(&info.code, s.k(), s.p).map_err(|e| e.to_string())?;
+    let codec = scheme::erasure_code(&info.code, s.k(), s.p)?;
     let mut window = Vec::new();
     let endpoint = |node: u32| {
         task.peers
             .get(&node)
             .map(|e| (node, e))
-            .ok_or_else(|| format!("no manager is known for node {node}"))
+            .ok_or(Failure::NoManager(node))
     };
     // One window of one piece in memory at a time, with its terms.
     for (q, t) in s.data_stripes(me).into_iter().enumerate() {
         let index = s.data_index(t, me).unwrap_or(0);
-        let coefficients = codec.coefficients(index).map_err(|e| e.to_string())?;
+        let coefficients = codec.coefficients(index)?;
         let mut offset = 0;
         while let Some(len) = proto::window_len(piece, offset) {
             window.resize(len as usize, 0);
-            blob.read_at(&mut window, q as u64 * piece + offset)
-                .map_err(|e| e.to_string())?;
+            blob.read_at(&mut window, q as u64 * piece + offset)?;
             // Each term is computed straight into the frame that sends it.
             for (j, &coefficient) in coefficients.iter().enumerate() {
                 let holder = group.nodes[s.parity_holder(t, j)];
