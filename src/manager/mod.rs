@@ -253,7 +253,7 @@ impl Shared {
     }
 
     /// Records a member's blob layout (see [`add_term`](Self::add_term)).
-    fn add_layout(&self, job_id: &str, layout: &proto::Layout) -> Result<(), String> {
+    fn add_layout(&self, job_id: &str, layout: &proto::BlobLayout) -> Result<(), String> {
         let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())
             .map_err(|e| e.to_string())?;
         let ready = self

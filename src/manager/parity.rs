@@ -5,7 +5,7 @@
 //! [`ErasureStore::add_to_parity`](crate::level::erasure::ErasureStore::add_to_parity)):
 //! nothing here grows with the checkpoint's size.
 
-use super::proto::{self, GroupInfo, Layout, Term};
+use super::proto::{self, BlobLayout, GroupInfo, Term};
 use super::task::Progress;
 use crate::level::erasure::{BlobEntry, GroupManifest, ParityKey, Stripes};
 use std::collections::{BTreeMap, BTreeSet};
@@ -173,7 +173,7 @@ impl Parity {
         &mut self,
         job: &str,
         node: u32,
-        layout: &Layout,
+        layout: &BlobLayout,
         fresh: impl FnOnce(bool),
     ) -> Result<Option<Ready>, String> {
         let (acc, new) = self.acc(job, &layout.group, node)?;

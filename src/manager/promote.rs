@@ -4,7 +4,9 @@
 //! and 3 as second names, never copied); each returns only once what it
 //! wrote is durable.
 
-use super::proto::{self, Client, GroupInfo, Layout, Put, PutError, Reply, Request, Source, Term};
+use super::proto::{
+    self, BlobLayout, Client, GroupInfo, Put, PutError, Reply, Request, Source, Term,
+};
 use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
@@ -357,7 +359,7 @@ fn erasure(
             offset += len;
         }
     }
-    let layout = Layout {
+    let layout = BlobLayout {
         group: info.clone(),
         pos: me as u32,
         entries,

@@ -100,7 +100,7 @@ pub enum Request {
         /// Job id.
         job_id: String,
         /// The layout.
-        layout: Box<Layout>,
+        layout: Box<BlobLayout>,
         /// As for [`Request::Put`].
         #[serde(default)]
         fence: Option<crate::level::Fence>,
@@ -180,7 +180,7 @@ pub(crate) fn window_len(piece: u64, offset: u64) -> Option<u64> {
 
 /// A member's blob layout.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Layout {
+pub struct BlobLayout {
     /// The group and checkpoint.
     pub group: GroupInfo,
     /// Group position of the member.

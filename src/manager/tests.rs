@@ -45,7 +45,7 @@ fn a_promotion_ending_while_the_next_is_staged_leaves_room_for_it() {
 /// Level 3 of checkpoint 14 on node 0 of the group {0, 1}, in `round`:
 /// node 1's term of the shard node 0 holds, and both layouts.
 fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, String> {
-    use super::proto::{GroupInfo, Layout, Term};
+    use super::proto::{BlobLayout, GroupInfo, Term};
     use crate::level::erasure::ParityKey;
     let group = GroupInfo {
         id: 14,
@@ -72,7 +72,7 @@ fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, 
     })?;
     let mut ready = false;
     for pos in [0, 1] {
-        let layout = Layout {
+        let layout = BlobLayout {
             group: group.clone(),
             pos,
             entries: Vec::new(),
