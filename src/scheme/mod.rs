@@ -9,6 +9,12 @@
 //! recovery planner asks that of each committed checkpoint under the rule
 //! it was written with, so changing a scheme's configuration or adding a
 //! scheme never re-plans old checkpoints under a new rule.
+//!
+//! A rule's name and parameters must go on meaning what they meant: a
+//! scheme that changes where it places data (another partner, another
+//! grouping) does so under a new parameter or a new name, and keeps
+//! reading the old ones as before, since markers written under them stay
+//! on nodes and in the global directory across versions.
 
 pub(crate) mod global;
 pub(crate) mod partner;
