@@ -23,26 +23,73 @@ const JOB_PORTS: usize = 5;
 /// Connections opened to one port before the attacker says it floods it
 /// (most of the 128 handshakes a listener holds).
 const SATURATED: usize = 100;
-const BASELINE: &str = "FRAME_TEST_FLOOD_BASELINE";
+const PORTS: &str = "FRAME_TEST_FLOOD_PORTS";
 const STOP: &str = "FRAME_TEST_FLOOD_STOP";
+/// How often the attacker looks for connections the listeners closed.
+const SWEEP: Duration = Duration::from_millis(50);
 
-/// Ports listening on 127.0.0.1 (from /proc/net/tcp, readable by anyone).
-fn listening_ports() -> BTreeSet<u16> {
+/// Ports listening on 127.0.0.1, with their sockets' inodes (from
+/// /proc/net/tcp, readable by anyone).
+fn listening() -> Vec<(u16, u64)> {
     let text = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
     text.lines()
         .skip(1)
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             let (ip, port) = f.get(1)?.split_once(':')?;
+            let inode = f.get(9)?.parse().ok()?;
             (ip == "0100007F" && f.get(3) == Some(&"0A"))
-                .then(|| u16::from_str_radix(port, 16).ok())?
+                .then(|| Some((u16::from_str_radix(port, 16).ok()?, inode)))?
         })
         .collect()
 }
 
-/// The attacker: floods every port that started listening after the
-/// baseline, keeping up to [`FLOOD`] silent connections open (at most
-/// `FLOOD / JOB_PORTS` to a port), until told to stop. A listener of the
+/// The ports the job of `scratch` listens on: those of the sockets its
+/// processes (the root, daemons and ranks, whose environment names the
+/// directory) hold open.
+fn job_ports(scratch: &Path) -> BTreeSet<u16> {
+    let mut inodes = BTreeSet::new();
+    for pid in common::processes_mentioning(scratch) {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let target = std::fs::read_link(fd.path()).unwrap_or_default();
+            let target = target.to_string_lossy();
+            if let Some(inode) = target
+                .strip_prefix("socket:[")
+                .and_then(|t| t.strip_suffix(']'))
+            {
+                inodes.extend(inode.parse::<u64>());
+            }
+        }
+    }
+    (listening().into_iter())
+        .filter(|(_, inode)| inodes.contains(inode))
+        .map(|(port, _)| port)
+        .collect()
+}
+
+/// Until `stop` exists, keeps `file` (readable by the attacker) listing
+/// the ports the job of `scratch` listens on, a port a line.
+fn scout(scratch: PathBuf, file: PathBuf, stop: PathBuf) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let tmp = file.with_extension("tmp");
+        while !stop.exists() {
+            let text: Vec<String> = job_ports(&scratch).iter().map(u16::to_string).collect();
+            if std::fs::write(&tmp, text.join("\n")).is_ok() {
+                let _ = std::fs::rename(&tmp, &file);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+/// The attacker: floods the job's ports (as the test's scout lists them:
+/// other tests' listeners on the machine are left alone, so that neither
+/// they nor the flood are slowed by each other), keeping up to [`FLOOD`]
+/// silent connections open (at most `FLOOD / JOB_PORTS` to a port), until
+/// told to stop. A listener of the
 /// job holds at most 128 handshakes in progress, dropping the oldest for
 /// a new one, so that is about what one port keeps open. Prints one line
 /// once it has opened [`SATURATED`] connections to each of at least
@@ -57,11 +104,7 @@ fn flood_child() {
     if !is_child() {
         return;
     }
-    let baseline: BTreeSet<u16> = std::env::var(BASELINE)
-        .unwrap()
-        .split(',')
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let targets = PathBuf::from(std::env::var_os(PORTS).unwrap());
     let stop = PathBuf::from(std::env::var_os(STOP).unwrap());
     // The connections held, by port, at most FLOOD / JOB_PORTS each: the
     // ports that listen first (the root's, before the ranks start) cannot
@@ -71,14 +114,25 @@ fn flood_child() {
     let (mut next, mut announced) = (0usize, false);
     let mut opened: std::collections::BTreeMap<u16, usize> = Default::default();
     let mut buf = [0u8; 256];
+    let mut swept = std::time::Instant::now();
     while !stop.exists() {
-        let ports: Vec<u16> = listening_ports().difference(&baseline).copied().collect();
+        let wanted: BTreeSet<u16> = (std::fs::read_to_string(&targets).unwrap_or_default())
+            .lines()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        let ports: Vec<u16> = (listening().into_iter())
+            .map(|(port, _)| port)
+            .filter(|p| wanted.contains(p))
+            .collect();
         // A connection the listener closed is opened again.
-        conns.retain_mut(|(_, s)| match s.read(&mut buf) {
-            Ok(0) => false,
-            Ok(_) => true,
-            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
-        });
+        if swept.elapsed() >= SWEEP {
+            swept = std::time::Instant::now();
+            conns.retain_mut(|(_, s)| match s.read(&mut buf) {
+                Ok(0) => false,
+                Ok(_) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+            });
+        }
         let mut tried = 0;
         while conns.len() < FLOOD && tried < ports.len() {
             let port = ports[next % ports.len()];
@@ -115,11 +169,11 @@ fn flood_child() {
     }
 }
 
-/// Starts the attacker, as user `nobody` when this test runs as root.
-fn attacker(stop: &Path) -> ChildGuard {
-    let baseline: Vec<String> = listening_ports().iter().map(|p| p.to_string()).collect();
+/// Starts the attacker on the ports listed in `ports`, as user `nobody`
+/// when this test runs as root.
+fn attacker(ports: &Path, stop: &Path) -> ChildGuard {
     let mut cmd = self_as_child("flood_child");
-    cmd.env(BASELINE, baseline.join(","))
+    cmd.env(PORTS, ports)
         .env(STOP, stop)
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -162,7 +216,9 @@ fn a_flood_of_silent_connections_keeps_no_process_of_the_job_out() {
     for mode in ["online", "redeploy"] {
         let dir = scratch();
         let stop = dir.path().join("stop-flood");
-        let mut flood = attacker(&stop);
+        let ports = dir.path().join("job-ports");
+        let scouting = scout(dir.path().to_path_buf(), ports.clone(), stop.clone());
+        let mut flood = attacker(&ports, &stop);
         let lines = flood.stdout_lines();
         let base = dir.path().to_path_buf();
         let held = held.clone();
@@ -194,6 +250,7 @@ fn a_flood_of_silent_connections_keeps_no_process_of_the_job_out() {
         let job = job.join().unwrap();
         std::fs::write(&stop, b"").unwrap();
         flood.wait(Duration::from_secs(30));
+        scouting.join().unwrap();
         assert!(job.status.success(), "{mode}: {}", job.out);
         assert!(
             job.out.contains("1 failure(s) recovered"),
