@@ -1,5 +1,7 @@
 //! `frame`: the command-line tool of the frame checkpoint/restart library.
 
+#![forbid(unsafe_code)]
+
 mod commands;
 
 use commands::{clean, drop, inspect, list, run, sim, verify};

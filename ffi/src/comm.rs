@@ -142,8 +142,9 @@ pub unsafe extern "C" fn frame_sendrecv(
         let comm = comm_of(ctx)?;
         let (dest, src) = (rank_arg(dest, comm.size())?, rank_arg(src, comm.size())?);
         let tag = tag_arg(tag)?;
-        // SAFETY: the caller's buffers.
+        // SAFETY: the caller's send buffer, of `send_bytes` bytes.
         let data = unsafe { bytes(send_buf, send_bytes, "send buffer") }?;
+        // SAFETY: the caller's receive buffer, of `recv_bytes` bytes.
         let out = unsafe { bytes_mut(recv_buf, recv_bytes, "receive buffer") }?;
         comm.send(dest, tag, data)?;
         comm.recv_into(src, tag, out)?;

@@ -113,6 +113,8 @@ pub(crate) fn comm_of(handle: *mut FrameCtx) -> Result<&'static dyn Comm, Failur
                 std::mem::transmute::<*const (dyn Comm + '_), *const (dyn Comm + 'static)>(p)
             })
         })?;
+    // SAFETY: as above: the live context's communicator, used within the
+    // C call that passed the handle.
     Ok(unsafe { &*ptr })
 }
 

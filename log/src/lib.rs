@@ -15,6 +15,7 @@
 //! A program that sets up `tracing` itself keeps its own subscriber:
 //! [`init`] then changes nothing.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 use std::fmt;

@@ -134,10 +134,11 @@ unsafe fn subset(
     did: c_int,
 ) -> Result<c_int, Failure> {
     let var = var_id(id)?;
-    // SAFETY: as the caller guarantees.
     let subset = Subset {
         did,
+        // SAFETY: `rank` values at the pointer, as the caller guarantees.
         offset: unsafe { sizes(rank, offset, "offsets", false) }?,
+        // SAFETY: `rank` values at the pointer, as the caller guarantees.
         count: unsafe { sizes(rank, count, "counts", false) }?,
     };
     session::with(|s| {

@@ -26,6 +26,8 @@ use std::path::PathBuf;
 /// The program's communicator: every rank but the dedicated ones. Set by
 /// `FTI_Init`.
 #[no_mangle]
+// SAFETY: a communicator handle is plain data, and all zeros its null
+// value until `FTI_Init` sets it.
 pub static mut FTI_COMM_WORLD: MPI_Comm = unsafe { std::mem::zeroed() };
 
 /// Duplicates `comm` into a communicator frame owns.

@@ -182,19 +182,22 @@ impl Comm {
                 array_dtype(&array)
             )));
         }
-        // SAFETY (every arm): the held, writeable array, of the type named.
-        self.on(py, |c| unsafe {
-            match memory.elem {
-                ElemType::F64 => reduce_as::<f64>(c, memory, op),
-                ElemType::F32 => reduce_as::<f32>(c, memory, op),
-                ElemType::I64 => reduce_as::<i64>(c, memory, op),
-                ElemType::I32 => reduce_as::<i32>(c, memory, op),
-                ElemType::I16 => reduce_as::<i16>(c, memory, op),
-                ElemType::I8 => reduce_as::<i8>(c, memory, op),
-                ElemType::U64 => reduce_as::<u64>(c, memory, op),
-                ElemType::U32 => reduce_as::<u32>(c, memory, op),
-                ElemType::U16 => reduce_as::<u16>(c, memory, op),
-                ElemType::U8 | ElemType::Byte => reduce_as::<u8>(c, memory, op),
+        self.on(py, |c| {
+            // SAFETY: every arm takes the held, writeable array as the type
+            // its element names.
+            unsafe {
+                match memory.elem {
+                    ElemType::F64 => reduce_as::<f64>(c, memory, op),
+                    ElemType::F32 => reduce_as::<f32>(c, memory, op),
+                    ElemType::I64 => reduce_as::<i64>(c, memory, op),
+                    ElemType::I32 => reduce_as::<i32>(c, memory, op),
+                    ElemType::I16 => reduce_as::<i16>(c, memory, op),
+                    ElemType::I8 => reduce_as::<i8>(c, memory, op),
+                    ElemType::U64 => reduce_as::<u64>(c, memory, op),
+                    ElemType::U32 => reduce_as::<u32>(c, memory, op),
+                    ElemType::U16 => reduce_as::<u16>(c, memory, op),
+                    ElemType::U8 | ElemType::Byte => reduce_as::<u8>(c, memory, op),
+                }
             }
         })?;
         Ok(values)

@@ -45,6 +45,7 @@ pub(crate) fn comm_of(obj: &Bound<'_, PyAny>, cfg: &Config) -> PyResult<Box<dyn 
         unsafe { std::mem::transmute_copy(&handle) }
     };
     // A duplicate of the program's communicator, ours to free.
+    // SAFETY: reads MPI's null communicator, a constant.
     let mut dup = unsafe { ffi::RSMPI_COMM_NULL };
     // SAFETY: `raw` is the live communicator mpi4py holds for `obj`.
     let rc = unsafe { ffi::MPI_Comm_dup(raw, &mut dup) };

@@ -46,17 +46,23 @@ fn a_subset_must_lie_inside_its_data_set_with_as_many_dimensions() {
 #[test]
 fn dimensions_come_from_the_caller_checked() {
     let dims = [3u64, 4];
-    // SAFETY: two values.
     assert_eq!(
+        // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
         unsafe { sizes(2, dims.as_ptr(), "dims", true) }.unwrap(),
         vec![3, 4]
     );
     let zero = [3u64, 0];
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes(2, zero.as_ptr(), "dims", true) }.is_err());
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes(2, zero.as_ptr(), "offsets", false) }.is_ok());
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes(0, dims.as_ptr(), "dims", true) }.is_err());
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes(33, dims.as_ptr(), "dims", true) }.is_err());
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes::<u64>(2, std::ptr::null(), "dims", true) }.is_err());
     let negative = [3i32, -1];
+    // SAFETY: holds what `sizes` reads; a bad count or null is refused first.
     assert!(unsafe { sizes(2, negative.as_ptr(), "dims", true) }.is_err());
 }

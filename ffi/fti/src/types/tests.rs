@@ -29,14 +29,17 @@ fn basic_handles_have_their_c_sizes() {
 #[test]
 fn registered_types_are_bytes_of_their_size() {
     let mut t: fti_id_t = 0;
+    // SAFETY: a live handle to write to, or null (refused).
     assert_eq!(unsafe { FTI_InitType(&mut t, 24) }, FTI_SCES);
     let l = layout(t).unwrap();
     assert_eq!(
         (l.elem, l.width, l.elements(3)),
         (ElemType::Byte, 24, Some(72))
     );
+    // SAFETY: a live handle to write to, or null (refused).
     assert_eq!(unsafe { FTI_InitType(&mut t, 0) }, crate::FTI_NSCS);
     assert_eq!(
+        // SAFETY: a live handle to write to, or null (refused).
         unsafe { FTI_InitType(std::ptr::null_mut(), 8) },
         crate::FTI_NSCS
     );
