@@ -1,11 +1,12 @@
 //! Redundancy schemes: how a level above the first protects a checkpoint
 //! against the loss of nodes. Each scheme lives in its own directory
-//! (`partner/`, `reed_solomon/`, `global/`) and is known to the rest of
-//! the library through one line of `registry.rs`.
+//! (`partner/`, `reed_solomon/`, `xor/`, `global/`) and is known to the
+//! rest of the library through one line of `registry.rs`.
 //!
 //! A scheme turns a [`Rule`] (its name and parameters, recorded with
-//! every commit) and a placement into a [`Protection`]: which nodes hold
-//! a node's redundancy, and which losses every rank's data survives. The
+//! every commit) and a placement into a [`Protection`]: which losses
+//! every rank's data survives (schemes that keep parity also give their
+//! groups and erasure code, [`Parity`]). The
 //! recovery planner asks that of each committed checkpoint under the rule
 //! it was written with, so changing a scheme's configuration or adding a
 //! scheme never re-plans old checkpoints under a new rule.
@@ -30,8 +31,8 @@ use crate::topology::{Rule, Topology};
 use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 
-/// What a scheme makes of a placement: who holds what, and what it
-/// survives. Pure: no I/O.
+/// What a scheme makes of a placement: the losses it survives. Pure: no
+/// I/O.
 pub(crate) trait Protection: std::fmt::Debug + Send + Sync {
     /// The rule it was built from, as recorded.
     fn rule(&self) -> Rule;
