@@ -275,7 +275,8 @@ fn sim_reproduces_the_data_flow_rollback_runs_as_json_lines() {
 }
 
 /// Level 2 with two partner copies on three nodes: `inspect` names the
-/// scheme and parameters each level-2 checkpoint was committed under.
+/// scheme and parameters each level-2 checkpoint was committed under, and
+/// `ls` the job's.
 #[test]
 fn inspect_names_the_scheme_each_checkpoint_was_committed_under() {
     let _serial = common::serial();
@@ -302,6 +303,12 @@ fn inspect_names_the_scheme_each_checkpoint_was_committed_under() {
     assert!(
         out.contains("checkpoint 2: 6 of 6 rank record(s)")
             && out.contains("(committed, partner copies=2)"),
+        "{out}"
+    );
+    let (code, out) = frame(&["ls"], dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("redundancy as recorded: L2 partner copies=2"),
         "{out}"
     );
 }

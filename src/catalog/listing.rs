@@ -59,6 +59,10 @@ pub struct Listed {
     pub bytes: u64,
     /// The levels holding it (1 to 4), each with its state.
     pub levels: BTreeMap<u8, LevelState>,
+    /// The redundancy scheme and parameters each level above the first
+    /// recorded with its commit (none in markers that predate them).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub rules: BTreeMap<u8, crate::topology::Rule>,
 }
 
 impl Listed {
@@ -76,6 +80,7 @@ struct Gathered {
     // level -> rank -> problem (None: sound)
     ranks: BTreeMap<u8, BTreeMap<u32, Option<String>>>,
     committed: BTreeSet<u8>,
+    rules: BTreeMap<u8, crate::topology::Rule>,
 }
 
 /// Every checkpoint of every job under `levels`, by job then id.
@@ -89,6 +94,9 @@ pub fn list(levels: &[LevelDir]) -> Vec<Listed> {
             let g = all.entry((job.clone(), c.id)).or_default();
             if c.committed {
                 g.committed.insert(level);
+            }
+            if let Some(rule) = &c.rule {
+                g.rules.entry(level).or_insert_with(|| rule.clone());
             }
             let seen = g.ranks.entry(level).or_default();
             if let Some(why) = &c.error {
@@ -156,6 +164,7 @@ pub fn list(levels: &[LevelDir]) -> Vec<Listed> {
                 created_unix_ms: g.created.unwrap_or(0),
                 bytes: g.bytes.values().sum(),
                 levels,
+                rules: g.rules,
             }
         })
         .collect()

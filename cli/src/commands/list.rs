@@ -64,6 +64,19 @@ pub fn run(dirs: &[PathBuf], job: Option<&str>, json: bool) -> anyhow::Result<Ex
                 levels.join(", ")
             );
         }
+        // The rules the levels recorded, each once (a level whose
+        // configuration changed between checkpoints shows each).
+        let mut rules: Vec<(u8, String)> = (rows.iter())
+            .flat_map(|l| l.rules.iter().map(|(level, r)| (*level, r.to_string())))
+            .collect();
+        rules.sort();
+        rules.dedup();
+        if !rules.is_empty() {
+            let text: Vec<String> = (rules.iter())
+                .map(|(level, rule)| format!("L{level} {rule}"))
+                .collect();
+            println!("  redundancy as recorded: {}", text.join("; "));
+        }
         match rows.iter().filter(|l| l.committed()).map(|l| l.id).max() {
             Some(newest) => println!(
                 "  a restart restores checkpoint {newest} if every rank can; `frame run --restart-from ID` \
