@@ -320,7 +320,7 @@ fn check_held_files(
             true
         }
         Err(e) => {
-            report.add(Severity::Damage, &place, e);
+            report.add(Severity::Damage, &place, e.to_string());
             false
         }
     }

@@ -213,7 +213,7 @@ impl Checkpointer<'_> {
         let mut held = Vec::new();
         let mut table = Vec::with_capacity(open.names.len());
         if open.hold {
-            let lens = self.store.hold_files(id, &open.names)?;
+            let lens = (self.store.hold_files(id, &open.names)).map_err(|e| e.to_string())?;
             for (name, len) in open.names.iter().zip(lens) {
                 table.push(Entry::held(name, len));
                 held.push((name.clone(), len));
@@ -340,7 +340,8 @@ pub(super) fn restore(
                 .load_region(region, into)
                 .map_err(|e| data(e.to_string()))?,
             (Place::Held(_), Some(set)) => {
-                set.restore(next_held, into).map_err(data)?;
+                set.restore(next_held, into)
+                    .map_err(|e| data(e.to_string()))?;
                 next_held += 1;
             }
             (Place::Held(_), None) => return Err(data("its held files are missing".into())),

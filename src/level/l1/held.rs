@@ -22,9 +22,103 @@ use super::L1Store;
 use crate::format::{copy_with_crc, MIN_CHUNK};
 use crate::level::names::{self, SEAL};
 use crate::level::StorageError;
-use crate::safefs::{Dir, FsResult, Kind};
+use crate::safefs::{Dir, FsError, FsResult, Kind};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// Why held files cannot be kept, restored or checked.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HeldError {
+    /// The held directory of checkpoint `id` cannot be made ready.
+    #[error("cannot hold the files of checkpoint {id}: {source}")]
+    Setup {
+        /// The checkpoint.
+        id: u64,
+        /// What failed.
+        source: StorageError,
+    },
+    /// A file of the program's could not be moved in or checked.
+    #[error("file {name:?}: {problem}")]
+    Taking {
+        /// The file's name.
+        name: String,
+        /// What is wrong.
+        problem: FileProblem,
+    },
+    /// The held directory is not there, or not readable.
+    #[error("its held files {why}: {source}")]
+    Directory {
+        /// "are gone", "cannot be read".
+        why: &'static str,
+        /// What the file system said.
+        source: FsError,
+    },
+    /// A held file is missing, changed or damaged.
+    #[error("held file {path:?}: {problem}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: FileProblem,
+    },
+    /// The seal cannot be used.
+    #[error("seal {path:?}: {why}")]
+    Seal {
+        /// The seal file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A file index past the checkpoint's table.
+    #[error("no such held file")]
+    NoSuchFile,
+}
+
+/// What is wrong with one file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FileProblem {
+    /// It cannot be opened, moved or read.
+    #[error("{0}")]
+    Fs(#[from] FsError),
+    /// Reading it failed.
+    #[error("{0}")]
+    Read(std::io::Error),
+    /// Its metadata cannot be read.
+    #[error("cannot inspect it: {0}")]
+    Inspect(std::io::Error),
+    /// Not a regular file.
+    #[error("is not a regular file")]
+    NotRegular,
+    /// Another length than the checkpoint's table says.
+    #[error("is {on_disk} bytes long, its checkpoint says {len} (was it changed after the checkpoint ended?)")]
+    Length {
+        /// Its length on disk.
+        on_disk: u64,
+        /// The table's.
+        len: u64,
+    },
+    /// It cannot be mapped.
+    #[error("cannot map it: {0}")]
+    Map(std::io::Error),
+    /// Another length than where it is restored to.
+    #[error("{have} bytes to restore into {into}")]
+    Into {
+        /// Its length.
+        have: usize,
+        /// The destination's.
+        into: usize,
+    },
+    /// A chunk whose CRC is not the seal's.
+    #[error("chunk {k} (bytes {from} to {to}) fails its CRC")]
+    Crc {
+        /// The chunk.
+        k: usize,
+        /// Its first byte.
+        from: usize,
+        /// One past its last.
+        to: usize,
+    },
+}
 
 /// The CRCs of a directory's held files.
 #[derive(Debug, Serialize, Deserialize)]
@@ -59,10 +153,10 @@ impl L1Store {
     /// checkpoint `id`) into this rank's held directory of that checkpoint,
     /// replacing what an earlier attempt at `id` left there; returns their
     /// lengths. An error names the file.
-    pub(crate) fn hold_files(&mut self, id: u64, names: &[String]) -> Result<Vec<u64>, String> {
+    pub(crate) fn hold_files(&mut self, id: u64, names: &[String]) -> Result<Vec<u64>, HeldError> {
         self.background.wait_for(id);
         let rank = self.owner.rank;
-        let setup = |e: StorageError| format!("cannot hold the files of checkpoint {id}: {e}");
+        let setup = |source: StorageError| HeldError::Setup { id, source };
         let files = self.files_dir().map_err(setup)?;
         let ckpt = self
             .root
@@ -74,10 +168,13 @@ impl L1Store {
             .map_err(|e| setup(e.into()))?;
         let mut lens = Vec::with_capacity(names.len());
         for name in names {
-            let named = |e: String| format!("file {name:?}: {e}");
+            let named = |problem: FileProblem| HeldError::Taking {
+                name: name.clone(),
+                problem,
+            };
             files
                 .rename(name, &held, name)
-                .map_err(|e| named(e.to_string()))?;
+                .map_err(|e| named(e.into()))?;
             lens.push(open_regular(&held, name).map_err(named)?.1);
         }
         held.sync().map_err(|e| setup(e.into()))?;
@@ -151,13 +248,16 @@ impl L1Store {
         &mut self,
         id: u64,
         files: &[(String, u64)],
-    ) -> Result<HeldSet, String> {
+    ) -> Result<HeldSet, HeldError> {
         self.background.wait_for(id);
         let held = self
             .root
             .sub(&names::ckpt_dir(id), false)
             .and_then(|c| c.sub(&names::held_dir(self.owner.rank), false))
-            .map_err(|e| format!("its held files are gone: {e}"))?;
+            .map_err(|source| HeldError::Directory {
+                why: "are gone",
+                source,
+            })?;
         // Every file is there with its length before anything is written
         // back (a table cannot make the restore create a file of a length
         // no held file has).
@@ -190,8 +290,8 @@ impl HeldSet {
     }
 
     /// Copies file `k` of the table into `out` (as long), checking it.
-    pub(crate) fn restore(&self, k: usize, out: &mut [u8]) -> Result<(), String> {
-        let file = self.files.get(k).ok_or("no such held file")?;
+    pub(crate) fn restore(&self, k: usize, out: &mut [u8]) -> Result<(), HeldError> {
+        let file = self.files.get(k).ok_or(HeldError::NoSuchFile)?;
         let crcs = self.seal.as_ref().map(|s| (s.chunk, &s.files[k]));
         check_one(&self.held, file, crcs, Some(out))
     }
@@ -203,7 +303,7 @@ const SEAL_PIECE: usize = 1 << 20;
 /// Computes and writes the seal of `files` in `held`. The files are read
 /// in pieces through a buffer, not mapped: mapping them would make every
 /// thread of the program take part in unmapping them (TLB shootdowns).
-fn seal(held: &Dir, files: &[(String, u64)], chunk: u64, tag: &str) -> Result<(), String> {
+fn seal(held: &Dir, files: &[(String, u64)], chunk: u64, tag: &str) -> Result<(), HeldError> {
     let mut sealed = Vec::with_capacity(files.len());
     let mut buf = vec![0u8; SEAL_PIECE.min(chunk as usize)];
     for (name, len) in files {
@@ -216,8 +316,10 @@ fn seal(held: &Dir, files: &[(String, u64)], chunk: u64, tag: &str) -> Result<()
             left -= in_chunk;
             while in_chunk > 0 {
                 let piece = &mut buf[..in_chunk.min(SEAL_PIECE as u64) as usize];
-                std::io::Read::read_exact(&mut file, piece)
-                    .map_err(|e| format!("held file {:?}: {e}", held.join(name)))?;
+                std::io::Read::read_exact(&mut file, piece).map_err(|e| HeldError::File {
+                    path: held.join(name),
+                    problem: FileProblem::Read(e),
+                })?;
                 crc.update(piece);
                 in_chunk -= piece.len() as u64;
             }
@@ -233,40 +335,43 @@ fn seal(held: &Dir, files: &[(String, u64)], chunk: u64, tag: &str) -> Result<()
         chunk,
         files: sealed,
     };
-    let json = serde_json::to_vec(&seal).map_err(|e| e.to_string())?;
+    let sealing = |why: String| HeldError::Seal {
+        path: held.join(SEAL),
+        why,
+    };
+    let json = serde_json::to_vec(&seal).map_err(|e| sealing(e.to_string()))?;
     held.write_atomic(SEAL, &json, tag)
-        .map_err(|e| e.to_string())
+        .map_err(|e| sealing(e.to_string()))
 }
 
 /// Held file `name`, opened after checking that it is a regular file of
 /// `len` bytes.
-fn open_checked(held: &Dir, name: &str, len: u64) -> Result<std::fs::File, String> {
-    let named = |e: String| format!("held file {:?}: {e}", held.join(name));
+fn open_checked(held: &Dir, name: &str, len: u64) -> Result<std::fs::File, HeldError> {
+    let named = |problem: FileProblem| HeldError::File {
+        path: held.join(name),
+        problem,
+    };
     let (file, on_disk) = open_regular(held, name).map_err(named)?;
     if on_disk != len {
-        return Err(named(format!(
-            "is {on_disk} bytes long, its checkpoint says {len} (was it changed after the checkpoint ended?)"
-        )));
+        return Err(named(FileProblem::Length { on_disk, len }));
     }
     Ok(file)
 }
 
 /// File `name` of `dir`, opened without following a link, and its length;
 /// an error unless it is a regular file.
-fn open_regular(dir: &Dir, name: &str) -> Result<(std::fs::File, u64), String> {
-    let file = dir.open_read(name).map_err(|e| e.to_string())?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot inspect it: {e}"))?;
+fn open_regular(dir: &Dir, name: &str) -> Result<(std::fs::File, u64), FileProblem> {
+    let file = dir.open_read(name)?;
+    let meta = file.metadata().map_err(FileProblem::Inspect)?;
     if !meta.is_file() {
-        return Err("is not a regular file".into());
+        return Err(FileProblem::NotRegular);
     }
     Ok((file, meta.len()))
 }
 
 /// Held file `name`, mapped, after checking that it is a regular file of
 /// `len` bytes (`None` for an empty file).
-fn map_checked(held: &Dir, name: &str, len: u64) -> Result<Option<memmap2::Mmap>, String> {
+fn map_checked(held: &Dir, name: &str, len: u64) -> Result<Option<memmap2::Mmap>, HeldError> {
     let file = open_checked(held, name, len)?;
     if len == 0 {
         return Ok(None);
@@ -276,17 +381,23 @@ fn map_checked(held: &Dir, name: &str, len: u64) -> Result<Option<memmap2::Mmap>
     // and a change is found by the CRCs.
     unsafe { memmap2::Mmap::map(&file) }
         .map(Some)
-        .map_err(|e| format!("held file {:?}: cannot map it: {e}", held.join(name)))
+        .map_err(|e| HeldError::File {
+            path: held.join(name),
+            problem: FileProblem::Map(e),
+        })
 }
 
 /// The seal of `held`, if it has one, checked for consistency and
 /// against `files` (the same names and lengths, in order). The read is
 /// bounded by what the files' CRCs can take.
-fn read_seal(held: &Dir, files: &[(String, u64)]) -> Result<Option<Seal>, String> {
+fn read_seal(held: &Dir, files: &[(String, u64)]) -> Result<Option<Seal>, HeldError> {
     if held.kind(SEAL).is_none() {
         return Ok(None);
     }
-    let bad = |e: String| format!("seal {:?}: {e}", held.join(SEAL));
+    let bad = |why: String| HeldError::Seal {
+        path: held.join(SEAL),
+        why,
+    };
     // Each file: its name escaped, its length, a CRC per smallest chunk.
     let max = files.iter().fold(64u64, |max, (name, len)| {
         max.saturating_add(6 * name.len() as u64 + 64)
@@ -330,18 +441,20 @@ fn check_one(
     file: &(String, u64),
     crcs: Option<(u64, &Sealed)>,
     mut out: Option<&mut [u8]>,
-) -> Result<(), String> {
+) -> Result<(), HeldError> {
     let (name, len) = file;
+    let damaged = |problem: FileProblem| HeldError::File {
+        path: held.join(name),
+        problem,
+    };
     let map = map_checked(held, name, *len)?;
     let bytes = map.as_deref().unwrap_or_default();
     if let Some(out) = out.as_deref() {
         if out.len() != bytes.len() {
-            return Err(format!(
-                "held file {:?}: {} bytes to restore into {}",
-                held.join(name),
-                bytes.len(),
-                out.len()
-            ));
+            return Err(damaged(FileProblem::Into {
+                have: bytes.len(),
+                into: out.len(),
+            }));
         }
     }
     let chunk = crcs.map_or(1 << 20, |(c, _)| c as usize);
@@ -357,12 +470,11 @@ fn check_one(
         }
         if let Some((_, s)) = crcs {
             if s.crcs.get(k) != Some(&crc.finalize()) {
-                return Err(format!(
-                    "held file {:?}: chunk {k} (bytes {} to {}) fails its CRC",
-                    held.join(name),
-                    k * chunk,
-                    k * chunk + piece.len()
-                ));
+                return Err(damaged(FileProblem::Crc {
+                    k,
+                    from: k * chunk,
+                    to: k * chunk + piece.len(),
+                }));
             }
         }
     }
@@ -400,9 +512,12 @@ pub(crate) fn check_held(
     ckpt: &Path,
     rank: u32,
     files: &[(String, u64)],
-) -> Result<Checked, String> {
-    let held = Dir::open(&ckpt.join(names::held_dir(rank)))
-        .map_err(|e| format!("its held files cannot be read: {e}"))?;
+) -> Result<Checked, HeldError> {
+    let held =
+        Dir::open(&ckpt.join(names::held_dir(rank))).map_err(|source| HeldError::Directory {
+            why: "cannot be read",
+            source,
+        })?;
     let seal = read_seal(&held, files)?;
     for (k, file) in files.iter().enumerate() {
         let crcs = seal.as_ref().map(|s| (s.chunk, &s.files[k]));
