@@ -234,9 +234,13 @@ impl Shared {
     /// seals the node's level-3 part once everything arrived. Sums are
     /// read, added and written under the state's lock, so that windows
     /// of one shard from several members never interleave.
-    fn add_term(&self, job_id: &str, term: &proto::Term, bytes: &[u8]) -> Result<(), String> {
-        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())
-            .map_err(|e| e.to_string())?;
+    fn add_term(
+        &self,
+        job_id: &str,
+        term: &proto::Term,
+        bytes: &[u8],
+    ) -> Result<(), parity::ParityError> {
+        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())?;
         let ready =
             self.lock()
                 .parity
@@ -244,18 +248,19 @@ impl Shared {
                     if fresh {
                         store.drop_sums(term.group.id);
                     }
-                    store
-                        .add_to_parity(term.group.id, term.key, term.offset, bytes)
-                        .map_err(|e| e.to_string())
+                    store.add_to_parity(term.group.id, term.key, term.offset, bytes)
                 })?;
         self.write_parity(&store, job_id, ready);
         Ok(())
     }
 
     /// Records a member's blob layout (see [`add_term`](Self::add_term)).
-    fn add_layout(&self, job_id: &str, layout: &proto::BlobLayout) -> Result<(), String> {
-        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())
-            .map_err(|e| e.to_string())?;
+    fn add_layout(
+        &self,
+        job_id: &str,
+        layout: &proto::BlobLayout,
+    ) -> Result<(), parity::ParityError> {
+        let store = ErasureStore::open(&self.opts.local_dir, job_id, self.who())?;
         let ready = self
             .lock()
             .parity

@@ -8,7 +8,94 @@
 use super::proto::{self, BlobLayout, GroupInfo, Term};
 use super::task::Progress;
 use crate::level::erasure::{BlobEntry, GroupManifest, ParityKey, Stripes};
+use crate::level::StorageError;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Why a member's term or layout is refused (answered to the member as
+/// text).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ParityError {
+    /// A message of an older promotion of the checkpoint.
+    #[error("round {round} of checkpoint {id} was superseded by round {newer}")]
+    Superseded {
+        /// Its round.
+        round: u64,
+        /// The checkpoint.
+        id: u64,
+        /// The round being summed.
+        newer: u64,
+    },
+    /// One round naming two groups.
+    #[error("round {round} of checkpoint {id} names two groups: {first:?} and {second:?}")]
+    TwoGroups {
+        /// The round.
+        round: u64,
+        /// The checkpoint.
+        id: u64,
+        /// The group being summed.
+        first: Vec<u32>,
+        /// The other.
+        second: Vec<u32>,
+    },
+    /// A group this node is not in.
+    #[error("node {node} is not in the group {nodes:?}")]
+    NotInGroup {
+        /// This node.
+        node: u32,
+        /// The group.
+        nodes: Vec<u32>,
+    },
+    /// A group no promotion makes.
+    #[error("invalid group {nodes:?} (parity {parity}, piece {piece})")]
+    InvalidGroup {
+        /// Its nodes.
+        nodes: Vec<u32>,
+        /// Its parity.
+        parity: usize,
+        /// Its piece size.
+        piece: u64,
+    },
+    /// More parity than a node sums at once.
+    #[error("more than {MAX_PENDING_BYTES} bytes of parity are being summed")]
+    TooMuch,
+    /// A term from a position that holds parity in that stripe.
+    #[error("position {from} has no data in stripe {stripe}")]
+    NoData {
+        /// The sender's position.
+        from: u32,
+        /// The stripe.
+        stripe: usize,
+    },
+    /// A window that does not fit the shard.
+    #[error("a window of {len} bytes at {offset} of a {piece}-byte shard")]
+    Window {
+        /// Its length.
+        len: u64,
+        /// Where it starts.
+        offset: u64,
+        /// The shard's length.
+        piece: u64,
+    },
+    /// A shard another node holds.
+    #[error("this node does not hold parity shard {0:?}")]
+    NotHeld(ParityKey),
+    /// A window already added.
+    #[error("position {from} sent its term of {key:?} at {offset} twice")]
+    Twice {
+        /// The sender's position.
+        from: u32,
+        /// The shard.
+        key: ParityKey,
+        /// The window.
+        offset: u64,
+    },
+    /// A layout of no member.
+    #[error("no position {0} in the group")]
+    NoPosition(u32),
+    /// This node's storage.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
 
 /// Bytes of parity that may be summed at once on a node (in files).
 pub(crate) const MAX_PENDING_BYTES: u64 = 8 << 30;
@@ -55,7 +142,12 @@ impl Parity {
     }
 
     /// The accumulator of `group`'s checkpoint, and whether it is new.
-    fn acc(&mut self, job: &str, group: &GroupInfo, node: u32) -> Result<(&mut Acc, bool), String> {
+    fn acc(
+        &mut self,
+        job: &str,
+        group: &GroupInfo,
+        node: u32,
+    ) -> Result<(&mut Acc, bool), ParityError> {
         let key = (job.to_string(), group.id);
         // A checkpoint promoted again (after a recovery, under the same or a
         // new placement) starts over: the newer round replaces the older,
@@ -64,63 +156,28 @@ impl Parity {
             if group.round > a.group.round {
                 self.accs.remove(&key);
             } else if group.round < a.group.round {
-                return Err(format!(
-                    "round {} of checkpoint {} was superseded by round {}",
-                    group.round, group.id, a.group.round
-                ));
+                return Err(ParityError::Superseded {
+                    round: group.round,
+                    id: group.id,
+                    newer: a.group.round,
+                });
             } else if a.group != *group {
-                return Err(format!(
-                    "round {} of checkpoint {} names two groups: {:?} and {:?}",
-                    group.round, group.id, a.group.nodes, group.nodes
-                ));
+                return Err(ParityError::TwoGroups {
+                    round: group.round,
+                    id: group.id,
+                    first: a.group.nodes.clone(),
+                    second: group.nodes.clone(),
+                });
             }
         }
-        let fresh = !self.accs.contains_key(&key);
-        if fresh {
-            let me = group
-                .nodes
-                .iter()
-                .position(|n| *n == node)
-                .ok_or_else(|| format!("node {node} is not in the group {:?}", group.nodes))?;
-            let g = group.nodes.len();
-            let p = group.parity as usize;
-            if p == 0 || p >= g || group.piece == 0 || group.piece > super::proto::MAX_COPY {
-                return Err(format!(
-                    "invalid group {:?} (parity {p}, piece {})",
-                    group.nodes, group.piece
-                ));
+        let pending = self.bytes();
+        match self.accs.entry(key) {
+            std::collections::btree_map::Entry::Occupied(a) => Ok((a.into_mut(), false)),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                let acc = new_acc(group, node, pending)?;
+                Ok((v.insert(acc), true))
             }
-            let s = Stripes { g, p };
-            let mine: Vec<ParityKey> = (0..g)
-                .filter_map(|t| {
-                    s.parity_index(t, me).map(|j| ParityKey {
-                        stripe: t as u32,
-                        index: j as u32,
-                    })
-                })
-                .collect();
-            let need = mine.len() as u64 * group.piece;
-            if self.bytes() + need > MAX_PENDING_BYTES {
-                return Err(format!(
-                    "more than {MAX_PENDING_BYTES} bytes of parity are being summed"
-                ));
-            }
-            let shards = mine.into_iter().map(|k| (k, BTreeMap::new())).collect();
-            self.accs.insert(
-                key.clone(),
-                Acc {
-                    group: group.clone(),
-                    shards,
-                    layouts: BTreeMap::new(),
-                    sent: None,
-                    stage: Stage::Collecting,
-                },
-            );
         }
-        self.accs
-            .get_mut(&key)
-            .map(|a| (a, fresh))
-            .ok_or_else(|| "lost accumulator".to_string())
     }
 
     /// Adds a window of a member's terms of a shard held here: checks it,
@@ -132,8 +189,8 @@ impl Parity {
         node: u32,
         term: &Term,
         len: u64,
-        add: impl FnOnce(bool) -> Result<(), String>,
-    ) -> Result<Option<Ready>, String> {
+        add: impl FnOnce(bool) -> Result<(), StorageError>,
+    ) -> Result<Option<Ready>, ParityError> {
         let (acc, fresh) = self.acc(job, &term.group, node)?;
         let s = Stripes {
             g: acc.group.nodes.len(),
@@ -141,26 +198,31 @@ impl Parity {
         };
         let t = term.key.stripe as usize;
         if t >= s.g || s.data_index(t, term.from as usize).is_none() {
-            return Err(format!("position {} has no data in stripe {t}", term.from));
+            return Err(ParityError::NoData {
+                from: term.from,
+                stripe: t,
+            });
         }
         if proto::window_len(acc.group.piece, term.offset) != Some(len) {
-            return Err(format!(
-                "a window of {len} bytes at {} of a {}-byte shard",
-                term.offset, acc.group.piece
-            ));
+            return Err(ParityError::Window {
+                len,
+                offset: term.offset,
+                piece: acc.group.piece,
+            });
         }
         let windows = acc
             .shards
             .get_mut(&term.key)
-            .ok_or_else(|| format!("this node does not hold parity shard {:?}", term.key))?;
+            .ok_or(ParityError::NotHeld(term.key))?;
         if windows
             .get(&term.offset)
             .is_some_and(|from| from.contains(&term.from))
         {
-            return Err(format!(
-                "position {} sent its term of {:?} at {} twice",
-                term.from, term.key, term.offset
-            ));
+            return Err(ParityError::Twice {
+                from: term.from,
+                key: term.key,
+                offset: term.offset,
+            });
         }
         add(fresh)?;
         windows.entry(term.offset).or_default().insert(term.from);
@@ -175,11 +237,11 @@ impl Parity {
         node: u32,
         layout: &BlobLayout,
         fresh: impl FnOnce(bool),
-    ) -> Result<Option<Ready>, String> {
+    ) -> Result<Option<Ready>, ParityError> {
         let (acc, new) = self.acc(job, &layout.group, node)?;
         fresh(new);
         if layout.pos as usize >= acc.group.nodes.len() {
-            return Err(format!("no position {} in the group", layout.pos));
+            return Err(ParityError::NoPosition(layout.pos));
         }
         acc.layouts.insert(layout.pos, layout.entries.clone());
         Ok(Self::ready(acc))
@@ -267,4 +329,47 @@ impl Parity {
     pub(crate) fn forget(&mut self, job: &str) {
         self.accs.retain(|(j, _), _| j != job);
     }
+}
+
+/// The accumulator of a checkpoint's parity new on this node (`node`),
+/// with `pending` bytes of parity already being summed here.
+fn new_acc(group: &GroupInfo, node: u32, pending: u64) -> Result<Acc, ParityError> {
+    let me =
+        group
+            .nodes
+            .iter()
+            .position(|n| *n == node)
+            .ok_or_else(|| ParityError::NotInGroup {
+                node,
+                nodes: group.nodes.clone(),
+            })?;
+    let g = group.nodes.len();
+    let p = group.parity as usize;
+    if p == 0 || p >= g || group.piece == 0 || group.piece > super::proto::MAX_COPY {
+        return Err(ParityError::InvalidGroup {
+            nodes: group.nodes.clone(),
+            parity: p,
+            piece: group.piece,
+        });
+    }
+    let s = Stripes { g, p };
+    let mine: Vec<ParityKey> = (0..g)
+        .filter_map(|t| {
+            s.parity_index(t, me).map(|j| ParityKey {
+                stripe: t as u32,
+                index: j as u32,
+            })
+        })
+        .collect();
+    let need = mine.len() as u64 * group.piece;
+    if pending + need > MAX_PENDING_BYTES {
+        return Err(ParityError::TooMuch);
+    }
+    Ok(Acc {
+        group: group.clone(),
+        shards: mine.into_iter().map(|k| (k, BTreeMap::new())).collect(),
+        layouts: BTreeMap::new(),
+        sent: None,
+        stage: Stage::Collecting,
+    })
 }

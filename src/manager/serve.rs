@@ -328,7 +328,8 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
         } => match pieces.len() {
             1 => shared.add_term(&job_id, &term, &pieces.swap_remove(0)),
             _ => shared.add_term(&job_id, &term, &pieces.concat()),
-        },
+        }
+        .map_err(|e| e.to_string()),
     })
     .await;
     match done {
@@ -363,9 +364,11 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
             job_id,
             layout,
             fence,
-        } => match (shared.fences.admit(&job_id, fence))
-            .and_then(|()| shared.add_layout(&job_id, &layout))
-        {
+        } => match (shared.fences.admit(&job_id, fence)).and_then(|()| {
+            shared
+                .add_layout(&job_id, &layout)
+                .map_err(|e| e.to_string())
+        }) {
             Ok(()) => Reply::Ok,
             Err(e) => Reply::Error(e),
         },

@@ -66,10 +66,12 @@ fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, 
         offset: 0,
     };
     let mut started_over = false;
-    parity.term("job", 0, &term, 64, |fresh| {
-        started_over = fresh;
-        Ok(())
-    })?;
+    parity
+        .term("job", 0, &term, 64, |fresh| {
+            started_over = fresh;
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
     let mut ready = false;
     for pos in [0, 1] {
         let layout = BlobLayout {
@@ -77,7 +79,9 @@ fn parity_round(parity: &mut super::parity::Parity, round: u64) -> Result<bool, 
             pos,
             entries: Vec::new(),
         };
-        ready |= parity.layout("job", 0, &layout, |_| {})?.is_some();
+        ready |= (parity.layout("job", 0, &layout, |_| {}))
+            .map_err(|e| e.to_string())?
+            .is_some();
     }
     assert!(ready, "round {round} completes");
     parity.written("job", 14, Ok(()));
