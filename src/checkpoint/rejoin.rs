@@ -66,6 +66,7 @@ pub(super) fn refusal(cfg: &Config) -> Option<String> {
     let timed = [
         ("snapshot.interval", cfg.snapshot.interval),
         ("l2.interval", cfg.l2.interval),
+        ("l3.interval", cfg.l3.interval),
         ("l4.interval", cfg.l4.interval),
     ]
     .into_iter()
@@ -318,3 +319,6 @@ impl Checkpointer<'_> {
         Ok((counts, meta))
     }
 }
+
+#[cfg(test)]
+mod tests;
