@@ -16,25 +16,27 @@ const SCHEMES: &[Scheme] = &[
     global::SCHEME,
 ];
 
+/// The scheme named `name`.
+fn named(name: &str) -> Result<&'static Scheme, SchemeError> {
+    (SCHEMES.iter())
+        .find(|s| s.name == name)
+        .ok_or_else(|| SchemeError::Unknown(name.to_string()))
+}
+
 /// The protection of `topology` under `rule`, by the scheme the rule
 /// names.
 pub(crate) fn protection(
     topology: &Topology,
     rule: &Rule,
 ) -> Result<Box<dyn Protection>, SchemeError> {
-    let scheme = SCHEMES
-        .iter()
-        .find(|s| s.name == rule.scheme)
-        .ok_or_else(|| SchemeError::Unknown(rule.scheme.clone()))?;
-    (scheme.protect)(topology, rule)
+    (named(&rule.scheme)?.protect)(topology, rule)
 }
 
 /// The erasure code named `name` (a group manifest's, a level-3 scheme's:
 /// `"reed-solomon"`, `"xor"`), for stripes of `k` data and `p` parity
 /// shards.
 pub fn erasure_code(name: &str, k: usize, p: usize) -> Result<Box<dyn ErasureCode>, CodecError> {
-    let parity = (SCHEMES.iter())
-        .find(|s| s.name == name)
+    let parity = (named(name).ok())
         .and_then(|s| s.parity.as_ref())
         .ok_or_else(|| CodecError(format!("no erasure code is named {name:?}")))?;
     (parity.code)(k, p)
@@ -43,11 +45,7 @@ pub fn erasure_code(name: &str, k: usize, p: usize) -> Result<Box<dyn ErasureCod
 /// The groups of `topology` under `rule`, a rule of a scheme that keeps
 /// parity.
 pub(crate) fn parity_groups(topology: &Topology, rule: &Rule) -> Result<Groups, SchemeError> {
-    let parity = (SCHEMES.iter())
-        .find(|s| s.name == rule.scheme)
-        .ok_or_else(|| SchemeError::Unknown(rule.scheme.clone()))?
-        .parity
-        .as_ref()
+    let parity = (named(&rule.scheme)?.parity.as_ref())
         .ok_or_else(|| SchemeError::NoParity(rule.scheme.clone()))?;
     (parity.groups)(topology, rule)
 }
