@@ -447,7 +447,7 @@ def paper004(bench, app, size, runs):
     if nodes < 4:
         die(f"the level comparison needs 4 nodes or more ({size} ranks of {rpn} per node)")
     node = lambda n: list(range(n * rpn, (n + 1) * rpn))
-    # The first level-3 group's size, by frame's rule (topology.rs: groups
+    # The first level-3 group's size, by frame's rule (scheme/reed_solomon: groups
     # of consecutive nodes, as even as possible, the larger ones first);
     # the runner checks the level each case restores from.
     count = max(1, min(-(-nodes // 2), nodes // 2))
