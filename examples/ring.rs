@@ -64,6 +64,12 @@ struct Args {
     /// job runs).
     #[arg(long)]
     hold_file: Option<std::path::PathBuf>,
+    /// In the job's first epoch, every rank waits before its first
+    /// iteration until this file exists (for tests that start the job's
+    /// faults only once the runtime reports a state, such as its standby
+    /// processes ready).
+    #[arg(long)]
+    start_file: Option<std::path::PathBuf>,
 }
 
 const TOKEN: u32 = 1;
@@ -117,6 +123,12 @@ fn resilient(ctx: &mut Context<'_>, args: &Args) -> anyhow::Result<()> {
                 "ring: rank {rank} restored checkpoint {id} at iteration {}",
                 iter.get()
             );
+        }
+    }
+    if let Some(start) = args.start_file.as_ref().filter(|_| ctx.epoch() == 1) {
+        while !start.exists() {
+            ctx.fault_point(iter.get())?;
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
     while iter.get() < args.iterations {

@@ -221,3 +221,45 @@ fn a_damaged_level_1_file_is_fetched_from_the_partner() {
     // partner's copy of the same checkpoint replaces them.
     both_in("L1 damaged", Level::L2, 2, &|b| damage(b, 4, 4, "l1"));
 }
+
+/// Leaves checkpoint `id` as a job killed while writing it does: every
+/// rank but `victim` has its level-1 file, no level committed it, and every
+/// node's `LATEST` pointer still names the one before.
+fn interrupt(base: &Path, id: u64, victim: u32) {
+    let ckpt = format!("ckpt-{id:020}");
+    let victim = format!("rank-{victim:06}.");
+    for entry in std::fs::read_dir(base).unwrap().flatten() {
+        for job in std::fs::read_dir(entry.path()).unwrap().flatten() {
+            let job = job.path();
+            for level in ["l2", "l3", "l4"] {
+                let _ = std::fs::remove_dir_all(job.join(level).join(&ckpt));
+            }
+            let l1 = job.join("l1");
+            for file in std::fs::read_dir(l1.join(&ckpt))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if file.file_name().to_string_lossy().starts_with(&victim) {
+                    std::fs::remove_file(file.path()).unwrap();
+                }
+            }
+            let pointer = l1.join("LATEST");
+            if let Ok(text) = std::fs::read_to_string(&pointer) {
+                let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                v["checkpoint_id"] = (id - 1).into();
+                std::fs::write(&pointer, v.to_string()).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_checkpoint_interrupted_before_its_commit_leaves_level_1_the_one_before() {
+    let _serial = common::serial();
+    // The baseline tries level 1 at the newest checkpoint that committed,
+    // not at the newest file some rank holds.
+    both("L1 interrupted", Level::L1, &|b| {
+        interrupt(b, STEPS, SIZE as u32 - 1)
+    });
+}

@@ -516,18 +516,29 @@ fn thread_stat_field(pid: i32, field: usize) -> Vec<i64> {
 /// ranks held at iteration 100 until the returned file exists; returns
 /// once the launcher reported progress (every rank runs).
 fn held_ring(dir: &Path, run_args: &[&str]) -> (common::Watched, PathBuf) {
-    held_ring_in(dir, run_args, 1)
+    held_ring_in(dir, run_args, 1, 0)
 }
 
-/// [`held_ring`], held in epoch `epoch` (after `epoch - 1` recoveries).
-fn held_ring_in(dir: &Path, run_args: &[&str], epoch: u64) -> (common::Watched, PathBuf) {
+/// [`held_ring`], held in epoch `epoch` (after `epoch - 1` recoveries);
+/// with `standbys` above zero, the ranks start iterating (and the faults
+/// `run_args` inject can happen) only once the daemons report that many
+/// standby processes ready.
+fn held_ring_in(
+    dir: &Path,
+    run_args: &[&str],
+    epoch: u64,
+    standbys: usize,
+) -> (common::Watched, PathBuf) {
     let go = dir.join("go");
     let go_arg = go.to_str().expect("utf-8 path");
+    let start = dir.join("start");
+    let start_arg = start.to_str().expect("utf-8 path");
     let run_args: Vec<&str> = run_args
         .iter()
         .copied()
         .chain(["--progress", "200ms"])
         .collect();
+    let log = [("RUST_LOG", Some("frame_runtime::daemon=debug"))];
     let mut cmd = common::frame_run_command(
         dir,
         &run_args,
@@ -541,10 +552,31 @@ fn held_ring_in(dir: &Path, run_args: &[&str], epoch: u64) -> (common::Watched, 
             go_arg,
             "--hold-epoch",
             &epoch.to_string(),
-        ],
-        &[],
+        ]
+        .into_iter()
+        .chain(
+            (standbys > 0)
+                .then_some(["--start-file", start_arg])
+                .into_iter()
+                .flatten(),
+        )
+        .collect::<Vec<_>>(),
+        // The daemons say when a standby is ready at debug level.
+        &log[..usize::from(standbys > 0)],
     );
     let watched = common::Watched::spawn(&mut cmd);
+    if standbys > 0 {
+        let ready = std::cell::Cell::new(0);
+        watched.wait_until(
+            &format!("reporting the {standbys}th standby process ready"),
+            |line| {
+                ready.set(ready.get() + usize::from(line.contains("standby process ready")));
+                ready.get() >= standbys
+            },
+            Duration::from_secs(120),
+        );
+        std::fs::write(&start, b"start").expect("let the ranks start");
+    }
     if epoch > 1 {
         let recovered = format!("recovered from failure {}", epoch - 1);
         watched.wait_for(&[&recovered], Duration::from_secs(120));
@@ -613,7 +645,8 @@ fn on_a_crowded_machine_ranks_and_managers_yield_to_the_runtime() {
     let dir = scratch();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let per_node = cores.to_string();
-    // Rank 1 fails before the hold: its replacement is a standby.
+    // Rank 1 fails before the hold, once every node's standby is ready:
+    // its replacement is a standby.
     let (watched, go) = held_ring_in(
         dir.path(),
         &[
@@ -624,6 +657,7 @@ fn on_a_crowded_machine_ranks_and_managers_yield_to_the_runtime() {
             "--inject",
             "rank:1@iter=50",
         ],
+        2,
         2,
     );
     let launcher = thread_nices(watched.pid());

@@ -347,15 +347,21 @@ impl<'c> Checkpointer<'c> {
         Ok(me)
     }
 
-    /// Whether every rank can restore the newest checkpoint any rank holds
-    /// from level 1 (the first round of the iterative baseline). Collective.
+    /// Whether every rank can restore the newest committed checkpoint from
+    /// level 1 (the first round of the iterative baseline). Collective.
     fn restorable_at_l1(&self, inventory: &Inventory) -> Result<bool> {
         let mut ballot = Ballot::new(inventory, &self.above_ceiling(inventory), 0);
         self.comm
             .all_reduce_u64(ballot.values_mut(), crate::comm::ReduceOp::Min)?;
-        // Level 1 is tried at its newest checkpoint only, as every level.
-        let newest = ballot.newest_anywhere();
-        Ok(matches!(ballot.decide(), Decision::Restore(id) if id == newest))
+        // Level 1 is tried at its newest checkpoint only, as every level:
+        // the newest any rank has evidence of a commit of (a checkpoint
+        // some ranks wrote before the job died is not one), or without
+        // any evidence the newest any rank holds.
+        let newest = match ballot.committed_anywhere() {
+            0 => ballot.newest_anywhere(),
+            committed => committed,
+        };
+        Ok(matches!(ballot.decide(), Decision::Restore(id) if id >= newest))
     }
 
     /// Plans recovery with the failure-aware strategy (one exchange) and

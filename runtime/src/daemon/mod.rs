@@ -69,6 +69,8 @@ enum Event {
 pub(crate) fn main() -> u8 {
     // Die with the root, whatever happens to it.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
+    // Its own problems are printed as they happen; `RUST_LOG` shows more.
+    frame_log::init(frame_log::Style::Plain, "error");
     let started = if Handoff::on_stdin() {
         Handoff::read()
     } else {
@@ -455,6 +457,7 @@ impl Daemon {
                     }
                     p.joined(conn, tx);
                     if p.rank.is_none() {
+                        tracing::debug!(node = self.spec.node, pid, "standby process ready");
                         self.on_standby_joined(pid).await;
                     }
                 }
