@@ -4,7 +4,7 @@
 //! The same heat2d job (4 nodes of 2 ranks, 1 spare node, partner copies
 //! at every checkpoint) runs on virtual nodes of this machine and on 5
 //! virtual hosts (network and mount namespaces with their own sshd and RAM
-//! disk, as `tests/hosts.rs` builds them; needs root), with a rank or a
+//! disk, as `tests/cluster/hosts.rs` builds them; needs root), with a rank or a
 //! node killed at step 1234. The figure is the root's runtime recovery
 //! time (detection to the world barrier), median of the runs; the runs of
 //! the three set-ups alternate. Run: `sudo cargo bench --bench hosts`.

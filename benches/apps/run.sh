@@ -6,7 +6,7 @@
 # repair, retrieval and the application's re-initialisation; frame's
 # retrieval against the iterative one at each level. Prints markdown
 # tables (docs/APPS.md holds them). Not part of CI: the applications'
-# sources are not in the repository (tests/apps.rs runs this script on a
+# sources are not in the repository (tests/ulfm/apps.rs runs this script on a
 # stand-in of frame's own).
 #
 #   benches/apps/run.sh APP SOURCE_DIR [options]

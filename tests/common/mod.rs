@@ -317,9 +317,12 @@ fn built(key: &str, target: &[&str], features: &[&str]) {
     built.push(key.to_string());
 }
 
-/// A command running this test binary's ignored test `name` as a child
+/// A command running this test binary's ignored test `path` as a child
 /// process, with `FRAME_TEST_CHILD` set so the test knows it is the child.
-pub fn self_as_child(name: &str) -> Command {
+/// `path` is the test's module path (`concat!(module_path!(), "::name")`);
+/// the binary's own name at its front is dropped.
+pub fn self_as_child(path: &str) -> Command {
+    let name = path.split_once("::").map_or(path, |(_, test)| test);
     let mut cmd = Command::new(std::env::current_exe().expect("test executable"));
     cmd.args([
         "--exact",

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 /// Every program from outside Rust the tests start (looked up on the
 /// PATH, or the path given). `scripts/test` installs the packages that
-/// hold them; `tests/setup.rs` checks that its list covers every one.
+/// hold them; `tests/house/setup.rs` checks that its list covers every one.
 pub const TOOLS: &[&str] = &[
     "cc",
     "make",

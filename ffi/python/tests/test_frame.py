@@ -2,7 +2,7 @@
 refuses, bit-exact round trips of every dtype and of files through a
 process restart, and the errors of calls out of order.
 
-Run by tests/python.rs with the virtual environment ffi/python/install
+Run by tests/interfaces/python.rs with the virtual environment ffi/python/install
 builds: ``python -m unittest discover -s ffi/python/tests``.
 """
 

@@ -1,0 +1,15 @@
+//! frame inside MPI programs (feature `mpi`): the MPI transport, the
+//! FTI-compatible libfti from C and Fortran, Python under mpirun, CMake
+//! builds against an installed libframe.
+//!
+//! One test binary; each module below tests one concern.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod cmake;
+mod fti;
+mod fti_fortran;
+mod fti_semantics;
+mod mpi;
+mod python_mpi;
