@@ -2,7 +2,7 @@
 //! local directory and its manager, decided once by whoever placed the
 //! rank (frame's runtime, MPI's placement, or the configuration when
 //! neither) and handed over through the communicator
-//! ([`crate::comm::Comm::place`]).
+//! ([`crate::comm::RuntimeLink::runtime_node`]).
 //!
 //! The one rule for node directories is here too: node `N` of a job keeps
 //! its node-local files in `<storage.local_dir>/node-N` whenever one

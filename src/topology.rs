@@ -1,6 +1,8 @@
 //! Where the ranks are: the placement (rank → node) of a checkpoint, the
-//! nodes it spans, and the [`Layout`] recorded with each commit, which
-//! names the redundancy scheme and its parameters as a [`Rule`].
+//! nodes it spans, the [`Layout`] recorded with each commit, which names
+//! the redundancy scheme and its parameters as a [`Rule`], and the
+//! [`FailureTopology`]: which ranks and nodes a failure took, from the
+//! runtime's messages to the recovery planner.
 //!
 //! Who protects whom under a rule (partners, groups) is each scheme's
 //! business (`scheme/`); this module only records and carries it, so a
@@ -16,7 +18,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest configurable group of nodes that protect each other with
 /// parity. A stripe of a group of g nodes has g shards and the erasure
@@ -150,6 +152,44 @@ impl Topology {
     pub fn ranks_on(&self, node: u32) -> Vec<u32> {
         (0..self.placement.len() as u32)
             .filter(|r| self.placement[*r as usize] == node)
+            .collect()
+    }
+}
+
+/// Which ranks and nodes a failure took: the nodes whose storage is gone
+/// (with every rank on them), and the ranks whose processes died on nodes
+/// that may have survived. The runtime reports one with each recovery
+/// ([`crate::comm::RecoveryContext::failed`]); the recovery planner adds
+/// what the ranks find (nodes whose storage is empty) and plans from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureTopology {
+    /// Failed nodes.
+    pub nodes: BTreeSet<u32>,
+    /// Failed ranks.
+    pub ranks: BTreeSet<u32>,
+}
+
+impl FailureTopology {
+    /// The loss of `nodes` (no rank failed alone).
+    pub fn of_nodes(nodes: impl IntoIterator<Item = u32>) -> Self {
+        Self {
+            nodes: nodes.into_iter().collect(),
+            ranks: BTreeSet::new(),
+        }
+    }
+
+    /// Whether nothing failed.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.ranks.is_empty()
+    }
+
+    /// The failed nodes among `layout`'s.
+    pub fn lost_in(&self, layout: &Topology) -> Vec<u32> {
+        layout
+            .nodes()
+            .iter()
+            .copied()
+            .filter(|n| self.nodes.contains(n))
             .collect()
     }
 }

@@ -328,7 +328,7 @@ fn rank_main(
         let epoch = usize::try_from(ctx.epoch()).unwrap_or(usize::MAX);
         // A replacement rejoining the others is part of the recovery the
         // hold waits for.
-        let rejoined = comm.failures().rejoin;
+        let rejoined = comm.link().recovery().rejoin;
         if args.hold_at.get(epoch.wrapping_sub(1)) == Some(&step.get()) && !rejoined {
             // Left by a global recovery's interruption, or once a logged
             // recovery makes this rank wait for the replacements.

@@ -9,6 +9,7 @@ use super::inject::Action;
 use super::State;
 use bytes::Bytes;
 use frame::comm::net::Endpoint;
+use frame::comm::FailureTopology;
 use futures_util::{SinkExt, StreamExt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -29,8 +30,7 @@ pub(crate) enum ToDaemon {
     /// A recovery into `epoch`: roll back every local rank, start `spawn` here.
     Reinit {
         epoch: u64,
-        failed_ranks: Vec<u32>,
-        failed_nodes: Vec<u32>,
+        failed: FailureTopology,
         spawn: Vec<u32>,
     },
     /// Every rank is ready in `epoch`: here is how to reach each one.
@@ -80,14 +80,12 @@ pub(crate) struct Go {
     pub table: Table,
     /// Node of each rank.
     pub nodes: Vec<u32>,
-    /// Ranks that failed in the recovery that led to this epoch.
-    pub failed_ranks: Vec<u32>,
-    /// Nodes that failed in that recovery.
-    pub failed_nodes: Vec<u32>,
+    /// The ranks and nodes the recovery that led to this epoch lost.
+    pub failed: FailureTopology,
     /// Injections that already fired (never fire again).
     pub fired: Vec<u32>,
     /// The newest checkpoint the ranks reported committed, if any (see
-    /// [`frame::comm::Comm::note_committed`]).
+    /// [`frame::comm::RuntimeLink::note_committed`]).
     pub committed: Option<u64>,
     /// The rank released replaces a failed one while the others go on
     /// (a logged recovery).
@@ -103,7 +101,7 @@ pub(crate) struct Go {
     #[serde(default)]
     pub stand_in: Option<Box<frame::comm::StandIn>>,
     /// Every failed node a spare node stood in for in a logged recovery
-    /// so far, and that spare (see [`frame::comm::Failures::stood_in`]).
+    /// so far, and that spare (see [`frame::comm::RecoveryContext::stood_in`]).
     #[serde(default)]
     pub stood_in: std::collections::BTreeMap<u32, u32>,
 }

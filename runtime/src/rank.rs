@@ -136,11 +136,10 @@ where
                 .with_replay_notes(agent.replay_notes());
         }
         let comm = comm
-            .with_failures(frame::comm::Failures {
+            .with_recovery(frame::comm::RecoveryContext {
                 epoch,
                 launch: env.spec.launched_ns,
-                ranks: go.failed_ranks.clone(),
-                nodes: go.failed_nodes.clone(),
+                failed: go.failed.clone(),
                 placement: go.nodes.clone(),
                 committed: go.committed,
                 rejoin: go.rejoin,
@@ -196,8 +195,8 @@ where
             comm: &comm,
             state,
             epoch,
-            failed_ranks: go.failed_ranks.iter().map(|r| *r as usize).collect(),
-            failed_nodes: go.failed_nodes,
+            failed_ranks: go.failed.ranks.iter().map(|r| *r as usize).collect(),
+            failed_nodes: go.failed.nodes.iter().copied().collect(),
             node_dir: env.spec.node_dir.clone(),
             launcher_pid: Some(env.spec.launcher_pid),
             faults: Some(Faults {

@@ -38,7 +38,7 @@ mod start;
 
 use crate::{Context, State};
 use frame::comm::mpi::{placement, ulfm, ErrorScope, MpiComm, Nodes};
-use frame::comm::{CommError, Failures};
+use frame::comm::{CommError, FailureTopology, RecoveryContext};
 use frame::config::{Config, SpareLayout};
 use job::Job;
 pub use job::Spares;
@@ -147,13 +147,13 @@ where
             comm,
             standing.epoch,
             State::Restarted,
-            Failures {
+            RecoveryContext {
                 epoch: standing.epoch,
-                ranks: standing.failed_ranks,
-                nodes: standing.failed_nodes,
-                committed: None,
-                rejoin: false,
-                ..Failures::default()
+                failed: FailureTopology {
+                    ranks: standing.failed_ranks.into_iter().collect(),
+                    nodes: standing.failed_nodes.into_iter().collect(),
+                },
+                ..RecoveryContext::default()
             },
             SPARE_NAP,
         ),
@@ -163,7 +163,7 @@ where
                 ulfm::duplicate(world),
                 1,
                 State::New,
-                Failures::default(),
+                RecoveryContext::default(),
                 spare_nap(world),
             ),
             Err(code) => return code,
@@ -196,7 +196,7 @@ where
                 }
                 let mpi = match MpiComm::with_node(&work, node) {
                     Ok(c) => c
-                        .with_failures(failures.clone())
+                        .with_recovery(failures.clone())
                         .with_error_scope(options.error_scope)
                         .with_uniform_errors(options.uniform_errors),
                     Err(e) => {
@@ -210,8 +210,8 @@ where
                     mpi: Some(&program),
                     state,
                     epoch,
-                    failed_ranks: failures.ranks.iter().map(|r| *r as usize).collect(),
-                    failed_nodes: failures.nodes.clone(),
+                    failed_ranks: failures.failed.ranks.iter().map(|r| *r as usize).collect(),
+                    failed_nodes: failures.failed.nodes.iter().copied().collect(),
                     node_dir: options.node_dir.clone(),
                     launcher_pid: None,
                     faults: None,
@@ -343,13 +343,13 @@ where
             (None, Some(_)) => State::Restarted,
             _ => state,
         };
-        failures = Failures {
+        failures = RecoveryContext {
             epoch,
-            ranks: repair.failed_ranks.iter().map(|r| *r as u32).collect(),
-            nodes: repair.failed_nodes,
-            committed: None,
-            rejoin: false,
-            ..Failures::default()
+            failed: FailureTopology {
+                ranks: repair.failed_ranks.iter().map(|r| *r as u32).collect(),
+                nodes: repair.failed_nodes.into_iter().collect(),
+            },
+            ..RecoveryContext::default()
         };
     };
     if !died {

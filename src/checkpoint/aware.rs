@@ -14,7 +14,7 @@
 //! that level's copy and rank 0 plans again from the reports it has.
 //!
 //! The failure topology is the union of what the runtime reported (the
-//! failed nodes of the REINIT, through [`Comm::failures`](crate::comm::Comm::failures)),
+//! failed nodes of the REINIT, through [`RuntimeLink::recovery`](crate::comm::RuntimeLink::recovery)),
 //! the nodes of a recorded layout that hold no rank now (an earlier
 //! failure, or a job redeployed on other nodes), and the nodes whose
 //! storage came back empty (a redeployed node that lost its files). It
@@ -23,14 +23,15 @@
 //! under the failed node's id.
 
 use super::Checkpointer;
-use crate::comm::Failures;
+use crate::comm::RecoveryContext;
 use crate::error::Result;
 use crate::level::commit::Commit;
 use crate::level::erasure::ErasureStore;
 use crate::level::{CopyStore, Level};
-use crate::recovery::aware::{plan, usable, Choice, Committed, Failure};
+use crate::recovery::aware::{plan, usable, Choice, Committed};
 use crate::recovery::{copies, erasure, Inventory};
 use crate::scheme;
+use crate::topology::FailureTopology;
 use crate::topology::{Rule, Topology};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -124,14 +125,14 @@ impl Step {
 /// Rank 0's view: every rank's report, and what follows from them.
 struct Planner {
     reports: Vec<Report>,
-    failure: Failure,
+    failure: FailureTopology,
     committed: Vec<Committed>,
 }
 
 impl Planner {
     /// The failure topology and the commits every level made, from the
     /// reports; commits past `ceiling` are left out.
-    fn new(reports: Vec<Report>, from_runtime: &Failures, ceiling: Option<u64>) -> Self {
+    fn new(reports: Vec<Report>, from_runtime: &RecoveryContext, ceiling: Option<u64>) -> Self {
         let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
         let failure = failure_topology(&reports, from_runtime);
         let mut committed = committed(&reports, &placement);
@@ -263,7 +264,7 @@ impl Checkpointer<'_> {
         };
         let planner = self
             .gather_at_root(&report)?
-            .map(|reports| Planner::new(reports, &self.comm.failures(), self.ceiling));
+            .map(|reports| Planner::new(reports, &self.comm.link().recovery(), self.ceiling));
         self.stats.recovery_rounds += 1;
         let found = loop {
             let decision = planner.as_ref().map(|p| p.decide(&excluded));
@@ -349,11 +350,11 @@ impl Checkpointer<'_> {
 /// that hold no rank now. A node a spare stood in for is as alive as the
 /// spare: its storage (what was promoted while the spare stood in) is
 /// there.
-fn failure_topology(reports: &[Report], from_runtime: &Failures) -> Failure {
+fn failure_topology(reports: &[Report], from_runtime: &RecoveryContext) -> FailureTopology {
     let keeper = |n: u32| from_runtime.stood_in.get(&n).copied().unwrap_or(n);
     let now: BTreeSet<u32> = reports.iter().map(|r| r.node).collect();
     // The nodes whose storage is gone; a node's lowest rank speaks for it.
-    let mut gone: BTreeSet<u32> = from_runtime.nodes.iter().copied().collect();
+    let mut gone: BTreeSet<u32> = from_runtime.failed.nodes.clone();
     let mut seen = BTreeSet::new();
     for r in reports {
         if seen.insert(r.node) && r.empty {
@@ -373,9 +374,9 @@ fn failure_topology(reports: &[Report], from_runtime: &Failures) -> Failure {
             gone.contains(&at) || !now.contains(&at)
         })
         .collect();
-    Failure {
+    FailureTopology {
         nodes,
-        ranks: from_runtime.ranks.iter().copied().collect(),
+        ranks: from_runtime.failed.ranks.clone(),
     }
 }
 

@@ -11,7 +11,7 @@
 //!
 //! The choice holds while the job has not committed a newer checkpoint:
 //! under `frame run` the runtime's record of the job's commits says so
-//! ([`Failures::committed`](crate::comm::Failures::committed)), so a
+//! ([`RecoveryContext::committed`](crate::comm::RecoveryContext::committed)), so a
 //! failure before the first new checkpoint goes back to the named one
 //! again, and one after it to the newest.
 

@@ -251,7 +251,7 @@ impl Checkpointer<'_> {
             .map(|(q, r)| (q, r.steps()))
             .collect();
         let record = self.cfg.metrics_file().map(|p| {
-            let failures = self.comm.failures();
+            let failures = self.comm.link().recovery();
             (
                 p.to_path_buf(),
                 ConeRecord {
@@ -338,7 +338,7 @@ impl Checkpointer<'_> {
     fn cone_fallback(&self, reason: String) -> ConeRecovery {
         tracing::warn!(%reason, "cone recovery not possible; restarting globally");
         if let (0, Some(path)) = (self.comm.rank(), self.cfg.metrics_file()) {
-            let failures = self.comm.failures();
+            let failures = self.comm.link().recovery();
             Record::Cone(ConeRecord {
                 job: self.cfg.job.id.clone(),
                 epoch: failures.epoch,
@@ -348,7 +348,7 @@ impl Checkpointer<'_> {
                 checkpoint: self.recovery_id().unwrap_or_default(),
                 from: 0,
                 target: 0,
-                failed: failures.ranks.clone(),
+                failed: failures.failed.ranks.iter().copied().collect(),
                 fallback: Some(reason.clone()),
                 wall_ms: 0.0,
                 cpu_ms: 0.0,

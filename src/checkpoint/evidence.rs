@@ -8,7 +8,7 @@
 //! (read with the level-1 inventory), the commit markers of levels 2 and 3
 //! on its node (the node's lowest rank) and of level 4 (rank 0), and the
 //! runtime's record of the commits the ranks reported
-//! ([`Comm::failures`](crate::comm::Comm::failures)).
+//! ([`RuntimeLink::recovery`](crate::comm::RuntimeLink::recovery)).
 //!
 //! The refusal names the ranks that cannot restore, the levels tried, and
 //! what would have survived the loss.
@@ -32,7 +32,7 @@ impl Checkpointer<'_> {
     /// pointer to `inventory`.
     fn add_evidence(&self, inventory: &mut Inventory) {
         let mut newest = inventory.committed;
-        if let Some(id) = self.comm.failures().committed {
+        if let Some(id) = self.comm.link().recovery().committed {
             newest = newest.max(id);
         }
         if self.levels.is_some() {

@@ -433,7 +433,7 @@ impl Checkpointer<'_> {
     /// in what was promoted meanwhile).
     pub(super) fn stood_in_for(&self) -> Vec<u32> {
         let here = self.comm.node();
-        let stood_in = self.comm.failures().stood_in;
+        let stood_in = self.comm.link().recovery().stood_in;
         (stood_in.into_iter())
             .filter_map(|(failed, spare)| (spare == here).then_some(failed))
             .collect()

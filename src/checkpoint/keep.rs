@@ -26,7 +26,7 @@ impl Checkpointer<'_> {
         // Every rank reached the end: from here a failure may start over,
         // as the files are about to go. The runtime forgets its record
         // before anything is removed.
-        self.comm.note_committed(None);
+        self.comm.link().note_committed(None);
         if let Some(levels) = self.levels.as_mut() {
             let local = levels.remove_all().err();
             let trouble = agree_on_problems(self.comm, local.as_deref())?;
@@ -44,7 +44,7 @@ impl Checkpointer<'_> {
     /// gave up on, or cannot vouch for, keeps every checkpoint, and the
     /// error names the ranks that were refused and why. Collective.
     fn confirm_end(&mut self) -> Result<()> {
-        let refused = self.comm.confirm_end().err().map(|why| {
+        let refused = self.comm.link().confirm_end().err().map(|why| {
             format!("the runtime did not confirm that the job ends well ({why}); every checkpoint is kept")
         });
         let trouble = agree_on_problems(self.comm, refused.as_deref())?;
@@ -122,7 +122,7 @@ impl Checkpointer<'_> {
         let Some(levels) = self.levels.as_mut() else {
             return Ok(Some(id));
         };
-        self.comm.note_committed(None);
+        self.comm.link().note_committed(None);
         let local = levels.remove_local().err();
         let trouble = agree_on_problems(self.comm, local.as_deref())?;
         if !trouble.is_empty() {

@@ -57,7 +57,7 @@ impl Checkpointer<'_> {
         };
         let us = |d: Duration| d.as_micros() as u64;
         let (identify, fetch) = (self.stats.identify_time, self.stats.fetch_time);
-        let reentry = self.comm.failures().reentry;
+        let reentry = self.comm.link().recovery().reentry;
         let mut max = [
             us(identify),
             us(fetch),
@@ -77,13 +77,13 @@ impl Checkpointer<'_> {
         self.comm
             .all_reduce_u64(&mut sum, crate::comm::ReduceOp::Sum)?;
         if self.comm.rank() == 0 {
-            let failures = self.comm.failures();
+            let failures = self.comm.link().recovery();
             let ms = |v: u64| v as f64 / 1000.0;
             Record::Recovery(RecoveryRecord {
                 job: self.cfg.job.id.clone(),
                 epoch: failures.epoch,
-                failed_nodes: failures.nodes,
-                failed_ranks: failures.ranks,
+                failed_nodes: failures.failed.nodes.into_iter().collect(),
+                failed_ranks: failures.failed.ranks.into_iter().collect(),
                 strategy: self.cfg.recovery.strategy.name().into(),
                 level: level.number(),
                 checkpoint: id,

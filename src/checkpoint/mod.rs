@@ -226,7 +226,7 @@ impl<'c> Checkpointer<'c> {
         link: Option<crate::manager::Link>,
     ) -> Result<Self> {
         cfg.validate()?;
-        let place = comm.place();
+        let place = crate::comm::place(comm);
         let mut cfg = cfg.clone();
         let rooted = cfg.private_storage_roots().map_err(|e| match e {
             crate::config::ConfigError::Key { message, .. } => {
@@ -249,7 +249,7 @@ impl<'c> Checkpointer<'c> {
                 .map_err(|e| format!("{e} (key {})", cfg.describe("storage.local_dir")))
         });
         let local = opened.as_ref().err().cloned();
-        let rejoin = comm.failures().rejoin;
+        let rejoin = comm.link().recovery().rejoin;
         let trouble = match rejoin {
             // The others are not in init: nobody to agree with.
             true => local.map(|l| vec![(comm.rank(), l)]).unwrap_or_default(),
@@ -302,7 +302,7 @@ impl<'c> Checkpointer<'c> {
             rollback: None,
             rejoining: false,
             rejoined: None,
-            ceiling: choice::ceiling(cfg, comm.failures().committed),
+            ceiling: choice::ceiling(cfg, comm.link().recovery().committed),
             resume_past: 0,
             files: files::Files::default(),
         };
@@ -318,7 +318,7 @@ impl<'c> Checkpointer<'c> {
                 "chosen from [auto] mtbf (a cost of 1 s assumed until measured)",
             );
         }
-        me.stats.reentry_time = comm.failures().reentry.map_or(Duration::ZERO, |r| {
+        me.stats.reentry_time = comm.link().recovery().reentry.map_or(Duration::ZERO, |r| {
             Duration::from_nanos(crate::metrics::now_ns().saturating_sub(r.released_ns))
         });
         let started = Instant::now();

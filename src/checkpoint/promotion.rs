@@ -174,7 +174,7 @@ fn index(level: Level) -> usize {
 /// The run and epoch a communicator's writes belong to, under a runtime
 /// that launched its run (none otherwise).
 pub(super) fn fence_of(comm: &dyn Comm) -> Option<crate::level::Fence> {
-    let f = comm.failures();
+    let f = comm.link().recovery();
     (f.launch > 0).then_some(crate::level::Fence {
         launch: f.launch,
         epoch: f.epoch,
@@ -188,7 +188,7 @@ impl Promotions {
     pub(crate) fn init(cfg: &Config, comm: &dyn Comm, link: Option<&Link>) -> Result<Self> {
         // Managers are reached over sockets: a dead one is an error here.
         crate::comm::net::quiet_broken_pipes();
-        let place = comm.place();
+        let place = crate::comm::place(comm);
         let secret = match link {
             Some(l) => l.secret.clone(),
             None => job_secret(comm, &place)?,
@@ -453,7 +453,7 @@ impl Promotions {
         }
         // A node's manager that moved to a spare node (a logged recovery
         // of a node failure) is reached there.
-        self.peers.extend(comm.moved_managers());
+        self.peers.extend(comm.link().moved_managers());
         let Some(topology) = self.topology() else {
             return Ok(());
         };
@@ -514,13 +514,13 @@ fn l4_write(l4: &crate::config::GlobalConfig) -> L4Write {
 
 /// Every rank's node, and the highest of the ranks' clocks (`now`, in
 /// microseconds). A runtime that placed the ranks says where (see
-/// [`Failures::placement`](crate::comm::Failures::placement)): then one
+/// [`RecoveryContext::placement`](crate::comm::RecoveryContext::placement)): then one
 /// reduction of a number finds the clock. Otherwise every rank's node and
 /// clock are gathered from every rank (a number per rank, to every rank).
 fn placement_and_clock(comm: &dyn Comm, now: u64) -> Result<(Vec<u32>, u64)> {
     // Every rank of the epoch was released with the same placement, so
     // every rank takes the same branch.
-    let placed = comm.failures().placement;
+    let placed = comm.link().recovery().placement;
     if placed.len() == comm.size() {
         let mut clock = [now];
         comm.all_reduce_u64(&mut clock, ReduceOp::Max)?;

@@ -1,5 +1,5 @@
 //! Localised recovery on the checkpointer's side. A rank that replaces a
-//! failed one while the others go on ([`Failures::rejoin`]) restores its
+//! failed one while the others go on ([`RecoveryContext::rejoin`]) restores its
 //! own newest checkpoint without them (no collective call: they are not
 //! in `init` or `recover`), gives its communicator the message counts
 //! saved with it, and then goes through that checkpoint's commit again:
@@ -9,7 +9,7 @@
 //! there with the messages the survivors' logs feed it.
 //!
 //! A replacement on a spare node, whose failed rank's node died with its
-//! level 1 ([`Failures::stand_in`]), first brings that checkpoint from the
+//! level 1 ([`RecoveryContext::stand_in`]), first brings that checkpoint from the
 //! level-2 copy the failed node's partner keeps, through that node's
 //! manager, or else decodes it from the failed node's level-3 group
 //! (`rejoin/group.rs`), and goes on as above.
@@ -23,8 +23,8 @@
 //! counted in calls (a timed schedule is agreed at run time); otherwise
 //! the replacement refuses at `init`, naming the key.
 //!
-//! [`Failures::rejoin`]: crate::comm::Failures::rejoin
-//! [`Failures::stand_in`]: crate::comm::Failures::stand_in
+//! [`RecoveryContext::rejoin`]: crate::comm::RecoveryContext::rejoin
+//! [`RecoveryContext::stand_in`]: crate::comm::RecoveryContext::stand_in
 
 use super::promotion::Promotions;
 use super::{messages, Checkpointer, Pending, Phase};
@@ -58,7 +58,7 @@ pub(super) struct Rejoined {
 /// fails with `error`.
 pub(super) fn give_up(comm: &dyn Comm, error: Error) -> Error {
     let reason = format!("rank {} cannot rejoin: {error}", comm.rank());
-    comm.fall_back(&reason).map_or(error, Error::Comm)
+    comm.link().fall_back(&reason).map_or(error, Error::Comm)
 }
 
 /// Why a replacement with this configuration cannot rejoin, if it cannot.
@@ -85,7 +85,7 @@ impl Checkpointer<'_> {
     /// at least the newest the runtime saw committed (a rank rejoins from
     /// a checkpoint; the runtime restarts globally before the first).
     pub(super) fn start_rejoin(&mut self) -> Result<()> {
-        let failures = self.comm.failures();
+        let failures = self.comm.link().recovery();
         let committed = failures.committed.unwrap_or(0);
         let mut inventory = self.store.inventory();
         let mut newest = inventory.valid.iter().map(|h| h.id).max();
@@ -138,7 +138,7 @@ impl Checkpointer<'_> {
     ) -> Result<(Topology, Secret), String> {
         let topology = Topology::new(stand_in.placement.clone())
             .map_err(|e| format!("the job's placement is unusable: {e}"))?;
-        let secret = (self.comm.place().runtime)
+        let secret = (crate::comm::place(self.comm).runtime)
             .map(|r| r.secret)
             .ok_or_else(|| "no runtime gave the job's secret".to_string())?;
         Ok((topology, secret))
@@ -231,7 +231,7 @@ impl Checkpointer<'_> {
         // The next stamp follows the restored checkpoint's, as on the others.
         self.session = meta.stamp;
         self.attempts = 0;
-        self.comm.resume_messages(&counts);
+        self.comm.link().resume_messages(&counts);
         self.stats.recovered_from.get_or_insert(Level::L1);
         self.stats.recovery_time += started.elapsed();
         if let Some(levels) = self.levels.as_mut() {
@@ -283,7 +283,7 @@ impl Checkpointer<'_> {
         if let Some(path) = self.cfg.metrics_file() {
             Record::Rejoin(RejoinRecord {
                 job: self.cfg.job.id.clone(),
-                epoch: self.comm.failures().epoch,
+                epoch: self.comm.link().recovery().epoch,
                 rank: self.comm.rank() as u32,
                 checkpoint: restored,
                 restore_ms: ms(restore),

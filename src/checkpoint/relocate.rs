@@ -68,7 +68,7 @@ impl Checkpointer<'_> {
     /// documentation). Collective; problems are warnings (recovery then
     /// plans without those files).
     pub(super) fn relocate_moved(&mut self) -> Result<()> {
-        let failed = self.comm.failures().ranks;
+        let failed = self.comm.link().recovery().failed.ranks;
         if failed.is_empty() {
             return Ok(());
         }

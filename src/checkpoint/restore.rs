@@ -320,7 +320,7 @@ impl Checkpointer<'_> {
         if let Err(e) = self.store.advance(id) {
             tracing::warn!(checkpoint = id, error = %e, "could not record the restored checkpoint as the newest");
         }
-        self.comm.note_committed(Some(id));
+        self.comm.link().note_committed(Some(id));
         self.phase = Phase::Running;
         self.restored_here = false;
         self.next_id = self.next_id_after(id);

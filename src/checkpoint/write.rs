@@ -144,7 +144,7 @@ impl Checkpointer<'_> {
             });
         }
         // Every rank advanced: the runtime keeps the fact off the nodes.
-        self.comm.note_committed(Some(id));
+        self.comm.link().note_committed(Some(id));
         if let Err(e) = self.store.retain(self.cfg.retention.keep_last as usize) {
             tracing::warn!(checkpoint = id, error = %e, "could not retire old checkpoints");
         }
@@ -201,6 +201,7 @@ impl Checkpointer<'_> {
     fn write_local(&mut self, id: u64, stamp: u64) -> std::result::Result<Metadata, String> {
         let counts = self
             .comm
+            .link()
             .message_counts()
             .map(|c| super::messages::encode(&c));
         // A logging communicator's checkpoints also keep the promotion

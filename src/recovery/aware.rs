@@ -22,41 +22,9 @@
 
 use crate::level::Level;
 use crate::scheme::Protection;
-use crate::topology::Topology;
+use crate::topology::{FailureTopology, Topology};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
 use std::sync::Arc;
-
-/// The failure topology: the nodes whose storage is gone, and the ranks
-/// whose processes died (on nodes that may have survived).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Failure {
-    /// Failed nodes.
-    pub nodes: BTreeSet<u32>,
-    /// Failed ranks.
-    pub ranks: BTreeSet<u32>,
-}
-
-impl Failure {
-    /// A failure of the given nodes (no soft failures).
-    #[cfg(test)]
-    pub(crate) fn nodes(nodes: impl IntoIterator<Item = u32>) -> Self {
-        Self {
-            nodes: nodes.into_iter().collect(),
-            ranks: BTreeSet::new(),
-        }
-    }
-
-    /// The failed nodes among `layout`'s.
-    pub(crate) fn lost_in(&self, layout: &Topology) -> Vec<u32> {
-        layout
-            .nodes()
-            .iter()
-            .copied()
-            .filter(|n| self.nodes.contains(n))
-            .collect()
-    }
-}
 
 /// A checkpoint committed at a level, with the layout it was protected
 /// under.
@@ -89,7 +57,7 @@ pub(crate) struct Choice {
 /// Whether the data of `committed` survives the failed nodes of
 /// `failure`: nothing of its layout lost, or its protection survives the
 /// loss.
-pub(crate) fn usable(committed: &Committed, failure: &Failure) -> bool {
+pub(crate) fn usable(committed: &Committed, failure: &FailureTopology) -> bool {
     failure.lost_in(&committed.layout).is_empty()
         || (committed.protection.as_ref()).is_some_and(|p| p.survives(&failure.nodes))
 }
@@ -99,7 +67,7 @@ pub(crate) fn usable(committed: &Committed, failure: &Failure) -> bool {
 /// survives. Entries in `excluded` (a level's copy of a checkpoint found
 /// damaged while loading) are passed over.
 pub(crate) fn plan(
-    failure: &Failure,
+    failure: &FailureTopology,
     committed: &[Committed],
     excluded: &[(Level, u64)],
 ) -> Option<Choice> {

@@ -22,7 +22,7 @@ impl Daemon {
             ToDaemon::Reinit {
                 epoch,
                 spawn,
-                failed_ranks,
+                failed,
                 ..
             } => {
                 self.epoch = epoch;
@@ -30,7 +30,7 @@ impl Daemon {
                 // recovery's replacements that fell back keep running):
                 // they tell it again.
                 for p in self.procs.values_mut() {
-                    if p.rank.is_some_and(|r| failed_ranks.contains(&r)) {
+                    if p.rank.is_some_and(|r| failed.ranks.contains(&r)) {
                         p.reported = procs::Reported::Nothing;
                     }
                 }

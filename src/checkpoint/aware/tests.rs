@@ -27,7 +27,7 @@ fn report(node: u32, empty: bool, layouts: &[Vec<u32>]) -> Report {
 fn a_node_no_rank_runs_on_is_lost() {
     // Recorded on nodes 0 and 1; node 1's ranks run on spare node 2 now.
     let reports = [report(0, false, &[vec![0, 1]]), report(2, true, &[])];
-    let failure = failure_topology(&reports, &Failures::default());
+    let failure = failure_topology(&reports, &RecoveryContext::default());
     assert_eq!(failure.nodes, BTreeSet::from([1, 2]));
 }
 
@@ -36,10 +36,10 @@ fn a_node_a_spare_stood_in_for_lives_on_the_spare() {
     // Spare node 2 stood in for node 1 (the layouts still name node 1, its
     // copies are on node 2); then node 0 died, its ranks now on node 3.
     let stood_in = BTreeMap::from([(1, 2)]);
-    let runtime = Failures {
-        nodes: vec![0, 1],
+    let runtime = RecoveryContext {
+        failed: FailureTopology::of_nodes([0, 1]),
         stood_in: stood_in.clone(),
-        ..Failures::default()
+        ..RecoveryContext::default()
     };
     let reports = [
         report(3, true, &[]),
@@ -48,10 +48,10 @@ fn a_node_a_spare_stood_in_for_lives_on_the_spare() {
     let failure = failure_topology(&reports, &runtime);
     assert_eq!(failure.nodes, BTreeSet::from([0, 3]));
     // Once the spare dies too, node 1's storage is gone with it.
-    let runtime = Failures {
-        nodes: vec![2],
+    let runtime = RecoveryContext {
+        failed: FailureTopology::of_nodes([2]),
         stood_in,
-        ..Failures::default()
+        ..RecoveryContext::default()
     };
     let reports = [report(0, false, &[vec![0, 1]]), report(4, true, &[])];
     let failure = failure_topology(&reports, &runtime);
@@ -79,10 +79,7 @@ fn marker(level: u8, id: u64, layout: Option<Layout>) -> Commit {
 
 fn chosen(reports: &[Report], lost: &[u32]) -> Option<(Level, u64)> {
     let placement: Vec<u32> = reports.iter().map(|r| r.node).collect();
-    let failure = Failure {
-        nodes: lost.iter().copied().collect(),
-        ranks: BTreeSet::new(),
-    };
+    let failure = FailureTopology::of_nodes(lost.iter().copied());
     plan(&failure, &committed(reports, &placement), &[]).map(|c| (c.level, c.id))
 }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::comm::{Bytes, Comm, CommResult, LocalComm, NodeId, Rank};
+use crate::comm::{Bytes, Comm, CommResult, LocalComm, NodeId, Rank, RuntimeLink};
 use crate::config::{Config, Interval};
 use crate::Checkpointer;
 
@@ -26,6 +26,12 @@ impl Comm for Counting {
     fn recv_tagged(&self, src: Rank, tag: u64) -> CommResult<Bytes> {
         self.inner.recv_tagged(src, tag)
     }
+    fn link(&self) -> &dyn RuntimeLink {
+        self
+    }
+}
+
+impl RuntimeLink for Counting {
     fn message_counts(&self) -> Option<MessageCounts> {
         Some(self.counts.clone())
     }

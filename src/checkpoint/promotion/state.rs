@@ -101,7 +101,7 @@ impl Promotions {
         let rank = comm.rank() as u32;
         let node = saved.placement.get(rank as usize).copied();
         // A replacement on a spare node runs there as the failed node.
-        let stand_in = comm.failures().stand_in;
+        let stand_in = comm.link().recovery().stand_in;
         let here = stand_in.as_ref().map_or(comm.node(), |s| s.node);
         if saved.placement.len() != comm.size() || node != Some(here) {
             return Err(unreadable(format!(
@@ -112,7 +112,7 @@ impl Promotions {
         if let Some(s) = stand_in {
             peers.extend(s.managers);
         }
-        let place = comm.place();
+        let place = crate::comm::place(comm);
         let secret: Secret = place
             .runtime
             .as_ref()

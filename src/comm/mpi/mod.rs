@@ -28,7 +28,8 @@
 //! that must be the thread that initialised MPI.
 
 use super::{
-    check_rank, collective, Bytes, Comm, CommError, CommResult, Failures, NodeId, Rank, ReduceOp,
+    check_rank, collective, Bytes, Comm, CommError, CommResult, NodeId, Rank, RecoveryContext,
+    ReduceOp, RuntimeLink,
 };
 use mpi::collective::SystemOperation;
 use mpi::ffi;
@@ -101,7 +102,7 @@ pub struct MpiComm {
     size: usize,
     node: NodeId,
     /// What failed before this communicator was made (after a repair).
-    failures: Failures,
+    recovery: RecoveryContext,
     inner: Mutex<Inner>,
 }
 
@@ -133,7 +134,7 @@ impl MpiComm {
             rank: comm.rank() as Rank,
             size: comm.size() as usize,
             node,
-            failures: Failures::default(),
+            recovery: RecoveryContext::default(),
             inner: Mutex::new(Inner {
                 #[cfg(feature = "ulfm")]
                 watch: scope::Watch::new(ErrorScope::Operation, [user.as_raw(), internal.as_raw()]),
@@ -147,11 +148,11 @@ impl MpiComm {
     }
 
     /// The same communicator, telling the program and the checkpointer
-    /// what failed before it was made ([`Comm::failures`]): a repair hands
-    /// this to the re-entered program, so that failure-aware recovery
-    /// picks the level from the failure topology.
-    pub fn with_failures(mut self, failures: Failures) -> Self {
-        self.failures = failures;
+    /// what failed before it was made ([`RuntimeLink::recovery`]): a
+    /// repair hands this to the re-entered program, so that failure-aware
+    /// recovery picks the level from the failure topology.
+    pub fn with_recovery(mut self, recovery: RecoveryContext) -> Self {
+        self.recovery = recovery;
         self
     }
 
@@ -290,6 +291,13 @@ fn mpi_op(op: ReduceOp) -> SystemOperation {
     }
 }
 
+/// A repaired communicator tells what failed before it was made.
+impl RuntimeLink for MpiComm {
+    fn recovery(&self) -> RecoveryContext {
+        self.recovery.clone()
+    }
+}
+
 impl Comm for MpiComm {
     fn rank(&self) -> Rank {
         self.rank
@@ -303,8 +311,8 @@ impl Comm for MpiComm {
         self.node
     }
 
-    fn failures(&self) -> Failures {
-        self.failures.clone()
+    fn link(&self) -> &dyn RuntimeLink {
+        self
     }
 
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {

@@ -49,7 +49,8 @@ pub use lost::LostPeers;
 pub use rejoin::{Fallback, Replay, ReplayNotes};
 
 use super::{
-    check_rank, Bytes, Comm, CommError, CommResult, Failures, MessageCounts, NodeId, Rank,
+    check_rank, Bytes, Comm, CommError, CommResult, MessageCounts, NodeId, Rank, RecoveryContext,
+    RuntimeLink,
 };
 use crate::auth::Secret;
 use serde::{Deserialize, Serialize};
@@ -155,7 +156,7 @@ pub struct NetComm {
     security: Arc<Security>,
     peers: Vec<Mutex<Peer>>,
     journal: Option<Mutex<Logged>>,
-    failures: Failures,
+    recovery: RecoveryContext,
     notes: Option<CommitNotes>,
     end: Option<EndConfirm>,
     runtime_node: Option<crate::node::RuntimeNode>,
@@ -192,11 +193,11 @@ struct Logged {
 }
 
 /// Where a communicator passes the commits the library notes (see
-/// [`Comm::note_committed`]): the runtime's record of them.
+/// [`RuntimeLink::note_committed`]): the runtime's record of them.
 pub type CommitNotes = Arc<dyn Fn(Option<u64>) + Send + Sync>;
 
 /// Where a communicator asks whether the job ends well (see
-/// [`Comm::confirm_end`]): the runtime's root.
+/// [`RuntimeLink::confirm_end`]): the runtime's root.
 pub type EndConfirm = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 impl NetComm {
@@ -229,7 +230,7 @@ impl NetComm {
             security,
             peers,
             journal: None,
-            failures: Failures::default(),
+            recovery: RecoveryContext::default(),
             notes: None,
             end: None,
             runtime_node: None,
@@ -291,8 +292,8 @@ impl NetComm {
 
     /// The same communicator, telling the library which failures led to
     /// its epoch.
-    pub fn with_failures(mut self, failures: Failures) -> Self {
-        self.failures = failures;
+    pub fn with_recovery(mut self, recovery: RecoveryContext) -> Self {
+        self.recovery = recovery;
         self
     }
 
@@ -378,28 +379,15 @@ impl NetComm {
     }
 }
 
-impl Comm for NetComm {
-    fn rank(&self) -> Rank {
-        self.rank
+/// The runtime's side of a rank: what the runtime handed it at its start
+/// and the calls that reach the runtime (through the callbacks it set).
+impl RuntimeLink for NetComm {
+    fn recovery(&self) -> RecoveryContext {
+        self.recovery.clone()
     }
 
-    fn size(&self) -> usize {
-        self.peers.len()
-    }
-
-    fn node(&self) -> NodeId {
-        self.node
-    }
-
-    fn failures(&self) -> Failures {
-        self.failures.clone()
-    }
-
-    fn place(&self) -> crate::node::NodePlace {
-        crate::node::NodePlace {
-            id: self.node,
-            runtime: self.runtime_node.clone(),
-        }
+    fn runtime_node(&self) -> Option<crate::node::RuntimeNode> {
+        self.runtime_node.clone()
     }
 
     /// `None` also while a message received is followed by an earlier
@@ -456,6 +444,24 @@ impl Comm for NetComm {
             Some(end) => end(),
             None => Ok(()),
         }
+    }
+}
+
+impl Comm for NetComm {
+    fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.peers.len()
+    }
+
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn link(&self) -> &dyn RuntimeLink {
+        self
     }
 
     fn send_tagged(&self, dest: Rank, tag: u64, data: &[u8]) -> CommResult<()> {

@@ -78,7 +78,7 @@ impl NetComm {
             tracing::warn!("a replacement without its own address cannot ask for its messages");
             return;
         };
-        let manager = self.failures.stand_in.as_ref().and_then(|s| {
+        let manager = self.recovery.stand_in.as_ref().and_then(|s| {
             let at = s.managers.get(&s.node)?;
             Some((s.node, at.clone()))
         });

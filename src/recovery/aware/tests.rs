@@ -9,6 +9,7 @@ use super::*;
 use crate::level::erasure::Stripes;
 use crate::scheme::{global, partner, reed_solomon};
 use reed_solomon::Groups;
+use std::collections::BTreeSet;
 
 /// A placement and the settings of every level's scheme.
 #[derive(Clone, Debug)]
@@ -66,17 +67,17 @@ fn four_nodes_in_one_group_lose_two_partners_or_one_node() {
         setting.commit(Level::L4, 10, 3),
     ];
     // Nodes 1 and 2 are partners: level 2 is out, level 3 (one parity) too.
-    let failure = Failure::nodes([1, 2]);
+    let failure = FailureTopology::of_nodes([1, 2]);
     let choice = plan(&failure, &committed, &[]).unwrap();
     assert_eq!((choice.level, choice.id), (Level::L4, 10));
     // Node 1 alone: its partner keeps its copy.
-    let choice = plan(&Failure::nodes([1]), &committed, &[]).unwrap();
+    let choice = plan(&FailureTopology::of_nodes([1]), &committed, &[]).unwrap();
     assert_eq!((choice.level, choice.id), (Level::L2, 20));
 }
 
 #[allow(clippy::needless_range_loop)] // stripes index several tables
 /// Whether level 3 of `setting` really rebuilds every lost node's blob.
-fn erasure_survives(setting: &Setting, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
+fn erasure_survives(setting: &Setting, failure: &FailureTopology, rng: &mut fastrand::Rng) -> bool {
     let groups = Groups::new(&setting.layout, setting.size, setting.parity);
     for group in groups.all() {
         let g = group.nodes.len();
@@ -156,7 +157,12 @@ fn erasure_survives(setting: &Setting, failure: &Failure, rng: &mut fastrand::Rn
 
 /// Whether `level` of `setting` survives `failure`, from where each
 /// rank's bytes live.
-fn brute(level: Level, setting: &Setting, failure: &Failure, rng: &mut fastrand::Rng) -> bool {
+fn brute(
+    level: Level,
+    setting: &Setting,
+    failure: &FailureTopology,
+    rng: &mut fastrand::Rng,
+) -> bool {
     let alive = |n: u32| !failure.nodes.contains(&n);
     let layout = &setting.layout;
     match level {
@@ -203,12 +209,12 @@ fn settings() -> Vec<Setting> {
 }
 
 /// Every subset of the layout's nodes plus one spare node.
-fn failures(layout: &Topology) -> Vec<Failure> {
+fn failures(layout: &Topology) -> Vec<FailureTopology> {
     let mut candidates = layout.nodes().to_vec();
     candidates.push(1000);
     (0u32..1 << candidates.len())
         .map(|mask| {
-            Failure::nodes(
+            FailureTopology::of_nodes(
                 candidates
                     .iter()
                     .enumerate()
@@ -247,7 +253,7 @@ fn usable_matches_where_the_bytes_live_for_every_failure_set() {
 /// The newest id any usable level holds, and the lowest level holding it,
 /// found by trying every (id, level) pair.
 fn brute_choice(
-    failure: &Failure,
+    failure: &FailureTopology,
     committed: &[(Committed, &Setting)],
     excluded: &[(Level, u64)],
     rng: &mut fastrand::Rng,
@@ -287,7 +293,7 @@ fn plan_picks_the_newest_restorable_checkpoint_at_its_lowest_level() {
                 }
             }
         }
-        let failure = Failure::nodes((0..10).filter(|_| rng.u8(..5) == 0));
+        let failure = FailureTopology::of_nodes((0..10).filter(|_| rng.u8(..5) == 0));
         let excluded: Vec<(Level, u64)> = committed
             .iter()
             .filter(|_| rng.u8(..8) == 0)
@@ -313,19 +319,28 @@ fn a_checkpoint_at_several_levels_comes_from_the_lowest_usable_one() {
     let setting = Setting::new(vec![0, 1, 2, 3], 1, 4, 1);
     let at = |level| setting.commit(level, 5, 1);
     let all = [at(Level::L4), at(Level::L3), at(Level::L2), at(Level::L1)];
-    let choose = |f: &Failure, ex: &[(Level, u64)]| plan(f, &all, ex).map(|c| c.level);
-    assert_eq!(choose(&Failure::default(), &[]), Some(Level::L1));
-    assert_eq!(choose(&Failure::nodes([2]), &[]), Some(Level::L2));
+    let choose = |f: &FailureTopology, ex: &[(Level, u64)]| plan(f, &all, ex).map(|c| c.level);
+    assert_eq!(choose(&FailureTopology::default(), &[]), Some(Level::L1));
+    assert_eq!(
+        choose(&FailureTopology::of_nodes([2]), &[]),
+        Some(Level::L2)
+    );
     // Damage found while loading level 2 sends everyone to level 3.
     assert_eq!(
-        choose(&Failure::nodes([2]), &[(Level::L2, 5)]),
+        choose(&FailureTopology::of_nodes([2]), &[(Level::L2, 5)]),
         Some(Level::L3)
     );
     // Partners 0 and 1 both lost: two losses exceed the group's parity.
-    assert_eq!(choose(&Failure::nodes([0, 1]), &[]), Some(Level::L4));
-    assert_eq!(choose(&Failure::nodes([0, 1]), &[(Level::L4, 5)]), None);
+    assert_eq!(
+        choose(&FailureTopology::of_nodes([0, 1]), &[]),
+        Some(Level::L4)
+    );
+    assert_eq!(
+        choose(&FailureTopology::of_nodes([0, 1]), &[(Level::L4, 5)]),
+        None
+    );
     // Soft failures alone leave level 1.
-    let soft = Failure {
+    let soft = FailureTopology {
         nodes: BTreeSet::new(),
         ranks: [1, 2].into(),
     };

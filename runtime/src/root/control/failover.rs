@@ -8,6 +8,7 @@ use crate::placement::{self, NodeSlots};
 use crate::proto::{now_ns, Go, Table, ToDaemon};
 use crate::root::{RecoveryMode, RunError};
 use crate::State;
+use frame::comm::FailureTopology;
 use frame::metrics::{process_cpu_ns, Record, RuntimeRecoveryRecord, RuntimeStartRecord};
 
 impl Cluster<'_> {
@@ -21,13 +22,12 @@ impl Cluster<'_> {
             return;
         };
         let table = Table::Full(endpoints);
-        let (failed_ranks, failed_nodes) = std::mem::take(&mut self.last_failed);
+        let failed = std::mem::take(&mut self.last_failed);
         let go = Go {
             epoch: self.epoch,
             table,
             nodes: self.placement.clone(),
-            failed_ranks: failed_ranks.into_iter().collect(),
-            failed_nodes: failed_nodes.into_iter().collect(),
+            failed,
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
             rejoin: false,
@@ -236,8 +236,8 @@ impl Cluster<'_> {
             self.ready.clear(r as usize);
         }
         self.done = Roll::new(size);
-        self.last_failed.0.extend(&failed_ranks);
-        self.last_failed.1.extend(&failed_nodes);
+        self.last_failed.ranks.extend(&failed_ranks);
+        self.last_failed.nodes.extend(&failed_nodes);
         if let Some(why) = &fallback {
             eprintln!("frame: restarting globally: {why}");
         }
@@ -279,8 +279,10 @@ impl Cluster<'_> {
                     if self.nodes[n as usize].alive {
                         let msg = ToDaemon::Reinit {
                             epoch: self.epoch,
-                            failed_ranks: failed_ranks.clone(),
-                            failed_nodes: failed_nodes.clone(),
+                            failed: FailureTopology {
+                                ranks: failed_ranks.iter().copied().collect(),
+                                nodes: failed_nodes.iter().copied().collect(),
+                            },
                             spawn: spawn.get(&n).cloned().unwrap_or_default(),
                         };
                         self.send(n, &msg).await;

@@ -26,7 +26,7 @@
 use super::{Cluster, Failure};
 use crate::proto::{now_ns, Go, ToDaemon};
 use crate::root::RunError;
-use frame::comm::StandIn;
+use frame::comm::{FailureTopology, StandIn};
 use frame::metrics::{IdleRecord, Record, RuntimeRecoveryRecord};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -275,11 +275,18 @@ impl Cluster<'_> {
     /// the others.
     async fn release_rejoining(&mut self, rank: u32) {
         // What failed in this recovery: the rank, or its node's ranks.
-        let (failed_ranks, failed_nodes) = (self.open.iter())
+        let failed = (self.open.iter())
             .find(|r| r.mode == "logged" && r.failed_ranks.contains(&rank))
-            .map_or((vec![rank], vec![]), |r| {
-                (r.failed_ranks.clone(), r.failed_nodes.clone())
-            });
+            .map_or(
+                FailureTopology {
+                    ranks: [rank].into(),
+                    nodes: Default::default(),
+                },
+                |r| FailureTopology {
+                    ranks: r.failed_ranks.iter().copied().collect(),
+                    nodes: r.failed_nodes.iter().copied().collect(),
+                },
+            );
         let Some(endpoints) = self.ready.every() else {
             tracing::error!(
                 rank,
@@ -291,8 +298,7 @@ impl Cluster<'_> {
             epoch: self.epoch,
             table: crate::proto::Table::Full(endpoints),
             nodes: self.placement.clone(),
-            failed_ranks,
-            failed_nodes,
+            failed,
             fired: self.fired.iter().copied().collect(),
             committed: self.committed,
             rejoin: true,

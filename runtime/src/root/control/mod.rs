@@ -27,6 +27,7 @@ use crate::inject::Trigger;
 use crate::proto::{self, now_ns, ToDaemon, ToRoot};
 use crate::State;
 use frame::comm::net::Endpoint;
+use frame::comm::FailureTopology;
 use frame::internals::auth::Secret;
 use frame::metrics::{Record, RuntimeRecoveryRecord};
 use roll::Roll;
@@ -139,7 +140,7 @@ struct Cluster<'a> {
     /// one event once the injection fired (see `Cluster::take_down`).
     killed: Vec<u32>,
     /// Ranks and nodes failed since the last barrier release (each once).
-    last_failed: (BTreeSet<u32>, BTreeSet<u32>),
+    last_failed: FailureTopology,
     metrics: Option<std::fs::File>,
     /// Background removals of dead nodes' directories.
     cleanup: Vec<tokio::task::JoinHandle<()>>,
@@ -154,7 +155,7 @@ struct Cluster<'a> {
     /// What decides that nodes are dead: see `verdict.rs`.
     verdicts: verdict::Verdicts,
     /// When the run was launched (what, with the epoch, fences the job's
-    /// shared storage: see `frame::comm::Failures::launch`).
+    /// shared storage: see `frame::comm::RecoveryContext::launch`).
     launched_ns: u64,
     /// The CPU group of the ranks of virtual nodes crowding this machine
     /// (see `crate::crowding::group`).
@@ -246,7 +247,7 @@ pub(super) async fn drive(launch: &Launch) -> Result<Outcome, RunError> {
         fired: BTreeSet::new(),
         delayed: Vec::new(),
         killed: Vec::new(),
-        last_failed: (BTreeSet::new(), BTreeSet::new()),
+        last_failed: FailureTopology::default(),
         metrics,
         cleanup: Vec::new(),
         began,
