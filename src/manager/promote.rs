@@ -5,7 +5,7 @@
 //! wrote is durable.
 
 use super::proto::{
-    self, BlobLayout, Client, GroupInfo, Put, PutError, Reply, Request, Source, Term,
+    self, BlobLayout, Client, GroupInfo, Put, PutError, Reply, Request, Source, SourceError, Term,
 };
 use super::task::{Task, Transform};
 use crate::auth::Secret;
@@ -86,8 +86,8 @@ pub(crate) enum Failure {
         announced: Option<u64>,
     },
     /// Bytes being sent could not be read.
-    #[error("{0}")]
-    Source(String),
+    #[error(transparent)]
+    Source(#[from] SourceError),
 }
 
 /// Connections to other managers, made on first use and kept.
@@ -114,10 +114,20 @@ impl Peers {
         what: Put,
         mut open: impl FnMut() -> Result<S, Failure>,
     ) -> Result<(), Failure> {
-        self.call(node, to, |c| {
-            let mut source = open().map_err(|e| PutError::Source(e.to_string()))?;
-            c.put_from(&task.job_id, task.fence, what.clone(), &mut source)
-        })
+        // Why a source could not be made: returned as it is.
+        let mut unopened = None;
+        let sent = self.call(node, to, |c| match open() {
+            Ok(mut source) => c.put_from(&task.job_id, task.fence, what.clone(), &mut source),
+            Err(e) => {
+                unopened = Some(e);
+                // Never sent: the connection stays as it was.
+                Ok(Reply::Ok)
+            }
+        });
+        match unopened {
+            Some(e) => Err(e),
+            None => sent,
+        }
     }
 
     /// Sends a request to node `node`'s manager at `to`.
@@ -392,13 +402,12 @@ impl Source for Scaled<'_> {
         self.data.len() as u64
     }
 
-    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), SourceError> {
         if out.len() > self.data.len() {
-            return Err(format!(
-                "{} bytes asked of {} left",
-                out.len(),
-                self.data.len()
-            ));
+            return Err(SourceError::Overrun {
+                asked: out.len(),
+                left: self.data.len() as u64,
+            });
         }
         let (now, rest) = self.data.split_at(out.len());
         scale(self.coefficient, now, out);

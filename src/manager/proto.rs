@@ -13,7 +13,7 @@ use crate::auth::{self, Channel, Secret};
 use crate::comm::net::Endpoint;
 use crate::format::Metadata;
 use crate::level::erasure::GroupManifest;
-use crate::level::Level;
+use crate::level::{Level, StorageError};
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -442,9 +442,7 @@ impl Client {
             }
             // Grows (zero-filled) only for the first piece.
             frame.resize(prefix + n, 0);
-            let body = u32::try_from(frame.len() - 4).map_err(|_| {
-                PutError::Source(format!("a piece of {n} bytes does not fit a frame"))
-            })?;
+            let body = u32::try_from(frame.len() - 4).map_err(|_| SourceError::TooLarge(n))?;
             frame[..4].copy_from_slice(&body.to_be_bytes());
             frame[4..8].copy_from_slice(&(data.len() as u32).to_le_bytes());
             frame[8..prefix].copy_from_slice(&data);
@@ -455,12 +453,10 @@ impl Client {
                 self.rt.block_on(stream.write_all(&frame[..prefix]))?;
                 self.rt.block_on(stream.flush())?;
                 send_file(stream.as_fd(), file, at, n, &self.endpoint)?;
-                source.skip(n).map_err(PutError::Source)?;
+                source.skip(n)?;
                 continue;
             }
-            source
-                .read_next(&mut frame[prefix..])
-                .map_err(PutError::Source)?;
+            source.read_next(&mut frame[prefix..])?;
             self.rt.block_on(stream.write_all(&frame))?;
         }
         let stream = self.conn.get_mut();
@@ -509,20 +505,42 @@ fn send_file(
     Ok(())
 }
 
+/// Why the bytes of a put could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The node's storage.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// More bytes asked than the source has left.
+    #[error("{asked} bytes asked of {left} left")]
+    Overrun {
+        /// Bytes asked.
+        asked: usize,
+        /// Bytes left.
+        left: u64,
+    },
+    /// Bytes passed over where the source cannot.
+    #[error("{0} bytes cannot be skipped here")]
+    NoSkip(usize),
+    /// A piece longer than a frame holds.
+    #[error("a piece of {0} bytes does not fit a frame")]
+    TooLarge(usize),
+}
+
 /// Where the bytes of a put come from, piece by piece.
 pub trait Source {
     /// Bytes left to send.
     fn left(&self) -> u64;
     /// Reads the next `out.len()` bytes (at most [`left`](Self::left)).
-    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String>;
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), SourceError>;
     /// The file the next bytes are in and their offset, where the kernel
     /// can send them straight from it ([`skip`](Self::skip) them after).
     fn file(&self) -> Option<(BorrowedFd<'_>, u64)> {
         None
     }
     /// Passes over the next `n` bytes (sent from [`file`](Self::file)).
-    fn skip(&mut self, n: usize) -> Result<(), String> {
-        Err(format!("{n} bytes cannot be skipped here"))
+    fn skip(&mut self, n: usize) -> Result<(), SourceError> {
+        Err(SourceError::NoSkip(n))
     }
 }
 
@@ -531,16 +549,16 @@ impl Source for crate::level::Pieces {
         crate::level::Pieces::left(self)
     }
 
-    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
-        crate::level::Pieces::read_next(self, out).map_err(|e| e.to_string())
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), SourceError> {
+        Ok(crate::level::Pieces::read_next(self, out)?)
     }
 
     fn file(&self) -> Option<(BorrowedFd<'_>, u64)> {
         Some(self.next_at())
     }
 
-    fn skip(&mut self, n: usize) -> Result<(), String> {
-        crate::level::Pieces::skip(self, n as u64).map_err(|e| e.to_string())
+    fn skip(&mut self, n: usize) -> Result<(), SourceError> {
+        Ok(crate::level::Pieces::skip(self, n as u64)?)
     }
 }
 
@@ -549,9 +567,12 @@ impl Source for &[u8] {
         self.len() as u64
     }
 
-    fn read_next(&mut self, out: &mut [u8]) -> Result<(), String> {
+    fn read_next(&mut self, out: &mut [u8]) -> Result<(), SourceError> {
         if out.len() > self.len() {
-            return Err(format!("{} bytes asked of {} left", out.len(), self.len()));
+            return Err(SourceError::Overrun {
+                asked: out.len(),
+                left: self.len() as u64,
+            });
         }
         let (now, rest) = self.split_at(out.len());
         out.copy_from_slice(now);
@@ -567,6 +588,6 @@ pub enum PutError {
     #[error("{0}")]
     Io(#[from] io::Error),
     /// The bytes could not be read here.
-    #[error("{0}")]
-    Source(String),
+    #[error(transparent)]
+    Source(#[from] SourceError),
 }
