@@ -100,23 +100,53 @@ pub struct Stats {
     pub fetch_time: Duration,
 }
 
-/// Where the checkpointer is in its life.
+/// Where the checkpointer is in its life. What a recovery in progress
+/// knows lives in its [`Pending`], and goes with it.
 enum Phase {
     /// Snapshots can be taken; nothing is waiting to be restored.
     Running,
     /// All ranks agreed at init to restore a checkpoint.
     Recovering(Box<Pending>),
+    /// This rank replaces a failed one while the others go on: it restores
+    /// its own checkpoint alone (see `rejoin.rs`).
+    Rejoining(Box<Pending>),
 }
 
-/// The checkpoint all ranks agreed to restore, not restored yet.
+/// The checkpoint to restore, not restored yet.
 struct Pending {
     id: u64,
     /// Its file, opened on first use.
     file: Option<CheckpointFile>,
     /// What this rank holds (kept to re-plan after a failed load).
     inventory: Inventory,
-    /// Ids that failed to load on some rank.
+    /// Ids that failed to load on some rank (iterative planning).
     excluded: Vec<u64>,
+    /// Level copies that failed to load on some rank in this recovery
+    /// (failure-aware planning).
+    excluded_levels: Vec<(Level, u64)>,
+    /// The level and checkpoint brought back into level 1 for it, when
+    /// not level 1's own.
+    fetched: Option<(Level, u64)>,
+    /// This rank restored it alone already
+    /// ([`recover_here`](Checkpointer::recover_here) or
+    /// [`recover_region`](Checkpointer::recover_region)); the next
+    /// collective call ends the recovery everywhere.
+    restored_here: bool,
+}
+
+impl Pending {
+    /// The restore of checkpoint `id`, planned from `inventory`.
+    fn new(id: u64, inventory: Inventory, excluded: Vec<u64>) -> Box<Self> {
+        Box::new(Self {
+            id,
+            file: None,
+            inventory,
+            excluded,
+            excluded_levels: Vec::new(),
+            fetched: None,
+            restored_here: false,
+        })
+    }
 }
 
 /// Protects memory regions and saves/restores them as coordinated checkpoints.
@@ -139,21 +169,9 @@ pub struct Checkpointer<'c> {
     stats: Stats,
     /// Levels 2 to 4, when configured.
     levels: Option<promotion::Promotions>,
-    /// The level the checkpoint being recovered was fetched from, if not 1.
-    fetched: Option<(Level, u64)>,
-    /// Level copies that failed to load (failure-aware strategy).
-    aware_excluded: Vec<(Level, u64)>,
-    /// This rank restored the agreed checkpoint alone
-    /// ([`recover_here`](Self::recover_here) or
-    /// [`recover_region`](Self::recover_region)); the next collective
-    /// call ends the recovery everywhere.
-    restored_here: bool,
     /// The newest checkpoint of this run, opened for a rollback within
     /// the run.
     rollback: Option<(u64, CheckpointFile)>,
-    /// This rank replaces a failed one while the others go on: it
-    /// restores alone (see `rejoin.rs`).
-    rejoining: bool,
     /// After it restored alone: the checkpoint, when it was back, and how
     /// long that took (for its metrics record at the next commit).
     rejoined: Option<rejoin::Rejoined>,
@@ -296,11 +314,7 @@ impl<'c> Checkpointer<'c> {
             schedule: Schedule::for_config(cfg),
             stats: Stats::default(),
             levels,
-            fetched: None,
-            aware_excluded: Vec::new(),
-            restored_here: false,
             rollback: None,
-            rejoining: false,
             rejoined: None,
             ceiling: choice::ceiling(cfg, comm.link().recovery().committed),
             resume_past: 0,
@@ -332,15 +346,19 @@ impl<'c> Checkpointer<'c> {
             Strategy::Iterative => {
                 me.stats.recovery_rounds += 1;
                 let checked = me.checked_l1(&inventory);
+                let mut fetched = None;
                 if !me.restorable_at_l1(&checked)? {
                     if let Some(found) = me.fetch_from_levels(&checked)? {
                         tracing::info!(checkpoint = found.1, level = %found.0, "checkpoint brought back to level 1");
-                        me.fetched = Some(found);
+                        fetched = Some(found);
                         inventory = me.inventory();
                     }
                 }
                 me.stats.recovery_rounds += 1;
                 me.plan(inventory, Vec::new())?;
+                if let Some(pending) = me.pending_mut() {
+                    pending.fetched = fetched;
+                }
             }
         }
         me.stats.identify_time = started.elapsed().saturating_sub(me.stats.fetch_time);
@@ -369,33 +387,25 @@ impl<'c> Checkpointer<'c> {
     /// to load. Collective.
     fn start_aware(&mut self, inventory: Inventory, excluded: Vec<(Level, u64)>) -> Result<()> {
         let failed: Vec<u64> = excluded.iter().map(|(_, id)| *id).collect();
-        match self.recover_aware(&inventory, excluded)? {
-            aware::Found::Level1 { id, session } => {
-                self.enter_recovery(id, session, inventory);
-                Ok(())
-            }
+        let (id, session, inventory, fetched) = match self
+            .recover_aware(&inventory, excluded.clone())?
+        {
+            aware::Found::Level1 { id, session } => (id, session, inventory, None),
             aware::Found::Fetched { level, id, session } => {
                 tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
-                self.fetched = Some((level, id));
-                let inventory = self.inventory();
-                self.enter_recovery(id, session, inventory);
-                Ok(())
+                (id, session, self.inventory(), Some((level, id)))
             }
-            aware::Found::Nothing => self.plan(inventory, failed),
-        }
-    }
-
-    /// Enters the recovering phase for checkpoint `id`, agreed by all ranks.
-    fn enter_recovery(&mut self, id: u64, session: u64, inventory: Inventory) {
+            aware::Found::Nothing => return self.plan(inventory, failed),
+        };
         tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
         self.session = session;
         self.attempts = 0;
-        self.phase = Phase::Recovering(Box::new(Pending {
-            id,
-            file: self.store.open_checkpoint(id).ok().map(|(f, _)| f),
-            inventory,
-            excluded: Vec::new(),
-        }));
+        let mut pending = Pending::new(id, inventory, Vec::new());
+        pending.file = self.store.open_checkpoint(id).ok().map(|(f, _)| f);
+        pending.excluded_levels = excluded;
+        pending.fetched = fetched;
+        self.phase = Phase::Recovering(pending);
+        Ok(())
     }
 
     /// Agrees with all ranks on the checkpoint to restore (one all-reduce) and
@@ -417,12 +427,9 @@ impl<'c> Checkpointer<'c> {
             Decision::Restore(id) => {
                 tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
                 self.tell_planned(id, &ballot, &inventory, &excluded)?;
-                self.phase = Phase::Recovering(Box::new(Pending {
-                    id,
-                    file: self.store.open_checkpoint(id).ok().map(|(f, _)| f),
-                    inventory,
-                    excluded,
-                }));
+                let mut pending = Pending::new(id, inventory, excluded);
+                pending.file = self.store.open_checkpoint(id).ok().map(|(f, _)| f);
+                self.phase = Phase::Recovering(pending);
                 Ok(())
             }
             Decision::Fresh { .. } | Decision::Unrecoverable => {
@@ -483,14 +490,34 @@ impl<'c> Checkpointer<'c> {
     /// Whether init found a checkpoint that every rank can restore and it has
     /// not been restored yet.
     pub fn recovering(&self) -> bool {
-        matches!(self.phase, Phase::Recovering(_))
+        self.pending().is_some()
     }
 
     /// Id of the checkpoint agreed for recovery, while [`recovering`](Self::recovering).
     pub fn recovery_id(&self) -> Option<u64> {
+        self.pending().map(|p| p.id)
+    }
+
+    /// The recovery in progress, collective or alone.
+    fn pending(&self) -> Option<&Pending> {
         match &self.phase {
-            Phase::Recovering(p) => Some(p.id),
+            Phase::Recovering(p) | Phase::Rejoining(p) => Some(p),
             Phase::Running => None,
+        }
+    }
+
+    /// [`pending`](Self::pending), to change.
+    fn pending_mut(&mut self) -> Option<&mut Pending> {
+        match &mut self.phase {
+            Phase::Recovering(p) | Phase::Rejoining(p) => Some(p),
+            Phase::Running => None,
+        }
+    }
+
+    /// Notes that this rank restored the checkpoint being recovered alone.
+    fn restored_here(&mut self) {
+        if let Some(p) = self.pending_mut() {
+            p.restored_here = true;
         }
     }
 
@@ -508,10 +535,7 @@ impl<'c> Checkpointer<'c> {
     }
 
     fn pending_file(&self) -> Option<&CheckpointFile> {
-        match &self.phase {
-            Phase::Recovering(p) => p.file.as_ref(),
-            Phase::Running => None,
-        }
+        self.pending().and_then(|p| p.file.as_ref())
     }
 
     /// Protects `value` under `id` and returns the handle to use it through.

@@ -108,13 +108,7 @@ impl Checkpointer<'_> {
         match newest {
             Some(id) if id >= committed => {
                 tracing::info!(checkpoint = id, "rejoining from this rank's own checkpoint");
-                self.rejoining = true;
-                self.phase = Phase::Recovering(Box::new(Pending {
-                    id,
-                    file: None,
-                    inventory,
-                    excluded: Vec::new(),
-                }));
+                self.phase = Phase::Rejoining(Pending::new(id, inventory, Vec::new()));
                 Ok(())
             }
             _ => Err(Error::Init {
@@ -226,8 +220,6 @@ impl Checkpointer<'_> {
         let (counts, meta) = self.restore_alone(id).map_err(|e| give_up(self.comm, e))?;
         self.discard_newer(id);
         self.phase = Phase::Running;
-        self.rejoining = false;
-        self.restored_here = false;
         // The next stamp follows the restored checkpoint's, as on the others.
         self.session = meta.stamp;
         self.attempts = 0;

@@ -65,7 +65,7 @@ pub(super) fn load_one(
 impl Checkpointer<'_> {
     /// The file of the checkpoint being recovered, opened on first use.
     pub(super) fn recovery_file(&mut self) -> Result<(u64, &CheckpointFile), LoadFailure> {
-        let Phase::Recovering(pending) = &mut self.phase else {
+        let (Phase::Recovering(pending) | Phase::Rejoining(pending)) = &mut self.phase else {
             return Err(LoadFailure::Data("nothing to recover".into()));
         };
         if pending.file.is_none() {
@@ -96,7 +96,7 @@ impl Checkpointer<'_> {
             .max(1);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if self.recovery_file().is_ok() {
-            if let Phase::Recovering(pending) = &mut self.phase {
+            if let Some(pending) = self.pending_mut() {
                 if let Some(file) = pending.file.as_mut() {
                     file.set_workers(cores / sharing);
                 }
@@ -118,7 +118,7 @@ impl Checkpointer<'_> {
     pub(super) fn load_all(&mut self) -> Result<(), LoadFailure> {
         let regions = self.protected();
         self.recovery_file()?;
-        let Phase::Recovering(pending) = &self.phase else {
+        let (Phase::Recovering(pending) | Phase::Rejoining(pending)) = &self.phase else {
             return Err(LoadFailure::Data("nothing to recover".into()));
         };
         let Some(file) = pending.file.as_ref() else {
@@ -139,8 +139,8 @@ impl Checkpointer<'_> {
     /// all restore. Region mismatches are reported on every rank without
     /// falling back.
     pub fn recover(&mut self) -> Result<u64> {
-        if let (true, Some(id)) = (self.rejoining, self.recovery_id()) {
-            return self.recover_rejoining(id);
+        if let Phase::Rejoining(p) = &self.phase {
+            return self.recover_rejoining(p.id);
         }
         let started = Instant::now();
         loop {
@@ -189,6 +189,8 @@ impl Checkpointer<'_> {
             let Pending {
                 inventory,
                 mut excluded,
+                mut excluded_levels,
+                fetched,
                 ..
             } = *pending;
             excluded.push(id);
@@ -197,18 +199,18 @@ impl Checkpointer<'_> {
             {
                 // Every rank moves on to the next level's copy of `id` (or
                 // an older checkpoint), this rank without its damaged file.
-                let level = match self.fetched.take() {
+                let level = match fetched {
                     Some((level, fetched)) if fetched == id => level,
                     _ => Level::L1,
                 };
-                self.aware_excluded.push((level, id));
+                excluded_levels.push((level, id));
                 if local.is_some() {
                     if let Err(e) = self.store.abort(id) {
                         tracing::warn!(checkpoint = id, error = %e, "could not remove a damaged file");
                     }
                 }
                 let inventory = self.inventory();
-                self.start_aware(inventory, self.aware_excluded.clone())
+                self.start_aware(inventory, excluded_levels)
             } else {
                 self.plan(inventory, excluded)
             };
@@ -256,7 +258,7 @@ impl Checkpointer<'_> {
         })?;
         check_fit(id, &region, stored, fixed).map_err(to_error)?;
         load_one(file, id, &region, stored).map_err(to_error)?;
-        self.restored_here |= self.recovering();
+        self.restored_here();
         Ok(())
     }
 
@@ -266,18 +268,12 @@ impl Checkpointer<'_> {
     /// and a second failure is survivable before the next checkpoint.
     /// Collective (level 3 gathers the nodes' sizes).
     fn rebuild_levels(&mut self, id: u64) -> Result<()> {
-        let Some((from, fetched)) = self.fetched.take() else {
+        let Some((from, fetched)) = self.pending_mut().and_then(|p| p.fetched.take()) else {
             return Ok(());
         };
-        let stamp = match &self.phase {
-            Phase::Recovering(p) => p
-                .inventory
-                .valid
-                .iter()
-                .find(|h| h.id == id)
-                .map(|h| h.stamp),
-            Phase::Running => None,
-        };
+        let stamp = (self.pending())
+            .and_then(|p| p.inventory.valid.iter().find(|h| h.id == id))
+            .map(|h| h.stamp);
         let blob_len = self
             .store
             .open_checkpoint(id)
@@ -308,7 +304,7 @@ impl Checkpointer<'_> {
     /// Leaves the recovering phase after checkpoint `id` was restored: ids
     /// continue past every id any rank held when recovery was planned.
     pub(super) fn finish_recovery(&mut self, id: u64) -> Result<()> {
-        self.stats.recovered_from = Some(match self.fetched {
+        self.stats.recovered_from = Some(match self.pending().and_then(|p| p.fetched) {
             Some((level, fetched)) if fetched == id => level,
             _ => crate::level::Level::L1,
         });
@@ -322,7 +318,6 @@ impl Checkpointer<'_> {
         }
         self.comm.link().note_committed(Some(id));
         self.phase = Phase::Running;
-        self.restored_here = false;
         self.next_id = self.next_id_after(id);
         self.stats.last_id = Some(id);
         Ok(())

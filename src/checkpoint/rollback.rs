@@ -32,7 +32,7 @@ impl Checkpointer<'_> {
             },
             LoadFailure::Data(reason) => Error::Unreadable { id, reason },
         })?;
-        self.restored_here |= self.recovering();
+        self.restored_here();
         Ok(id)
     }
 

@@ -7,7 +7,7 @@
 //! everywhere; a failure in step 2 anywhere skips retention everywhere. Either
 //! way the previous checkpoint stays restorable.
 
-use super::Checkpointer;
+use super::{Checkpointer, Phase};
 use crate::comm::agree_on_problems;
 use crate::error::{problems, Error, Result};
 use crate::format::{Metadata, RegionSource};
@@ -74,12 +74,13 @@ impl Checkpointer<'_> {
         // A file kept open for a rollback would keep its slot from being
         // written in place.
         self.rollback = None;
-        if let (true, Some(id)) = (self.rejoining, self.recovery_id()) {
+        if let Phase::Rejoining(p) = &self.phase {
             // The others are past this checkpoint: this rank catches up first.
-            self.recover_rejoining(id)?;
+            self.recover_rejoining(p.id)?;
         }
-        if let Some(id) = self.recovery_id() {
-            if !self.restored_here {
+        if let Some(pending) = self.pending() {
+            let id = pending.id;
+            if !pending.restored_here {
                 tracing::warn!(
                     checkpoint = id,
                     "checkpointing without having recovered: the agreed checkpoint is superseded"
