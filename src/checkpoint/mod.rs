@@ -395,7 +395,14 @@ impl<'c> Checkpointer<'c> {
                 tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
                 (id, session, self.inventory(), Some((level, id)))
             }
-            aware::Found::Nothing => return self.plan(inventory, failed),
+            aware::Found::Nothing => {
+                self.plan(inventory, failed)?;
+                // The copies that failed stay excluded if this one fails too.
+                if let Some(pending) = self.pending_mut() {
+                    pending.excluded_levels = excluded;
+                }
+                return Ok(());
+            }
         };
         tracing::info!(checkpoint = id, "recovery agreed on checkpoint");
         self.session = session;
