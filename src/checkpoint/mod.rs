@@ -44,6 +44,7 @@ mod keep;
 mod load_failure;
 pub(crate) mod messages;
 mod metrics;
+mod phase;
 mod promotion;
 mod rebuild;
 mod rejoin;
@@ -62,6 +63,7 @@ use crate::level::{L1Store, Level, Owner};
 use crate::node::NodePlace;
 use crate::recovery::{Ballot, Decision, Inventory};
 use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
+use phase::{Pending, Phase};
 use schedule::Schedule;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -98,55 +100,6 @@ pub struct Stats {
     /// Time spent bringing the checkpoint back into level 1 from a higher
     /// level (transfers, decoding, installing).
     pub fetch_time: Duration,
-}
-
-/// Where the checkpointer is in its life. What a recovery in progress
-/// knows lives in its [`Pending`], and goes with it.
-enum Phase {
-    /// Snapshots can be taken; nothing is waiting to be restored.
-    Running,
-    /// All ranks agreed at init to restore a checkpoint.
-    Recovering(Box<Pending>),
-    /// This rank replaces a failed one while the others go on: it restores
-    /// its own checkpoint alone (see `rejoin.rs`).
-    Rejoining(Box<Pending>),
-}
-
-/// The checkpoint to restore, not restored yet.
-struct Pending {
-    id: u64,
-    /// Its file, opened on first use.
-    file: Option<CheckpointFile>,
-    /// What this rank holds (kept to re-plan after a failed load).
-    inventory: Inventory,
-    /// Ids that failed to load on some rank (iterative planning).
-    excluded: Vec<u64>,
-    /// Level copies that failed to load on some rank in this recovery
-    /// (failure-aware planning).
-    excluded_levels: Vec<(Level, u64)>,
-    /// The level and checkpoint brought back into level 1 for it, when
-    /// not level 1's own.
-    fetched: Option<(Level, u64)>,
-    /// This rank restored it alone already
-    /// ([`recover_here`](Checkpointer::recover_here) or
-    /// [`recover_region`](Checkpointer::recover_region)); the next
-    /// collective call ends the recovery everywhere.
-    restored_here: bool,
-}
-
-impl Pending {
-    /// The restore of checkpoint `id`, planned from `inventory`.
-    fn new(id: u64, inventory: Inventory, excluded: Vec<u64>) -> Box<Self> {
-        Box::new(Self {
-            id,
-            file: None,
-            inventory,
-            excluded,
-            excluded_levels: Vec::new(),
-            fetched: None,
-            restored_here: false,
-        })
-    }
 }
 
 /// Protects memory regions and saves/restores them as coordinated checkpoints.
@@ -503,29 +456,6 @@ impl<'c> Checkpointer<'c> {
     /// Id of the checkpoint agreed for recovery, while [`recovering`](Self::recovering).
     pub fn recovery_id(&self) -> Option<u64> {
         self.pending().map(|p| p.id)
-    }
-
-    /// The recovery in progress, collective or alone.
-    fn pending(&self) -> Option<&Pending> {
-        match &self.phase {
-            Phase::Recovering(p) | Phase::Rejoining(p) => Some(p),
-            Phase::Running => None,
-        }
-    }
-
-    /// [`pending`](Self::pending), to change.
-    fn pending_mut(&mut self) -> Option<&mut Pending> {
-        match &mut self.phase {
-            Phase::Recovering(p) | Phase::Rejoining(p) => Some(p),
-            Phase::Running => None,
-        }
-    }
-
-    /// Notes that this rank restored the checkpoint being recovered alone.
-    fn restored_here(&mut self) {
-        if let Some(p) = self.pending_mut() {
-            p.restored_here = true;
-        }
     }
 
     /// Regions stored in the checkpoint agreed for recovery (empty when not
