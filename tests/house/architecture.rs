@@ -294,7 +294,9 @@ fn dependencies(path: &str) -> Vec<String> {
         if line.starts_with('[') {
             section = line.to_string();
         } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
-            if let Some((name, _)) = line.split_once('=') {
+            // `name = ...` or `name.workspace = true`.
+            if let Some((key, _)) = line.split_once('=') {
+                let name = key.split('.').next().unwrap_or(key);
                 out.push(name.trim().to_string());
             }
         }
