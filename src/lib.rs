@@ -7,7 +7,9 @@
 //! [`Checkpointer::snapshot`] in its main loop, and after a crash gets the same
 //! state back, bit for bit, from the newest checkpoint every rank can restore.
 //!
-//! What programs use: the [`Checkpointer`], its [`Config`], protected
+//! What programs use: the [`Checkpointer`] (opened with
+//! [`Checkpointer::open`], which gives it fresh or as a [`Recovery`] to
+//! complete), its [`Config`], protected
 //! regions ([`Region`], [`Protected`]), [`Level`], [`Error`], and the
 //! modules [`comm`] (the communicator trait, the in-process, socket and MPI
 //! communicators), [`config`], [`env`](mod@env) (the variables frame reads
@@ -58,7 +60,7 @@ mod topology;
 
 pub use checkpoint::cone::{ConeOffer, ConePart, ConeRecovery, ConeRole};
 pub use checkpoint::tuning::opt_par;
-pub use checkpoint::{Checkpointer, Stats};
+pub use checkpoint::{Checkpointer, Opened, Recovery, Stats};
 pub use config::Config;
 pub use error::{Error, RankProblem, Result};
 pub use level::Level;

@@ -44,6 +44,7 @@ mod keep;
 mod load_failure;
 pub(crate) mod messages;
 mod metrics;
+mod opened;
 mod phase;
 mod promotion;
 mod rebuild;
@@ -63,6 +64,7 @@ use crate::level::{L1Store, Level, Owner};
 use crate::node::NodePlace;
 use crate::recovery::{Ballot, Decision, Inventory};
 use crate::region::{ElemType, Protected, RawRegion, Region, RegionId, RegionInfo, Registry};
+pub use opened::{Opened, Recovery};
 use phase::{Pending, Phase};
 use schedule::Schedule;
 use std::sync::{Arc, RwLock};
@@ -184,6 +186,9 @@ impl<'c> Checkpointer<'c> {
     ///
     /// Collective. Fails on every rank if any rank cannot use its storage, or
     /// if checkpoints exist but no single one can be restored by all ranks.
+    ///
+    /// The phase is a flag here, as the C and FTI interfaces need;
+    /// [`open`](Self::open) gives it as a type.
     pub fn init(cfg: &Config, comm: &'c dyn Comm) -> Result<Self> {
         Self::init_with_manager(cfg, comm, None)
     }

@@ -18,6 +18,7 @@ mod levels;
 mod localised;
 mod manager;
 mod never_start_over;
+mod phases;
 mod pointer;
 mod recovery;
 mod restart_choice;
