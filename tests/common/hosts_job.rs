@@ -4,8 +4,9 @@
 //! whose standard error is read line by line (to inject a fault once an
 //! event was reported).
 
+use super::heat2d::{Heat2d, ALL_LEVELS};
 use super::vhost::Cluster;
-use super::{example, final_checksum, run, wait_for_line, ChildGuard};
+use super::{final_checksum, run, wait_for_line, ChildGuard};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,17 +28,11 @@ pub const LOCAL: &str = "/dev/shm/frame-hosts-test";
 /// heat2d with levels 2 to 4 on (groups of 2 hosts), its global directory
 /// in `global`.
 pub fn heat2d(grid: &[&str], global: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(grid)
-        .args(args)
-        .env("FRAME_STORAGE_LOCAL_DIR", LOCAL)
+    (Heat2d::new(grid).args(args).local(Path::new(LOCAL)))
         .env("FRAME_STORAGE_GLOBAL_DIR", global)
-        .env("FRAME_L2_INTERVAL", "1")
-        .env("FRAME_L3_INTERVAL", "2")
+        .envs(ALL_LEVELS)
         .env("FRAME_L3_GROUP_SIZE", "2")
-        .env("FRAME_L4_INTERVAL", "3")
-        .env("FRAME_L4_CHUNK_SIZE", "64 KiB");
-    cmd
+        .command()
 }
 
 /// The launch options for hosts 0..4 with hosts 4 and 5 as spares.

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fti;
+pub mod heat2d;
 pub mod hosts_job;
 pub mod mpirun;
 pub mod patience;
@@ -735,6 +736,32 @@ impl Watched {
             |line| needles.iter().all(|n| line.contains(n)),
             deadline,
         )
+    }
+
+    /// Waits until the output so far holds `n` lines containing every one
+    /// of `needles`, counting those earlier waits read past (standard
+    /// output and error are read apart, so a line of one may be read
+    /// before an earlier line of the other); fails after `deadline`.
+    pub fn wait_for_nth(&self, needles: &[&str], n: usize, deadline: Duration) {
+        let count = || {
+            (self.output().lines())
+                .filter(|l| needles.iter().all(|x| l.contains(x)))
+                .count()
+        };
+        let found = Patience::of(self.guard.child.id(), deadline).wait(|slice| {
+            if count() >= n {
+                return Some(Ok(()));
+            }
+            match self.lines.recv_timeout(slice) {
+                Ok(_) | Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => (count() < n)
+                    .then(|| Err("the output ended".to_string()))
+                    .or(Some(Ok(()))),
+            }
+        });
+        if let Ok(Err(why)) | Err(why) = found {
+            panic!("not {n} lines with {needles:?}: {why}:\n{}", self.output());
+        }
     }
 
     /// Waits for a line `wanted` accepts (described as `what`), failing

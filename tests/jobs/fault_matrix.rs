@@ -16,7 +16,8 @@
 
 use crate::common;
 
-use common::{copy_tree, example, frame_run_with, scratch, serial, Job};
+use common::heat2d::{Heat2d, ALL_LEVELS};
+use common::{copy_tree, scratch, serial, Job};
 use std::path::{Path, PathBuf};
 
 const NODES: [&str; 6] = [
@@ -44,26 +45,17 @@ fn heat2d_env(
     strategy: &str,
     extra: &[(&str, Option<&str>)],
 ) -> Job {
-    let metrics = dir.join("metrics.jsonl");
-    let global = dir.join("global");
-    let mut env = vec![
-        ("FRAME_STORAGE_GLOBAL_DIR", Some(global.to_str().unwrap())),
-        ("FRAME_METRICS_FILE", Some(metrics.to_str().unwrap())),
-        ("FRAME_L2_INTERVAL", Some("1")),
-        ("FRAME_L3_INTERVAL", Some("2")),
-        ("FRAME_L3_GROUP_SIZE", Some("3")),
-        ("FRAME_L3_PARITY", Some("1")),
-        ("FRAME_L4_INTERVAL", Some("3")),
-        ("FRAME_L4_CHUNK_SIZE", Some("64 KiB")),
-        ("FRAME_RECOVERY_STRATEGY", Some(strategy)),
-        ("FRAME_CONFIG", None),
-    ];
-    env.extend(extra);
-    let mut all = NODES.to_vec();
-    all.extend(args);
-    let mut program = GRID.to_vec();
-    program.extend(program_args);
-    frame_run_with(dir, &all, &example("heat2d"), &program, &env)
+    Heat2d::new(GRID)
+        .args(program_args)
+        .env("FRAME_STORAGE_GLOBAL_DIR", dir.join("global"))
+        .metrics_in(dir)
+        .envs(ALL_LEVELS)
+        .env("FRAME_L3_GROUP_SIZE", "3")
+        .env("FRAME_L3_PARITY", "1")
+        .env("FRAME_RECOVERY_STRATEGY", strategy)
+        .unset("FRAME_CONFIG")
+        .vars(extra)
+        .frame_run(dir, &[&NODES[..], args].concat())
 }
 
 fn checksum(job: &Job) -> String {

@@ -3,7 +3,8 @@
 
 use crate::common;
 
-use common::{example, frame_bin, run, scratch, serial};
+use common::heat2d::Heat2d;
+use common::{frame_bin, run, scratch, serial};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::Command;
@@ -16,15 +17,11 @@ const GRID: [&str; 8] = [
 
 /// Runs heat2d with `args` on storage `dir`; returns (exit status, stdout).
 fn heat2d(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(GRID)
+    Heat2d::new(GRID)
         .args(args)
-        .env("FRAME_STORAGE_LOCAL_DIR", dir);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let (status, out, err) = run(&mut cmd, DEADLINE);
-    (status, out + &err)
+        .local(dir)
+        .envs(env.iter().copied())
+        .run(DEADLINE)
 }
 
 fn checksum(out: &str) -> String {

@@ -8,7 +8,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, finished_run, frame_run_command, scratch, serial, Watched};
+use common::heat2d::Heat2d;
+use common::{final_checksum, finished_run, scratch, serial, Watched};
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,15 +32,12 @@ const DEADLINE: Duration = Duration::from_secs(240);
 
 /// heat2d under `frame run ARGS` with level 2 every checkpoint, watched.
 fn start(dir: &Path, args: &[&str], heat2d: &[&str]) -> Watched {
-    let program = example("heat2d");
     // The ranks write their metrics into the runtime's file.
-    let metrics = dir.join("metrics.jsonl");
-    let env = [
-        ("FRAME_L2_INTERVAL", Some("1")),
-        ("RUST_LOG", Some("frame=info")),
-        ("FRAME_METRICS_FILE", metrics.to_str()),
-    ];
-    Watched::spawn(&mut frame_run_command(dir, args, &program, heat2d, &env))
+    let heat = Heat2d::new(heat2d)
+        .env("FRAME_L2_INTERVAL", "1")
+        .env("RUST_LOG", "frame=info")
+        .metrics_in(dir);
+    Watched::spawn(&mut heat.frame_run_command(dir, args))
 }
 
 /// The ranks that went back to a checkpoint, and from which level.
@@ -177,14 +175,12 @@ fn a_lost_node_without_level_2_restarts_globally_and_says_why() {
     let _g = serial();
     let dir = scratch();
     let global = dir.path().join("global");
-    let program = example("heat2d");
-    let env = [
-        ("FRAME_L2_INTERVAL", Some("0")),
-        ("FRAME_L4_INTERVAL", Some("1")),
-        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str()),
-    ];
+    let heat = Heat2d::new(GRID)
+        .env("FRAME_L2_INTERVAL", "0")
+        .env("FRAME_L4_INTERVAL", "1")
+        .env("FRAME_STORAGE_GLOBAL_DIR", &global);
     let run = |args: &[&str]| {
-        let mut cmd = frame_run_command(dir.path(), args, &program, &GRID, &env);
+        let mut cmd = heat.frame_run_command(dir.path(), args);
         let job = Watched::spawn(&mut cmd);
         let (status, out) = job.finish_status(DEADLINE);
         finished_run(dir.path(), status, out)
@@ -292,16 +288,14 @@ fn a_lost_node_is_a_logged_recovery_from_its_groups_parity() {
 
 /// heat2d on `grid` loses node 1 with level 3 alone (see above).
 fn lose_node_with_level_3(dir: &Path, grid: &[&str]) {
-    let program = example("heat2d");
     let metrics = dir.join("metrics.jsonl");
-    let env = [
-        ("FRAME_L2_INTERVAL", Some("0")),
-        ("FRAME_L3_INTERVAL", Some("1")),
-        ("FRAME_L3_GROUP_SIZE", Some("3")),
-        ("FRAME_L3_PARITY", Some("1")),
-        ("RUST_LOG", Some("frame=info")),
-        ("FRAME_METRICS_FILE", metrics.to_str()),
-    ];
+    let heat = Heat2d::default()
+        .env("FRAME_L2_INTERVAL", "0")
+        .env("FRAME_L3_INTERVAL", "1")
+        .env("FRAME_L3_GROUP_SIZE", "3")
+        .env("FRAME_L3_PARITY", "1")
+        .env("RUST_LOG", "frame=info")
+        .metrics_in(dir);
     let shape = [
         "--nodes",
         "3",
@@ -311,7 +305,7 @@ fn lose_node_with_level_3(dir: &Path, grid: &[&str]) {
         "1",
     ];
     let spawn = |args: &[&str], heat2d: &[&str]| {
-        let mut cmd = frame_run_command(dir, args, &program, heat2d, &env);
+        let mut cmd = heat.clone().args(heat2d).frame_run_command(dir, args);
         Watched::spawn(&mut cmd)
     };
     let (ok, out) = spawn(&shape, grid).finish(DEADLINE);

@@ -8,7 +8,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, frame_run_command, run, scratch, serial, ChildGuard};
+use common::heat2d::Heat2d;
+use common::{final_checksum, run, scratch, serial, ChildGuard};
 use std::process::Command;
 use std::time::Duration;
 
@@ -24,11 +25,9 @@ fn a_thousand_ranks_under_a_cpu_hog_finish_with_no_node_declared_dead() {
     let _g = serial();
     let reference = {
         let dir = scratch();
-        let mut cmd = Command::new(example("heat2d"));
-        cmd.args(GRID)
-            .args(["--nodes", "2", "--ranks-per-node", "2"])
-            .env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"))
-            .env("FRAME_STORAGE_GLOBAL_DIR", dir.path().join("global"));
+        let mut cmd = (Heat2d::new(GRID).args(["--nodes", "2", "--ranks-per-node", "2"]))
+            .storage_in(dir.path())
+            .command();
         let (status, out, err) = run(&mut cmd, DEADLINE);
         assert!(status.success(), "{out}{err}");
         final_checksum(&out)
@@ -38,18 +37,10 @@ fn a_thousand_ranks_under_a_cpu_hog_finish_with_no_node_declared_dead() {
         .map(|_| ChildGuard::spawn(Command::new("bash").args(["-c", "while :; do :; done"])))
         .collect();
     let dir = scratch();
-    let global = dir.path().join("global");
-    let env = [
-        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str()),
-        ("FRAME_CONFIG", None),
-    ];
-    let mut cmd = frame_run_command(
-        dir.path(),
-        &["--nodes", "128", "--ranks-per-node", "8"],
-        &example("heat2d"),
-        &GRID,
-        &env,
-    );
+    let mut cmd = (Heat2d::new(GRID))
+        .env("FRAME_STORAGE_GLOBAL_DIR", dir.path().join("global"))
+        .unset("FRAME_CONFIG")
+        .frame_run_command(dir.path(), &["--nodes", "128", "--ranks-per-node", "8"]);
     let (status, out, err) = run(&mut cmd, DEADLINE);
     let out = out + &err;
     assert!(status.success(), "{out}");

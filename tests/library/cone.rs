@@ -9,7 +9,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, frame_run_with, scratch, serial, Job};
+use common::heat2d::Heat2d;
+use common::{final_checksum, scratch, serial, Job};
 use frame::internals::recovery::{grid, Cone, Role};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,12 +21,8 @@ const SHAPE: [&str; 4] = ["--nodes", "4", "--ranks-per-node", "2"];
 /// heat2d under `frame run` with `args`, heat2d's `extra` options and
 /// environment `env`; the ranks write their metrics into the run's file.
 fn run(dir: &Path, args: &[&str], extra: &[&str], env: &[(&str, Option<&str>)]) -> Job {
-    let metrics = dir.join("metrics.jsonl");
-    let mut all = vec![("FRAME_METRICS_FILE", metrics.to_str())];
-    all.extend_from_slice(env);
-    let args = [&SHAPE[..], args].concat();
-    let heat2d = [&GRID[..], extra].concat();
-    let job = frame_run_with(dir, &args, &example("heat2d"), &heat2d, &all);
+    let job = (Heat2d::new(GRID).args(extra).metrics_in(dir).vars(env))
+        .frame_run(dir, &[&SHAPE[..], args].concat());
     assert!(job.status.success(), "{}", job.out);
     job
 }

@@ -6,7 +6,8 @@
 
 use crate::common;
 
-use common::{example, frame_run, frame_run_with, scratch, serial, Job};
+use common::heat2d::Heat2d;
+use common::{scratch, serial, Job};
 use std::path::Path;
 
 /// 4 ranks, 300 steps, a checkpoint every 25.
@@ -41,10 +42,8 @@ fn checksum(job: &Job) -> String {
 /// heat2d under `frame run ARGS`; the ranks write their metrics into the
 /// runtime's file.
 fn heat(dir: &Path, args: &[&str], grid: &[&str]) -> Job {
-    let metrics = dir.join("metrics.jsonl");
-    let env = [("FRAME_METRICS_FILE", metrics.to_str())];
     let began = std::time::Instant::now();
-    let job = frame_run_with(dir, args, &example("heat2d"), grid, &env);
+    let job = Heat2d::new(grid).metrics_in(dir).frame_run(dir, args);
     eprintln!("{args:?}: {:.2} s", began.elapsed().as_secs_f64());
     assert!(job.status.success(), "{}", job.out);
     job
@@ -312,20 +311,13 @@ fn the_configuration_chooses_the_mode_and_levels_above_1_fall_back() {
     )
     .unwrap();
     let bad = bad.to_str().unwrap();
-    let job = frame_run(
+    let job = Heat2d::new(GRID).frame_run(
         dir.path(),
         &["--nodes", "2", "--ranks-per-node", "2", "--config", bad],
-        &example("heat2d"),
-        &GRID,
     );
     assert!(!job.status.success());
     assert!(job.out.contains("recovery.log_limit"), "{}", job.out);
-    let job = frame_run(
-        dir.path(),
-        &logged(&["--idle-governor", "Power Save"]),
-        &example("heat2d"),
-        &GRID,
-    );
+    let job = Heat2d::new(GRID).frame_run(dir.path(), &logged(&["--idle-governor", "Power Save"]));
     assert!(!job.status.success());
     assert!(
         job.out.contains("--idle-governor \"Power Save\"") && job.out.contains("cpufreq"),
@@ -399,11 +391,9 @@ fn helpers_share_a_replacements_recomputation() {
         job.out
     );
 
-    let job = frame_run(
+    let job = Heat2d::new(GRID).frame_run(
         dir.path(),
         &["--nodes", "2", "--ranks-per-node", "2", "--spares", "2"],
-        &example("heat2d"),
-        &GRID,
     );
     assert!(!job.status.success());
     assert!(
@@ -412,12 +402,7 @@ fn helpers_share_a_replacements_recomputation() {
         "{}",
         job.out
     );
-    let job = frame_run(
-        dir.path(),
-        &logged(&["--spares", "65"]),
-        &example("heat2d"),
-        &GRID,
-    );
+    let job = Heat2d::new(GRID).frame_run(dir.path(), &logged(&["--spares", "65"]));
     assert!(!job.status.success());
     assert!(job.out.contains("recovery.spares"), "{}", job.out);
 }

@@ -10,7 +10,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, frame_bin, frame_run, run, scratch, serial, Job};
+use common::heat2d::Heat2d;
+use common::{final_checksum, frame_bin, run, scratch, serial, Job};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,11 +20,9 @@ const GRID: [&str; 8] = [
 ];
 
 fn heat2d(dir: &Path, layout: &[&str], extra: &[&str], program_extra: &[&str]) -> Job {
-    let mut args = layout.to_vec();
-    args.extend(extra);
-    let mut program = GRID.to_vec();
-    program.extend(program_extra);
-    frame_run(dir, &args, &example("heat2d"), &program)
+    Heat2d::new(GRID)
+        .args(program_extra)
+        .frame_run(dir, &[layout, extra].concat())
 }
 
 const TWO_NODES: [&str; 6] = [
@@ -136,26 +135,19 @@ fn level_1_only_a_node_whose_daemon_alone_was_killed_is_an_error() {
     let _g = serial();
     let dir = scratch();
     let (run_dir, local) = (dir.path().join("run"), dir.path().join("local"));
-    let mut cmd = std::process::Command::new(frame_bin());
-    cmd.arg("run")
-        .arg("--run-dir")
-        .arg(&run_dir)
-        .args(TWO_NODES)
-        .arg("--")
-        .arg(example("heat2d"))
-        // Long enough to be running when the daemon is killed.
-        .args([
-            "--nx",
-            "96",
-            "--ny",
-            "90",
-            "--steps",
-            "100000000",
-            "--every",
-            "200",
-        ])
-        .env("FRAME_STORAGE_LOCAL_DIR", &local)
-        .stdout(std::process::Stdio::piped())
+    // Long enough to be running when the daemon is killed.
+    let long = [
+        "--nx",
+        "96",
+        "--ny",
+        "90",
+        "--steps",
+        "100000000",
+        "--every",
+        "200",
+    ];
+    let mut cmd = Heat2d::new(long).frame_run_command(dir.path(), &TWO_NODES);
+    cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);

@@ -8,7 +8,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, frame_bin, run, scratch, serial};
+use common::heat2d::Heat2d;
+use common::{final_checksum, frame_bin, run, scratch, serial};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,17 +22,10 @@ const GRID: [&str; 8] = ["--nx", "96", "--ny", "80", "--every", "25", "--nodes",
 /// Runs heat2d on storage `dir` keeping the newest four checkpoints;
 /// returns (exit status, stdout and stderr).
 fn heat2d(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(GRID)
-        .args(args)
-        .env("FRAME_STORAGE_LOCAL_DIR", dir.join("local"))
-        .env("FRAME_STORAGE_GLOBAL_DIR", dir.join("global"))
-        .env("FRAME_RETENTION_KEEP_LAST", "4");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let (status, out, err) = run(&mut cmd, DEADLINE);
-    (status, out + &err)
+    (Heat2d::new(GRID).args(args).storage_in(dir))
+        .env("FRAME_RETENTION_KEEP_LAST", "4")
+        .envs(env.iter().copied())
+        .run(DEADLINE)
 }
 
 /// The fault-free checksum after `steps` steps.
@@ -284,16 +278,10 @@ fn ls_shows_each_level_and_drop_removes_a_checkpoint_from_all_of_them() {
     let args = ["--steps", "300", "--nodes", "4", "--ranks-per-node", "1"];
     let grid_args: Vec<&str> = GRID[..6].iter().chain(args.iter()).copied().collect();
     let run_heat = |env: &[(&str, &str)]| {
-        let mut cmd = Command::new(example("heat2d"));
-        cmd.args(&grid_args)
-            .env("FRAME_STORAGE_LOCAL_DIR", dir.path().join("local"))
-            .env("FRAME_STORAGE_GLOBAL_DIR", dir.path().join("global"));
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let (status, out, err) = run(&mut cmd, DEADLINE);
-        assert!(status.success(), "{out}{err}");
-        out + &err
+        let heat = Heat2d::new(&grid_args).storage_in(dir.path());
+        let (status, out) = heat.envs(env.iter().copied()).run(DEADLINE);
+        assert!(status.success(), "{out}");
+        out
     };
     let out = run_heat(&env);
     assert_eq!(final_checksum(&out), at_300);

@@ -8,7 +8,8 @@
 
 use crate::common;
 
-use common::{frame_bin, frame_run_with, ranks, run, scratch, serial, Job};
+use common::heat2d::Heat2d;
+use common::{frame_bin, ranks, run, scratch, serial, Job};
 use frame::config::Config;
 use frame::Checkpointer;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -38,18 +39,11 @@ fn uid() -> u32 {
 fn heat2d(scratch: &Path, local: &Path, job: &str, args: &[&str]) -> Job {
     let mut all = NODES.to_vec();
     all.extend(args);
-    frame_run_with(
-        scratch,
-        &all,
-        &common::example("heat2d"),
-        &GRID,
-        &[
-            ("FRAME_STORAGE_LOCAL_DIR", Some(local.to_str().unwrap())),
-            ("FRAME_JOB_ID", Some(job)),
-            ("FRAME_RETENTION_KEEP_ON_FINALIZE", Some("true")),
-            ("FRAME_CONFIG", None),
-        ],
-    )
+    (Heat2d::new(GRID).local(local))
+        .env("FRAME_JOB_ID", job)
+        .env("FRAME_RETENTION_KEEP_ON_FINALIZE", "true")
+        .unset("FRAME_CONFIG")
+        .frame_run(scratch, &all)
 }
 
 fn reference() -> String {

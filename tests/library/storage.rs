@@ -5,11 +5,11 @@
 
 use crate::common;
 
+use common::heat2d::Heat2d;
 use common::storage::Watch;
-use common::{example, run, scratch, serial};
+use common::{run, scratch, serial};
 use frame::config::{Config, Interval, NodeData};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(300);
@@ -63,14 +63,12 @@ fn within_the_formula(
         ("FRAME_MANAGER_QUEUE", "1"),
         ("FRAME_RETENTION_KEEP_ON_FINALIZE", "true"),
     ];
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(["--nodes", "4", "--ranks-per-node", "2"])
+    let mut cmd = Heat2d::new(["--nodes", "4", "--ranks-per-node", "2"])
         .args(grid)
-        .env("FRAME_STORAGE_LOCAL_DIR", &local)
-        .env("FRAME_STORAGE_GLOBAL_DIR", global);
-    for (k, v) in settings {
-        cmd.env(k, v);
-    }
+        .local(&local)
+        .env("FRAME_STORAGE_GLOBAL_DIR", global)
+        .envs(settings)
+        .command();
     std::fs::create_dir_all(&local).unwrap();
     let watch = Watch::start(local.clone(), NODES);
     let (status, out, err) = run(&mut cmd, deadline);

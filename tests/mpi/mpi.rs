@@ -5,8 +5,9 @@
 
 use crate::common;
 
+use common::heat2d::Heat2d;
 use common::mpirun::{mpi_example, mpiexec};
-use common::{example, final_checksum, frame_run, scratch, serial};
+use common::{final_checksum, scratch, serial};
 use std::path::Path;
 
 const GRID: [&str; 6] = ["--nx", "96", "--ny", "80", "--steps", "400"];
@@ -61,12 +62,7 @@ fn heat2d_mpi(dir: &Path, args: &[String]) -> common::mpirun::MpiJob {
 /// of 2 ranks.
 fn own_comm_checksum() -> String {
     let dir = scratch();
-    let job = frame_run(
-        dir.path(),
-        &["--nodes", "4", "--ranks-per-node", "2"],
-        &example("heat2d"),
-        &GRID,
-    );
+    let job = Heat2d::new(GRID).frame_run(dir.path(), &["--nodes", "4", "--ranks-per-node", "2"]);
     assert!(job.status.success(), "{}", job.out);
     final_checksum(&job.out)
 }

@@ -8,7 +8,8 @@
 
 use crate::common;
 
-use common::{frame_run_command, processes_mentioning, scratch, serial, Watched};
+use common::heat2d::Heat2d;
+use common::{processes_mentioning, scratch, serial, Watched};
 use std::path::Path;
 use std::time::Duration;
 
@@ -30,20 +31,15 @@ const GRID: [&str; 8] = [
 /// after the grid, each rank saying what it commits; level 2 every
 /// checkpoint.
 fn start(dir: &Path, args: &[&str], heat2d: &[&str]) -> Watched {
-    let args = [&SHAPE[..], args].concat();
-    let grid = [&GRID[..], heat2d].concat();
-    let program = common::example("heat2d");
-    let global = dir.join("global");
-    let env = [
-        ("RUST_LOG", Some("frame::checkpoint=info")),
+    let heat = (Heat2d::new(GRID).args(heat2d))
+        .env("RUST_LOG", "frame::checkpoint=info")
         // A lost node's ranks come back from their partner's copies.
-        ("FRAME_L2_INTERVAL", Some("1")),
-        ("FRAME_L4_INTERVAL", Some("2")),
-        ("FRAME_STORAGE_GLOBAL_DIR", global.to_str()),
-        ("FRAME_RETENTION_KEEP_ON_FINALIZE", Some("true")),
-        ("FRAME_CONFIG", None),
-    ];
-    Watched::spawn(&mut frame_run_command(dir, &args, &program, &grid, &env))
+        .env("FRAME_L2_INTERVAL", "1")
+        .env("FRAME_L4_INTERVAL", "2")
+        .env("FRAME_STORAGE_GLOBAL_DIR", dir.join("global"))
+        .env("FRAME_RETENTION_KEEP_ON_FINALIZE", "true")
+        .unset("FRAME_CONFIG");
+    Watched::spawn(&mut heat.frame_run_command(dir, &[&SHAPE[..], args].concat()))
 }
 
 /// The pid of node `node`'s daemon in the job whose run directory is in

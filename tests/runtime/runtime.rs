@@ -3,7 +3,8 @@
 
 use crate::common;
 
-use common::{example, final_value, frame_run, reference, ring, scratch, serial, Job};
+use common::heat2d::Heat2d;
+use common::{example, final_value, reference, ring, scratch, serial, Job};
 
 const RING: [&str; 4] = ["--iterations", "200", "--checkpoint-every", "10"];
 
@@ -373,19 +374,13 @@ fn a_hung_daemon_is_caught_by_its_heartbeat() {
 #[test]
 fn heat2d_recovers_a_killed_rank_bit_exactly() {
     let _g = serial();
-    let heat = example("heat2d");
-    let grid = [
+    let heat = Heat2d::new([
         "--nx", "96", "--ny", "80", "--steps", "300", "--every", "25",
-    ];
+    ]);
     let dir = scratch();
-    let clean = frame_run(dir.path(), &two_by_two(&[]), &heat, &grid);
+    let clean = heat.frame_run(dir.path(), &two_by_two(&[]));
     assert!(clean.status.success(), "{}", clean.out);
-    let failed = frame_run(
-        dir.path(),
-        &two_by_two(&["--inject", "rank:1@iter=140"]),
-        &heat,
-        &grid,
-    );
+    let failed = heat.frame_run(dir.path(), &two_by_two(&["--inject", "rank:1@iter=140"]));
     assert!(failed.status.success(), "{}", failed.out);
     assert!(
         failed.out.contains("recovered checkpoint 5 (step 125)"),

@@ -4,7 +4,8 @@
 
 use crate::common;
 
-use common::{example, final_checksum, run, scratch, serial, ChildGuard};
+use common::heat2d::Heat2d;
+use common::{final_checksum, run, scratch, serial, ChildGuard};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -23,17 +24,13 @@ const GRID: [&str; 8] = [
 ];
 
 fn heat2d(dir: &Path) -> Command {
-    let mut cmd = Command::new(example("heat2d"));
-    cmd.args(SHAPE)
-        .args(GRID)
-        .args(["--rank-timeout", "4s"])
-        .env("FRAME_STORAGE_LOCAL_DIR", dir.join("local"))
-        .env("FRAME_STORAGE_GLOBAL_DIR", dir.join("global"))
+    (Heat2d::new(SHAPE).args(GRID).args(["--rank-timeout", "4s"]))
+        .storage_in(dir)
         .env("FRAME_L2_INTERVAL", "1")
         .env("FRAME_L3_INTERVAL", "2")
         .env("FRAME_L4_INTERVAL", "3")
-        .env("FRAME_METRICS_FILE", dir.join("metrics.jsonl"));
-    cmd
+        .metrics_in(dir)
+        .command()
 }
 
 /// The pid of node `node`'s manager process in the job whose local
