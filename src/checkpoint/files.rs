@@ -25,9 +25,37 @@ use crate::error::{Error, Result};
 use crate::format::file_table::{self, Entry, Place, FIRST, MAX_FILES, TABLE};
 use crate::format::CheckpointFile;
 use crate::level::l1::Checked;
-use crate::level::{names, L1Store, Level};
+use crate::level::l1::HeldError;
+use crate::level::{names, L1Store, Level, StorageError};
 use crate::region::{ElemType, RegionId, RegionInfo};
 use std::path::PathBuf;
+
+/// Why the program's files could not be saved with a checkpoint.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum FilesError {
+    /// A region the program protected has an id frame keeps for files.
+    #[error("region {0} is protected, but ids from {FIRST} up are frame's own once a checkpoint holds files")]
+    Reserved(RegionId),
+    /// The files could not be held in the checkpoint's directory.
+    #[error(transparent)]
+    Hold(#[from] HeldError),
+    /// A file could not be opened or read.
+    #[error("file {name:?}: {source}")]
+    Open {
+        /// The program's name of the file.
+        name: String,
+        /// Why.
+        source: StorageError,
+    },
+    /// A file could not be mapped, or the table of files put in memory.
+    #[error("{what}: {source}")]
+    Map {
+        /// What was being mapped.
+        what: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
 
 /// The program's files: the checkpoint being written, and what the last
 /// recovery restored.
@@ -192,7 +220,7 @@ impl Checkpointer<'_> {
     /// What checkpoint `id` saves of the program's files: with files to
     /// hold, they move into its level-1 directory and only the table is a
     /// region; otherwise every file is mapped as a region, then the table.
-    pub(super) fn file_sources(&mut self, id: u64) -> std::result::Result<FileSources, String> {
+    pub(super) fn file_sources(&mut self, id: u64) -> std::result::Result<FileSources, FilesError> {
         let Some(open) = &self.files.open else {
             return Ok(Default::default());
         };
@@ -205,15 +233,13 @@ impl Checkpointer<'_> {
             .map(|(id, _)| id)
             .find(|id| *id >= FIRST)
         {
-            return Err(format!(
-                "region {id} is protected, but ids from {FIRST} up are frame's own once a checkpoint holds files"
-            ));
+            return Err(FilesError::Reserved(id));
         }
         let mut out = Vec::with_capacity(open.names.len() + 1);
         let mut held = Vec::new();
         let mut table = Vec::with_capacity(open.names.len());
         if open.hold {
-            let lens = (self.store.hold_files(id, &open.names)).map_err(|e| e.to_string())?;
+            let lens = self.store.hold_files(id, &open.names)?;
             for (name, len) in open.names.iter().zip(lens) {
                 table.push(Entry::held(name, len));
                 held.push((name.clone(), len));
@@ -232,29 +258,33 @@ impl Checkpointer<'_> {
             }
         }
         let json = file_table::encode(&table);
-        let mut map = memmap2::MmapMut::map_anon(json.len()).map_err(|e| e.to_string())?;
+        let table_map = |source| FilesError::Map {
+            what: "the table of files".into(),
+            source,
+        };
+        let mut map = memmap2::MmapMut::map_anon(json.len()).map_err(table_map)?;
         map.copy_from_slice(&json);
         let info = RegionInfo {
             id: TABLE,
             elem: ElemType::U8,
             count: json.len() as u64,
         };
-        out.push((
-            info,
-            Mapped::Map(map.make_read_only().map_err(|e| e.to_string())?),
-        ));
+        out.push((info, Mapped::Map(map.make_read_only().map_err(table_map)?)));
         Ok((out, held))
     }
 
     /// The program's file `name`, mapped to be saved.
-    fn map_file(&self, name: &str) -> std::result::Result<Mapped, String> {
-        let file = self
-            .store
-            .open_file(name)
-            .map_err(|e| format!("file {name:?}: {e}"))?;
-        let len = file
-            .metadata()
-            .map_err(|e| format!("file {name:?}: {e}"))?
+    fn map_file(&self, name: &str) -> std::result::Result<Mapped, FilesError> {
+        let open = |source| FilesError::Open {
+            name: name.to_string(),
+            source,
+        };
+        let file = self.store.open_file(name).map_err(open)?;
+        let len = (file.metadata())
+            .map_err(|source| FilesError::Map {
+                what: format!("file {name:?}: cannot read its length"),
+                source,
+            })?
             .len();
         if len == 0 {
             return Ok(Mapped::Empty);
@@ -263,7 +293,10 @@ impl Checkpointer<'_> {
         // of the checkpoint and its return (documented).
         unsafe { memmap2::Mmap::map(&file) }
             .map(Mapped::Map)
-            .map_err(|e| format!("file {name:?}: cannot map it: {e}"))
+            .map_err(|source| FilesError::Map {
+                what: format!("file {name:?}: cannot map it"),
+                source,
+            })
     }
 }
 

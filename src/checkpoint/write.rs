@@ -218,7 +218,7 @@ impl Checkpointer<'_> {
         {
             return Err(super::messages::reserved());
         }
-        let (files, held_files) = self.file_sources(id)?;
+        let (files, held_files) = self.file_sources(id).map_err(|e| e.to_string())?;
         let mut held = Vec::with_capacity(self.registry.len());
         for (rid, region) in self.registry.iter() {
             match region.try_read() {

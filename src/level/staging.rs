@@ -16,6 +16,23 @@ use std::path::Path;
 /// The staging directory under a job's directory.
 pub(crate) const STAGING_DIR: &str = "staging";
 
+/// Why level-1 files could not be staged.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StageError {
+    /// A file or directory could not be used.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The file on the node is of another attempt at that checkpoint than
+    /// the one to promote.
+    #[error("rank {rank}'s file of checkpoint {id} belongs to another attempt")]
+    OtherAttempt {
+        /// The rank whose file it is.
+        rank: u32,
+        /// The checkpoint.
+        id: u64,
+    },
+}
+
 /// A node's staged level-1 files of one job.
 pub(crate) struct Staging {
     job_id: String,
@@ -44,28 +61,23 @@ impl Staging {
         stamp: u64,
         ranks: &[u32],
         world: u32,
-    ) -> Result<(), String> {
+    ) -> Result<(), StageError> {
         let name = names::ckpt_dir(id);
-        let l1 = self
-            .job
-            .sub(names::L1_DIR, false)
+        let l1 = (self.job.sub(names::L1_DIR, false))
             .and_then(|d| d.sub(&name, false))
-            .map_err(|e| e.to_string())?;
-        let to = self.root.sub(&name, true).map_err(|e| e.to_string())?;
+            .map_err(StorageError::from)?;
+        let to = self.root.sub(&name, true).map_err(StorageError::from)?;
         for &rank in ranks {
-            let (_, meta) = open_rank_file(&l1, &self.job_id, id, rank, Level::L1, world)
-                .map_err(|e| e.to_string())?;
+            let (_, meta) = open_rank_file(&l1, &self.job_id, id, rank, Level::L1, world)?;
             if meta.stamp != stamp {
-                return Err(format!(
-                    "rank {rank}'s file of checkpoint {id} belongs to another attempt"
-                ));
+                return Err(StageError::OtherAttempt { rank, id });
             }
             for file in [names::data_file(rank), names::record_file(rank)] {
-                to.remove_file(&file).map_err(|e| e.to_string())?;
-                l1.link(&file, &to, &file).map_err(|e| e.to_string())?;
+                to.remove_file(&file).map_err(StorageError::from)?;
+                l1.link(&file, &to, &file).map_err(StorageError::from)?;
             }
         }
-        to.sync().map_err(|e| e.to_string())
+        Ok(to.sync().map_err(StorageError::from)?)
     }
 
     /// `rank`'s staged record of checkpoint `id`, checked against its place

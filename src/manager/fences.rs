@@ -19,6 +19,23 @@ use std::sync::Mutex;
 /// beyond this the first by name is forgotten).
 const MAX_JOBS: usize = 64;
 
+/// A copy refused because the job has left its epoch behind.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "refused a copy of job {job}: it belongs to epoch {}, and the job has moved on to epoch {}{} (it comes from a node the job gave up on)",
+    mine.epoch,
+    now.epoch,
+    if now.launch > mine.launch { " of a later run" } else { "" }
+)]
+pub(super) struct Stale {
+    /// The job.
+    job: String,
+    /// The copy's run and epoch.
+    mine: Fence,
+    /// The newest the manager knows of the job.
+    now: Fence,
+}
+
 /// The newest fence of each job, as far as this manager knows.
 #[derive(Default)]
 pub(super) struct Fences {
@@ -46,7 +63,7 @@ impl Fences {
     /// Admits a copy of `job` that belongs to `fence`, noting it; refuses
     /// one older than the newest known, saying why. A copy without a fence
     /// (a job outside the runtime) is not checked.
-    pub(super) fn admit(&self, job: &str, fence: Option<Fence>) -> Result<(), String> {
+    pub(super) fn admit(&self, job: &str, fence: Option<Fence>) -> Result<(), Stale> {
         let Some(mine) = fence else {
             return Ok(());
         };
@@ -57,12 +74,11 @@ impl Fences {
             .get(job)
             .copied();
         match known {
-            Some(now) if now > mine => Err(format!(
-                "refused a copy of job {job}: it belongs to epoch {}, and the job has moved on to epoch {}{} (it comes from a node the job gave up on)",
-                mine.epoch,
-                now.epoch,
-                if now.launch > mine.launch { " of a later run" } else { "" }
-            )),
+            Some(now) if now > mine => Err(Stale {
+                job: job.to_string(),
+                mine,
+                now,
+            }),
             _ => {
                 self.note(job, Some(mine));
                 Ok(())

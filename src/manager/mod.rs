@@ -40,7 +40,7 @@ use crate::auth::Secret;
 use crate::comm::net::{Bind, Endpoint};
 use crate::config::WhenFull;
 use crate::level::erasure::ErasureStore;
-use crate::level::staging::Staging;
+use crate::level::staging::{StageError, Staging};
 use crate::level::{CopyStore, GlobalStore, Level};
 use crate::metrics::{PromotionRecord, Record};
 use std::collections::{BTreeMap, VecDeque};
@@ -174,7 +174,7 @@ impl Shared {
         });
         let ranks = task.topology.ranks_on(task.node);
         let staged = staged
-            .map_err(|e| e.to_string())
+            .map_err(StageError::from)
             .and_then(|s| s.stage(task.id, task.stamp, &ranks, task.world()));
         if let Err(e) = staged {
             return Reply::Error(format!("cannot stage checkpoint {}: {e}", task.id));

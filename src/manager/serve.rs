@@ -3,11 +3,13 @@
 //! draining, writing received copies piece by piece) runs on blocking threads, so one
 //! connection never holds up another.
 
+use super::fences::Stale;
+use super::parity::ParityError;
 use super::proto::{self, Put, Reply, Request, Term, MAX_COPY};
 use super::Shared;
 use crate::auth::{self, Channel};
 use crate::comm::net::{bind_private, Bind, Endpoint};
-use crate::level::{CopyStore, IncomingCopy, Level};
+use crate::level::{CopyStore, IncomingCopy, Level, StorageError};
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
@@ -100,6 +102,52 @@ async fn accept_tcp(
     }
 }
 
+/// Why the manager refuses, or fails to keep, what a peer sends: the text
+/// of its answer.
+#[derive(Debug, thiserror::Error)]
+enum Refusal {
+    /// A copy of an epoch the job has left.
+    #[error(transparent)]
+    Stale(#[from] Stale),
+    /// A copy larger than any the manager takes.
+    #[error("refusing a copy of {0} bytes")]
+    TooLarge(u64),
+    /// A copy for a level that keeps none.
+    #[error("no copies are kept at level {0}")]
+    NoCopiesAt(u8),
+    /// Parity terms at an offset where no window starts.
+    #[error("no window of a {piece}-byte shard starts at {offset}")]
+    NoWindow {
+        /// The shard's length.
+        piece: u64,
+        /// The offset given.
+        offset: u64,
+    },
+    /// The copy could not be stored.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The parity terms could not be added.
+    #[error(transparent)]
+    Parity(#[from] ParityError),
+    /// The copy ended before its announced length.
+    #[error("{0} bytes short")]
+    Short(u64),
+    /// The copy was refused or lost before it ended.
+    #[error("the copy was not received")]
+    NotReceived,
+    /// A window of terms ended before its length.
+    #[error("got {got} of {len} bytes")]
+    Incomplete {
+        /// Bytes received.
+        got: u64,
+        /// Bytes announced.
+        len: u64,
+    },
+    /// The blocking task doing the work failed.
+    #[error("a manager task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// What a connection is receiving.
 enum Incoming {
     /// A copy of a rank's file, written piece by piece as it arrives
@@ -107,7 +155,7 @@ enum Incoming {
     File {
         copy: Option<Box<IncomingCopy>>,
         left: u64,
-        failed: Option<String>,
+        failed: Option<Refusal>,
     },
     /// A window of parity terms (at most [`WINDOW`](proto::WINDOW) bytes), summed once
     /// whole: the pieces as they arrived (one, from frame's own managers).
@@ -120,11 +168,11 @@ enum Incoming {
 }
 
 /// Starts receiving what a `Put` announces.
-async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incoming, String> {
+async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incoming, Refusal> {
     match what {
         Put::File { level, meta } if level == Level::L2 => {
             if meta.file_len > MAX_COPY {
-                return Err(format!("refusing a copy of {} bytes", meta.file_len));
+                return Err(Refusal::TooLarge(meta.file_len));
             }
             let local = shared.opts.local_dir.clone();
             let who = shared.who();
@@ -132,23 +180,20 @@ async fn begin(shared: &Arc<Shared>, job_id: String, what: Put) -> Result<Incomi
             let copy = tokio::task::spawn_blocking(move || {
                 CopyStore::open(&local, &job_id, level, who).and_then(|s| s.begin_put(&meta))
             })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
+            .await??;
             Ok(Incoming::File {
                 copy: Some(Box::new(copy)),
                 left,
                 failed: None,
             })
         }
-        Put::File { level, .. } => Err(format!("no copies are kept at level {}", level.number())),
+        Put::File { level, .. } => Err(Refusal::NoCopiesAt(level.number())),
         Put::Term(term) => {
-            let len = proto::window_len(term.group.piece, term.offset).ok_or_else(|| {
-                format!(
-                    "no window of a {}-byte shard starts at {}",
-                    term.group.piece, term.offset
-                )
-            })?;
+            let len =
+                proto::window_len(term.group.piece, term.offset).ok_or(Refusal::NoWindow {
+                    piece: term.group.piece,
+                    offset: term.offset,
+                })?;
             Ok(Incoming::Term {
                 job_id,
                 term,
@@ -175,8 +220,8 @@ async fn piece(inc: &mut Incoming, payload: Bytes) -> bool {
             let wrote = tokio::task::spawn_blocking(move || c.write(&payload).map(|()| c)).await;
             match wrote {
                 Ok(Ok(c)) => *copy = Some(c),
-                Ok(Err(e)) => *failed = Some(e.to_string()),
-                Err(e) => *failed = Some(e.to_string()),
+                Ok(Err(e)) => *failed = Some(e.into()),
+                Err(e) => *failed = Some(e.into()),
             }
             true
         }
@@ -296,7 +341,7 @@ async fn admit_and_begin(
     job_id: String,
     what: Put,
     fence: Option<crate::level::Fence>,
-) -> Result<Incoming, String> {
+) -> Result<Incoming, Refusal> {
     shared.fences.admit(&job_id, fence)?;
     begin(shared, job_id, what).await
 }
@@ -309,17 +354,19 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
         Incoming::File {
             failed: Some(e), ..
         } => Err(e),
-        Incoming::File { left, .. } if left > 0 => Err(format!("{left} bytes short")),
+        Incoming::File { left, .. } if left > 0 => Err(Refusal::Short(left)),
         Incoming::File { copy, .. } => match copy {
-            Some(c) => c.finish().map_err(|e| e.to_string()),
-            None => Err("the copy was not received".into()),
+            Some(c) => Ok(c.finish()?),
+            None => Err(Refusal::NotReceived),
         },
         Incoming::Term {
             len, ref pieces, ..
-        } if pieces.iter().map(Bytes::len).sum::<usize>() as u64 != len => Err(format!(
-            "got {} of {len} bytes",
-            pieces.iter().map(Bytes::len).sum::<usize>()
-        )),
+        } if pieces.iter().map(Bytes::len).sum::<usize>() as u64 != len => {
+            Err(Refusal::Incomplete {
+                got: pieces.iter().map(Bytes::len).sum::<usize>() as u64,
+                len,
+            })
+        }
         Incoming::Term {
             job_id,
             term,
@@ -329,12 +376,12 @@ async fn store(shared: &Arc<Shared>, inc: Incoming) -> Reply {
             1 => shared.add_term(&job_id, &term, &pieces.swap_remove(0)),
             _ => shared.add_term(&job_id, &term, &pieces.concat()),
         }
-        .map_err(|e| e.to_string()),
+        .map_err(Refusal::from),
     })
     .await;
     match done {
         Ok(Ok(())) => Reply::Ok,
-        Ok(Err(e)) => Reply::Error(e),
+        Ok(Err(e)) => Reply::Error(e.to_string()),
         Err(e) => Reply::Error(e.to_string()),
     }
 }
@@ -364,13 +411,11 @@ async fn answer(shared: &Arc<Shared>, req: Request) -> Reply {
             job_id,
             layout,
             fence,
-        } => match (shared.fences.admit(&job_id, fence)).and_then(|()| {
-            shared
-                .add_layout(&job_id, &layout)
-                .map_err(|e| e.to_string())
-        }) {
+        } => match (shared.fences.admit(&job_id, fence).map_err(Refusal::from))
+            .and_then(|()| Ok(shared.add_layout(&job_id, &layout)?))
+        {
             Ok(()) => Reply::Ok,
-            Err(e) => Reply::Error(e),
+            Err(e) => Reply::Error(e.to_string()),
         },
         Request::Put { .. }
         | Request::Data

@@ -38,7 +38,7 @@ mod held;
 mod read;
 mod retire;
 
-pub(crate) use held::{check_held, remove_held, Checked};
+pub(crate) use held::{check_held, remove_held, Checked, HeldError};
 
 pub(crate) use read::open_rank_file;
 

@@ -9,12 +9,12 @@ fn copies_of_an_older_epoch_or_run_are_refused() {
     let f = Fences::default();
     assert!(f.admit("j", at(10, 1)).is_ok());
     f.note("j", at(10, 2));
-    let why = f.admit("j", at(10, 1)).unwrap_err();
+    let why = f.admit("j", at(10, 1)).unwrap_err().to_string();
     assert!(
         why.contains("epoch 1") && why.contains("moved on to epoch 2"),
         "{why}"
     );
-    let why = f.admit("j", at(9, 7)).unwrap_err();
+    let why = f.admit("j", at(9, 7)).unwrap_err().to_string();
     assert!(why.contains("of a later run"), "{why}");
     assert!(f.admit("j", at(10, 2)).is_ok());
     // A newer one moves the fence on; another job is apart; no fence,
