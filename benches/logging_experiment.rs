@@ -274,7 +274,7 @@ fn draw(seed: u64, mtbf: (f64, f64), horizon: f64, not_before: f64) -> (Vec<Stri
 
 fn main() {
     let runs = support::runs(5);
-    let frame = frame_cli();
+    let frame = support::frame_cli();
     let bench = Bench {
         exe: heat2d(),
         dir: tempfile::tempdir().expect("temp dir"),
@@ -417,15 +417,4 @@ fn main() {
         );
     }
     println!("(every: steps per checkpoint; l2: checkpoints per level-2 copy; failures: injected per run, nodes: of them level 2; fellbk: logged recoveries per run that restarted globally; coord, k=2, k=5: median overhead in s; meas/sim: the measured reduction of the median overhead / the simulator's for the same parameters (in brackets with k bounded by the cores))");
-}
-
-/// Builds the `frame` command in release mode and returns its path.
-pub fn frame_cli() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "-p", "frame-cli", "--bin", "frame"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo build");
-    assert!(status.success(), "building frame failed");
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/frame")
 }

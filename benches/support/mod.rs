@@ -15,6 +15,18 @@ pub fn heat2d() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/examples/heat2d")
 }
 
+/// Builds the `frame` command in release mode and returns its path.
+#[allow(dead_code)] // only the benchmarks that launch jobs themselves
+pub fn frame_cli() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "-p", "frame-cli", "--bin", "frame"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo build");
+    assert!(status.success(), "building frame failed");
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/release/frame")
+}
+
 /// The `--runs N` argument of a benchmark, at least 1 (`default` without
 /// it).
 #[allow(dead_code)] // not every benchmark repeats its runs
