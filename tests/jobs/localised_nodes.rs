@@ -167,6 +167,75 @@ fn lose_node(dir: &Path, node: u32, hold: &str, extra: &[&str]) -> common::Job {
     finished_run(dir, status, out)
 }
 
+/// With two partner copies per node (`l2.copies = 2`), a lost node's
+/// replacements take their copies from the second partner when the first
+/// lacks them: three nodes of two ranks (node 1's copies on nodes 2 and
+/// 0), node 2's copies of node 1's checkpoint 5 removed before node 1 dies
+/// at step 140. Both replacements restore checkpoint 5 from level 2, from
+/// node 0, and the job ends with the fault-free checksum.
+#[test]
+fn a_lost_node_rejoins_from_its_second_partner_when_the_first_lacks_the_copy() {
+    let _g = serial();
+    let dir = scratch();
+    let shape = [
+        "--nodes",
+        "3",
+        "--ranks-per-node",
+        "2",
+        "--spare-nodes",
+        "1",
+    ];
+    let heat = Heat2d::new(GRID)
+        .env("FRAME_L2_INTERVAL", "1")
+        .env("FRAME_L2_COPIES", "2")
+        .env("RUST_LOG", "frame=info")
+        .metrics_in(dir.path());
+    let reference = Watched::spawn(&mut heat.frame_run_command(dir.path(), &shape));
+    let (ok, out) = reference.finish(DEADLINE);
+    assert!(ok, "{out}");
+    let want = final_checksum(&out);
+
+    let args = [&shape[..], &["--recovery", "logged"]].concat();
+    let held = heat.clone().args(["--hold-at", "140"]);
+    let job = Watched::spawn(&mut held.frame_run_command(dir.path(), &args));
+    let wait = Duration::from_secs(120);
+    // Node 1's copies of checkpoint 5 are on both its partners.
+    job.wait_for(&["promoted", "checkpoint=5", "level=L2", "node=1"], wait);
+    let copies = dir
+        .path()
+        .join("local/node-2/heat2d/l2/ckpt-00000000000000000005");
+    for rank in [2, 3] {
+        for name in [
+            format!("rank-{rank:06}.fck"),
+            format!("rank-{rank:06}.meta.json"),
+        ] {
+            let path = copies.join(&name);
+            std::fs::remove_file(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}\n{}", path.display(), job.output()));
+        }
+    }
+    assert!(common::kill_node(dir.path(), 1), "node 1 not found");
+    let (status, out) = job.finish_status(DEADLINE);
+    let job = finished_run(dir.path(), status, out);
+    assert!(job.status.success(), "{}", job.out);
+    assert_eq!(final_checksum(&job.out), want, "{}", job.out);
+    assert_eq!(
+        restored(&job.out),
+        vec![(2, "L2".to_string()), (3, "L2".to_string())],
+        "{}",
+        job.out
+    );
+    let from_partner: Vec<&str> = (job.out.lines())
+        .filter(|l| l.contains("took the checkpoint from the failed node's partner"))
+        .collect();
+    assert_eq!(from_partner.len(), 2, "{}", job.out);
+    assert!(
+        from_partner.iter().all(|l| l.contains("partner=0")),
+        "{from_partner:?}"
+    );
+    assert!(!job.out.contains("restarting globally"), "{}", job.out);
+}
+
 /// Without level 2 nothing of the lost node's checkpoint survives on
 /// another node: its replacements say so, naming the key, and the job
 /// restarts globally from level 4, bit for bit.
