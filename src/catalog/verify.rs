@@ -291,7 +291,7 @@ fn check_held_files(
         Ok(Some(table)) => table,
         Ok(None) => return true,
         Err(e) => {
-            report.add(Severity::Damage, data, e);
+            report.add(Severity::Damage, data, e.to_string());
             return false;
         }
     };

@@ -139,7 +139,7 @@ impl Checkpointer<'_> {
             name: name.to_string(),
             reason,
         };
-        names::check_file_name(name).map_err(bad)?;
+        names::check_file_name(name).map_err(|e| bad(e.to_string()))?;
         let Some(Open { names: named, .. }) = self.files.open.as_mut() else {
             return Err(bad(
                 "no checkpoint is begun (call begin_checkpoint first)".into()
@@ -193,7 +193,7 @@ impl Checkpointer<'_> {
             name: name.to_string(),
             reason,
         };
-        names::check_file_name(name).map_err(bad)?;
+        names::check_file_name(name).map_err(|e| bad(e.to_string()))?;
         if !self.files.restored.iter().any(|n| n == name) {
             let held = if self.files.restored.is_empty() {
                 "none".to_string()
@@ -344,8 +344,8 @@ pub(super) fn restore(
     for entry in table {
         let data =
             |e: String| LoadFailure::Data(format!("checkpoint {ckpt}, file {:?}: {e}", entry.name));
-        names::check_file_name(&entry.name).map_err(data)?;
-        let place = entry.place().map_err(data)?;
+        names::check_file_name(&entry.name).map_err(|e| data(e.to_string()))?;
+        let place = entry.place().map_err(|e| data(e.to_string()))?;
         let len = match place {
             Place::Region(region) => {
                 file.region(region)

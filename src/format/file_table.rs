@@ -21,6 +21,36 @@ pub(crate) const MAX_FILES: usize = 4096;
 /// bytes, each escaped in JSON as six, and its place.
 const MAX_TABLE: u64 = (MAX_FILES * (6 * 255 + 64)) as u64;
 
+/// Why a checkpoint's table of files cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TableError {
+    /// The table's region could not be loaded.
+    #[error("its files' table: {0}")]
+    Load(String),
+    /// The table is not the JSON frame writes.
+    #[error("its files' table is unreadable: {0}")]
+    Unreadable(String),
+    /// More files than one checkpoint may hold.
+    #[error("its files' table names {0} files (at most {MAX_FILES})")]
+    TooMany(usize),
+    /// An entry in a region that is not one of frame's for files.
+    #[error("file {name:?}: region {region} is not one of frame's")]
+    NotFrames {
+        /// The file.
+        name: String,
+        /// The region given.
+        region: RegionId,
+    },
+    /// An entry with both places or neither.
+    #[error("file {name:?}: the table must give a region or a held length, not {given}")]
+    Place {
+        /// The file.
+        name: String,
+        /// `both` or `neither`.
+        given: &'static str,
+    },
+}
+
 /// One file of the table, as stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,23 +94,19 @@ impl Entry {
     }
 
     /// Where the file is: exactly one of the two places.
-    pub(crate) fn place(&self) -> Result<Place, String> {
+    pub(crate) fn place(&self) -> Result<Place, TableError> {
+        let name = || self.name.clone();
         match (self.region, self.held) {
             (Some(r), None) if (FIRST..TABLE).contains(&r) => Ok(Place::Region(r)),
-            (Some(r), None) => Err(format!(
-                "file {:?}: region {r} is not one of frame's",
-                self.name
-            )),
+            (Some(region), None) => Err(TableError::NotFrames {
+                name: name(),
+                region,
+            }),
             (None, Some(len)) => Ok(Place::Held(len)),
-            _ => Err(format!(
-                "file {:?}: the table must give a region or a held length, not {}",
-                self.name,
-                if self.region.is_some() {
-                    "both"
-                } else {
-                    "neither"
-                }
-            )),
+            (region, _) => Err(TableError::Place {
+                name: name(),
+                given: if region.is_some() { "both" } else { "neither" },
+            }),
         }
     }
 }
@@ -104,20 +130,14 @@ pub(crate) fn encode(entries: &[Entry]) -> Vec<u8> {
 
 /// The table `file` holds (`None`: it holds no files), each entry's
 /// place checked.
-pub(crate) fn read(file: &CheckpointFile) -> Result<Option<Vec<Entry>>, String> {
-    let Some(json) = file
-        .load_small_region(TABLE, MAX_TABLE)
-        .map_err(|e| format!("its files' table: {e}"))?
-    else {
+pub(crate) fn read(file: &CheckpointFile) -> Result<Option<Vec<Entry>>, TableError> {
+    let Some(json) = (file.load_small_region(TABLE, MAX_TABLE)).map_err(TableError::Load)? else {
         return Ok(None);
     };
-    let table: Vec<Entry> = serde_json::from_slice(&json)
-        .map_err(|e| format!("its files' table is unreadable: {e}"))?;
+    let table: Vec<Entry> =
+        serde_json::from_slice(&json).map_err(|e| TableError::Unreadable(e.to_string()))?;
     if table.len() > MAX_FILES {
-        return Err(format!(
-            "its files' table names {} files (at most {MAX_FILES})",
-            table.len()
-        ));
+        return Err(TableError::TooMany(table.len()));
     }
     for entry in &table {
         entry.place()?;

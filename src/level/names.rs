@@ -36,7 +36,7 @@ pub(crate) fn files_of(rank: u32) -> String {
 /// Why `name` cannot name a program's file in a checkpoint (one path
 /// component of 1 to 255 bytes, not `.` or `..`, not starting with `.`,
 /// which frame's own temporaries do, no `/` and no NUL).
-pub(crate) fn check_file_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_file_name(name: &str) -> Result<(), BadFileName> {
     let why = if name.is_empty() {
         "is empty"
     } else if name.len() > MAX_FILE_NAME {
@@ -50,7 +50,20 @@ pub(crate) fn check_file_name(name: &str) -> Result<(), String> {
     } else {
         return Ok(());
     };
-    Err(format!("file name {name:?} {why}"))
+    Err(BadFileName {
+        name: name.to_string(),
+        why,
+    })
+}
+
+/// A name that cannot name a program's file ([`check_file_name`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("file name {name:?} {why}")]
+pub(crate) struct BadFileName {
+    /// The name.
+    name: String,
+    /// What is wrong with it.
+    why: &'static str,
 }
 
 /// The directory in a level-1 checkpoint directory of the files `rank`

@@ -9,15 +9,15 @@ fn an_entry_is_in_exactly_one_place_of_frames_own() {
         region: Some(FIRST),
         held: Some(7),
     };
-    assert!(both.place().unwrap_err().contains("not both"));
+    assert!(both.place().unwrap_err().to_string().contains("not both"));
     let neither = Entry {
         name: "a".into(),
         region: None,
         held: None,
     };
-    assert!(neither.place().unwrap_err().contains("neither"));
+    assert!(neither.place().unwrap_err().to_string().contains("neither"));
     for id in [0, FIRST - 1, TABLE, RegionId::MAX] {
-        let err = Entry::region("a", id).place().unwrap_err();
+        let err = Entry::region("a", id).place().unwrap_err().to_string();
         assert!(err.contains("not one of frame's"), "{id}: {err}");
     }
 }

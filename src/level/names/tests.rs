@@ -38,7 +38,7 @@ fn a_programs_file_name_is_one_plain_component() {
         "nul\0byte",
         &"x".repeat(256),
     ] {
-        let err = check_file_name(bad).expect_err(bad);
+        let err = check_file_name(bad).expect_err(bad).to_string();
         assert!(err.starts_with("file name "), "{err}");
     }
 }
