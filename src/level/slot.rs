@@ -2,8 +2,8 @@
 //!
 //! A file's first checkpoint (every job's first, and the first after a
 //! restart) is written with `pwrite` straight from the regions, each block's
-//! CRC computed just before the kernel copies it: as fast as a plain write
-//! of the same bytes, with no page faults. From then on the file is mapped,
+//! CRC computed from the cache right after the kernel copied it: as fast as
+//! a plain write of the same bytes, with no page faults. From then on the file is mapped,
 //! and checkpoints of the same size land in the same pages again and again:
 //! a steady-state snapshot neither allocates storage nor takes page faults,
 //! it is one fused copy-and-CRC pass into memory that is already there.
