@@ -67,14 +67,21 @@ impl StreamCheck {
         FormatError::new(&self.path, kind)
     }
 
-    /// Checks the next `bytes` of the file.
-    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<(), FormatError> {
-        if self.seen + bytes.len() as u64 > self.expected {
+    /// Refuses `len` more bytes when they would run past the file's
+    /// announced length (as [`feed`](Self::feed) would).
+    pub(crate) fn room(&self, len: usize) -> Result<(), FormatError> {
+        if self.seen + len as u64 > self.expected {
             return Err(self.err(FormatErrorKind::Inconsistent(format!(
                 "more than the {} bytes announced",
                 self.expected
             ))));
         }
+        Ok(())
+    }
+
+    /// Checks the next `bytes` of the file.
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<(), FormatError> {
+        self.room(bytes.len())?;
         self.seen += bytes.len() as u64;
         while !bytes.is_empty() {
             bytes = match self.part {

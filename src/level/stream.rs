@@ -222,6 +222,10 @@ impl Pieces {
     }
 }
 
+/// How much of an arriving piece is written, then checked, at a time:
+/// small enough to stay in the L2 cache between the two.
+const CHECK_BLOCK: usize = 256 * 1024;
+
 /// A checkpoint file arriving in pieces: written under a temporary name and
 /// checked on the way; it gets its name only when whole and sound.
 pub(crate) struct Arriving {
@@ -240,13 +244,19 @@ impl Arriving {
         Ok(Self { file, check })
     }
 
-    /// Checks and writes the next piece.
+    /// Writes and checks the next piece: refused whole, before a byte is
+    /// written, if it runs past the file's length; then block by block,
+    /// each checked right after the kernel copied it, from the cache the
+    /// copy left it in (checked first, every block would be read from
+    /// memory twice). The file is named only once whole and sound.
     pub(crate) fn write(&mut self, piece: &[u8]) -> Result<(), StorageError> {
-        self.check.feed(piece)?;
-        let need = piece.len() as u64;
-        self.file
-            .write(piece)
-            .map_err(|e| StorageError::from_fs(e, need))
+        self.check.room(piece.len())?;
+        for block in piece.chunks(CHECK_BLOCK) {
+            let need = block.len() as u64;
+            (self.file.write(block)).map_err(|e| StorageError::from_fs(e, need))?;
+            self.check.feed(block)?;
+        }
+        Ok(())
     }
 
     /// Ends the file: it must be whole and sound, and `accept` must take
