@@ -744,7 +744,8 @@ impl Watched {
     /// before an earlier line of the other); fails after `deadline`.
     pub fn wait_for_nth(&self, needles: &[&str], n: usize, deadline: Duration) {
         let count = || {
-            (self.output().lines())
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            (seen.lines())
                 .filter(|l| needles.iter().all(|x| l.contains(x)))
                 .count()
         };

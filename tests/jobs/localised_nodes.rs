@@ -28,6 +28,16 @@ const SHAPE: [&str; 6] = [
     "1",
 ];
 
+/// Three nodes of two ranks and a spare node.
+const THREE_NODES: [&str; 6] = [
+    "--nodes",
+    "3",
+    "--ranks-per-node",
+    "2",
+    "--spare-nodes",
+    "1",
+];
+
 const DEADLINE: Duration = Duration::from_secs(240);
 
 /// heat2d under `frame run ARGS` with level 2 every checkpoint, watched.
@@ -177,14 +187,7 @@ fn lose_node(dir: &Path, node: u32, hold: &str, extra: &[&str]) -> common::Job {
 fn a_lost_node_rejoins_from_its_second_partner_when_the_first_lacks_the_copy() {
     let _g = serial();
     let dir = scratch();
-    let shape = [
-        "--nodes",
-        "3",
-        "--ranks-per-node",
-        "2",
-        "--spare-nodes",
-        "1",
-    ];
+    let shape = THREE_NODES;
     let heat = Heat2d::new(GRID)
         .env("FRAME_L2_INTERVAL", "1")
         .env("FRAME_L2_COPIES", "2")
@@ -365,14 +368,7 @@ fn lose_node_with_level_3(dir: &Path, grid: &[&str]) {
         .env("FRAME_L3_PARITY", "1")
         .env("RUST_LOG", "frame=info")
         .metrics_in(dir);
-    let shape = [
-        "--nodes",
-        "3",
-        "--ranks-per-node",
-        "2",
-        "--spare-nodes",
-        "1",
-    ];
+    let shape = THREE_NODES;
     let spawn = |args: &[&str], heat2d: &[&str]| {
         let mut cmd = heat.clone().args(heat2d).frame_run_command(dir, args);
         Watched::spawn(&mut cmd)
