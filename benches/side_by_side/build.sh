@@ -44,7 +44,7 @@ for entry in "${components[@]}"; do
   case $name in
     AXL) flags+=(-DENABLE_IBM_BBAPI=OFF -DENABLE_TESTS=OFF) ;;
     redset) flags+=(-DENABLE_CUDA=OFF -DENABLE_OPENMP=OFF -DENABLE_PTHREADS=ON) ;;
-    VELOC) flags+=(-DCOMM_QUEUE=ipc_queue -DVELOC_RESOURCE_MANAGER=NONE) ;;
+    VELOC) flags+=(-DCOMM_QUEUE=ipc_queue -DVELOC_RESOURCE_MANAGER=NONE -DPOSIX_IO=rw) ;;
     fti) flags+=(-DENABLE_FORTRAN=OFF -DENABLE_EXAMPLES=OFF -DENABLE_TESTS=OFF) ;;
   esac
   echo "building $name ($tag)"

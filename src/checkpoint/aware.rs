@@ -69,7 +69,9 @@ pub(super) enum Found {
         /// The session for the next attempts' stamps.
         session: u64,
     },
-    /// The checkpoint was fetched from `level` into level 1 on every rank.
+    /// The checkpoint was fetched from `level` into level 1 on every rank
+    /// or, when not `installed`, every rank reads it from that level as it
+    /// loads it.
     Fetched {
         /// The level.
         level: Level,
@@ -77,6 +79,8 @@ pub(super) enum Found {
         id: u64,
         /// The session for the next attempts' stamps.
         session: u64,
+        /// Whether the files are in level 1 already.
+        installed: bool,
     },
     /// Nothing committed survives: the ballot decides between a fresh
     /// start and an error.
@@ -108,7 +112,7 @@ enum Step {
     Copies(Choice, Option<copies::CopyPlan>),
     /// Level 3 rebuilds the choice (`None`: some group cannot).
     Erasure(Choice, Option<erasure::ErasurePlan>),
-    /// Every rank installs the choice from the global file system.
+    /// Every rank loads the choice from the global file system.
     Global(Choice),
 }
 
@@ -291,9 +295,16 @@ impl Checkpointer<'_> {
                     Some(p) => (*c, self.rebuild_once(p, erasure_store.as_ref())?),
                     None => (*c, false),
                 },
+                // Level 4 needs no rank's help: each reads its own file
+                // when it loads, straight into its regions (damage found
+                // then moves every rank on, as here).
                 Step::Global(c) => {
-                    let store = self.global_store();
-                    (*c, self.install_global(store.as_ref(), c.id)?)
+                    break Found::Fetched {
+                        level: c.level,
+                        id: c.id,
+                        session,
+                        installed: false,
+                    }
                 }
             };
             if fetched {
@@ -301,6 +312,7 @@ impl Checkpointer<'_> {
                     level: choice.level,
                     id: choice.id,
                     session,
+                    installed: true,
                 };
             }
             tracing::warn!(checkpoint = choice.id, level = %choice.level, "damage found while fetching; every rank moves on to the next level");

@@ -13,7 +13,12 @@
 //!   after an all-gather, each rank missing its file gets it sent by a rank
 //!   of a node that keeps it ([`crate::recovery::copies`]).
 //! - Level 3: see [`rebuild`](super::rebuild).
-//! - Level 4: each rank reads its own files from the global directory.
+//! - Level 4: each rank reads its own files from the global directory
+//!   (failure-aware recovery reads them when it loads: see
+//!   [`on_load`](super::on_load)).
+//!
+//! A file read back from level 4 is checked by the format's CRCs as it is
+//! installed, not against each chunk's hash too.
 
 use super::Checkpointer;
 use crate::comm::agree_on_problems;
@@ -346,7 +351,10 @@ impl Checkpointer<'_> {
         let local = match store {
             Some(s) => s
                 .open_copy(id, me, world)
-                .and_then(|(meta, mut chunks)| self.store.install_from(&meta, &mut chunks))
+                .and_then(|(meta, chunks)| {
+                    self.store
+                        .install_from(&meta, &mut chunks.checked_by_reader())
+                })
                 .map_err(|e| e.to_string())
                 .err(),
             None => Some("no level-4 directory".to_string()),

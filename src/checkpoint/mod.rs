@@ -44,6 +44,7 @@ mod keep;
 mod load_failure;
 pub(crate) mod messages;
 mod metrics;
+mod on_load;
 mod opened;
 mod phase;
 mod promotion;
@@ -345,13 +346,27 @@ impl<'c> Checkpointer<'c> {
     /// to load. Collective.
     fn start_aware(&mut self, inventory: Inventory, excluded: Vec<(Level, u64)>) -> Result<()> {
         let failed: Vec<u64> = excluded.iter().map(|(_, id)| *id).collect();
-        let (id, session, inventory, fetched) = match self
+        let (id, session, inventory, fetched, on_load) = match self
             .recover_aware(&inventory, excluded.clone())?
         {
-            aware::Found::Level1 { id, session } => (id, session, inventory, None),
-            aware::Found::Fetched { level, id, session } => {
+            aware::Found::Level1 { id, session } => (id, session, inventory, None, false),
+            aware::Found::Fetched {
+                level,
+                id,
+                session,
+                installed: true,
+            } => {
                 tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
-                (id, session, self.inventory(), Some((level, id)))
+                (id, session, self.inventory(), Some((level, id)), false)
+            }
+            aware::Found::Fetched {
+                level,
+                id,
+                session,
+                installed: false,
+            } => {
+                tracing::info!(checkpoint = id, level = %level, "checkpoint to be loaded from its level");
+                (id, session, inventory, Some((level, id)), true)
             }
             aware::Found::Nothing => {
                 self.plan(inventory, failed)?;
@@ -366,9 +381,12 @@ impl<'c> Checkpointer<'c> {
         self.session = session;
         self.attempts = 0;
         let mut pending = Pending::new(id, inventory, Vec::new());
-        pending.file = self.store.open_checkpoint(id).ok().map(|(f, _)| f);
+        if !on_load {
+            pending.file = self.store.open_checkpoint(id).ok().map(|(f, _)| f);
+        }
         pending.excluded_levels = excluded;
         pending.fetched = fetched;
+        pending.on_load = on_load;
         self.phase = Phase::Recovering(pending);
         Ok(())
     }
@@ -466,14 +484,18 @@ impl<'c> Checkpointer<'c> {
     /// Regions stored in the checkpoint agreed for recovery (empty when not
     /// recovering). Lets a program size its buffers before loading.
     pub fn stored_regions(&self) -> Vec<RegionInfo> {
-        self.pending_file()
-            .map(CheckpointFile::regions)
-            .unwrap_or_default()
+        match self.pending_file() {
+            Some(f) => f.regions(),
+            None => self.on_load_record().map(|m| m.regions).unwrap_or_default(),
+        }
     }
 
     /// The stored description of region `id` in the checkpoint agreed for recovery.
     pub fn stored_region(&self, id: RegionId) -> Option<RegionInfo> {
-        self.pending_file().and_then(|f| f.region(id))
+        match self.pending_file() {
+            Some(f) => f.region(id),
+            None => (self.on_load_record()?.regions.into_iter()).find(|r| r.id == id),
+        }
     }
 
     fn pending_file(&self) -> Option<&CheckpointFile> {

@@ -34,6 +34,9 @@ pub(super) struct Pending {
     /// The level and checkpoint brought back into level 1 for it, when
     /// not level 1's own.
     pub(super) fetched: Option<(Level, u64)>,
+    /// The file is still at the `fetched` level: it comes into level 1 as
+    /// it loads ([`fetch_on_load`](Checkpointer::fetch_on_load)).
+    pub(super) on_load: bool,
     /// This rank restored it alone already
     /// ([`recover_here`](Checkpointer::recover_here) or
     /// [`recover_region`](Checkpointer::recover_region)); the next
@@ -51,6 +54,7 @@ impl Pending {
             excluded,
             excluded_levels: Vec::new(),
             fetched: None,
+            on_load: false,
             restored_here: false,
         })
     }

@@ -12,6 +12,9 @@ use std::time::Instant;
 
 pub(super) use super::load_failure::LoadFailure;
 
+/// A protected region: its id, the region, and whether its length is fixed.
+pub(super) type ProtectedRegion = (RegionId, Arc<dyn ErasedRegion>, bool);
+
 /// Checks that region `id`, protected as `region`, can take `stored`.
 pub(super) fn check_fit(
     id: RegionId,
@@ -65,6 +68,9 @@ pub(super) fn load_one(
 impl Checkpointer<'_> {
     /// The file of the checkpoint being recovered, opened on first use.
     pub(super) fn recovery_file(&mut self) -> Result<(u64, &CheckpointFile), LoadFailure> {
+        if self.pending().is_some_and(|p| p.on_load) {
+            self.fetch_on_load(None)?;
+        }
         let (Phase::Recovering(pending) | Phase::Rejoining(pending)) = &mut self.phase else {
             return Err(LoadFailure::Data("nothing to recover".into()));
         };
@@ -95,7 +101,8 @@ impl Checkpointer<'_> {
             .count()
             .max(1);
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if self.recovery_file().is_ok() {
+        let on_load = self.pending().is_some_and(|p| p.on_load);
+        if !on_load && self.recovery_file().is_ok() {
             if let Some(pending) = self.pending_mut() {
                 if let Some(file) = pending.file.as_mut() {
                     file.set_workers(cores / sharing);
@@ -106,7 +113,7 @@ impl Checkpointer<'_> {
     }
 
     /// The protected regions, with whether each has a fixed length.
-    pub(super) fn protected(&self) -> Vec<(RegionId, Arc<dyn ErasedRegion>, bool)> {
+    pub(super) fn protected(&self) -> Vec<ProtectedRegion> {
         self.registry
             .iter()
             .map(|(id, r)| (id, Arc::clone(r), self.registry.is_fixed(id)))
@@ -117,6 +124,10 @@ impl Checkpointer<'_> {
     /// Files the checkpoint holds are written back too (`files.rs`).
     pub(super) fn load_all(&mut self) -> Result<(), LoadFailure> {
         let regions = self.protected();
+        let on_load = self.pending().is_some_and(|p| p.on_load);
+        if on_load {
+            self.fetch_on_load(Some(&regions))?;
+        }
         self.recovery_file()?;
         let (Phase::Recovering(pending) | Phase::Rejoining(pending)) = &self.phase else {
             return Err(LoadFailure::Data("nothing to recover".into()));
@@ -124,7 +135,9 @@ impl Checkpointer<'_> {
         let Some(file) = pending.file.as_ref() else {
             return Err(LoadFailure::Data("checkpoint file unavailable".into()));
         };
-        load_regions(&regions, pending.id, file)?;
+        if !on_load {
+            load_regions(&regions, pending.id, file)?;
+        }
         self.files.restored = super::files::restore(&mut self.store, pending.id, file)?;
         Ok(())
     }
@@ -327,11 +340,27 @@ impl Checkpointer<'_> {
 /// Loads every region of `regions` from `file` (checkpoint `ckpt`): all
 /// fit checks happen before any load.
 pub(super) fn load_regions(
-    regions: &[(RegionId, Arc<dyn ErasedRegion>, bool)],
+    regions: &[ProtectedRegion],
     ckpt: u64,
     file: &CheckpointFile,
 ) -> Result<(), LoadFailure> {
-    let stored = file.regions();
+    check_all_fit(regions, ckpt, &file.regions())?;
+    for (id, region, _) in regions {
+        if let Some(s) = file.region(*id) {
+            load_one(file, *id, region, s)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `regions` take checkpoint `ckpt`'s `stored` regions: each
+/// protected region is stored, fits, and no stored region of the program's
+/// memory goes unprotected.
+pub(super) fn check_all_fit(
+    regions: &[ProtectedRegion],
+    ckpt: u64,
+    stored: &[RegionInfo],
+) -> Result<(), LoadFailure> {
     for (id, region, fixed) in regions {
         let s = stored.iter().find(|s| s.id == *id).ok_or_else(|| {
             LoadFailure::Mismatch(format!(
@@ -349,11 +378,6 @@ pub(super) fn load_regions(
             "checkpoint {ckpt} holds region {} ({} x {}), which is not protected",
             extra.id, extra.count, extra.elem
         )));
-    }
-    for (id, region, _) in regions {
-        if let Some(s) = stored.iter().find(|s| s.id == *id) {
-            load_one(file, *id, region, *s)?;
-        }
     }
     Ok(())
 }

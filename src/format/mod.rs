@@ -34,7 +34,7 @@ pub(crate) use meta::Place;
 pub use meta::{Metadata, MAX_RECORD};
 pub(crate) use reader::CheckpointFile;
 pub(crate) use sink::{FileSink, Sink, SliceSink};
-pub(crate) use stream::StreamCheck;
+pub(crate) use stream::{StreamCheck, Target};
 pub(crate) use writer::{plan, write_checkpoint, Layout, RegionSource, WriteSpec, Written};
 
 /// Current format version, written into every file.

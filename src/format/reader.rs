@@ -476,6 +476,11 @@ impl ChunkCheck {
         })
     }
 
+    /// The raw bytes of the compressed chunk checked last.
+    pub(super) fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+
     pub(super) fn check(&mut self, c: &ChunkInfo, stored: &[u8]) -> Result<(), FormatErrorKind> {
         let computed = crc32fast::hash(stored);
         if computed != c.crc {

@@ -8,13 +8,42 @@
 //! It holds the header and tables, and at most one compressed chunk (raw
 //! chunks are hashed as they pass): never the file.
 //!
+//! Given [`Target`]s, it also loads the file's regions into the program's
+//! memory as their chunks pass (raw chunks copied with their CRC computed
+//! in the same pass, compressed ones once checked): a file read back from
+//! a higher level is installed and loaded in one pass over its bytes.
+//!
 //! [`CheckpointFile::open`]: super::CheckpointFile::open
 //! [`CheckpointFile::verify`]: super::CheckpointFile::verify
 
+use super::copy::copy_with_crc;
 use super::layout::HEADER_SIZE;
 use super::reader::{crc_error, header_len_of, read_head, ChunkCheck};
 use super::{ChunkInfo, Codec, FileHeader, FormatError, FormatErrorKind};
+use crate::region::RegionId;
 use std::path::{Path, PathBuf};
+
+/// A protected region's memory that a streamed file's region of the same
+/// id is loaded into; its length must be the stored region's.
+pub(crate) struct Target<'a> {
+    /// The region's id.
+    pub(crate) region: RegionId,
+    /// Its bytes.
+    pub(crate) bytes: &'a mut [u8],
+    /// Bytes loaded so far.
+    filled: u64,
+}
+
+impl<'a> Target<'a> {
+    /// Region `region`'s memory, `bytes`.
+    pub(crate) fn new(region: RegionId, bytes: &'a mut [u8]) -> Self {
+        Self {
+            region,
+            bytes,
+            filled: 0,
+        }
+    }
+}
 
 /// The part of the file being checked.
 enum Part {
@@ -24,8 +53,9 @@ enum Part {
     Chunks(usize),
 }
 
-/// Checks a checkpoint file fed in order, piece by piece.
-pub(crate) struct StreamCheck {
+/// Checks a checkpoint file fed in order, piece by piece (and loads its
+/// regions into [`Target`]s, when given some).
+pub(crate) struct StreamCheck<'t> {
     path: PathBuf,
     expected: u64,
     seen: u64,
@@ -40,9 +70,13 @@ pub(crate) struct StreamCheck {
     /// A compressed chunk's stored bytes (checked whole).
     stored: Vec<u8>,
     check: ChunkCheck,
+    /// Where regions are loaded.
+    targets: Vec<Target<'t>>,
+    /// The target of the current chunk.
+    dest: Option<usize>,
 }
 
-impl StreamCheck {
+impl StreamCheck<'static> {
     /// A check of a file that must be `expected` bytes long; `path` names it
     /// in errors.
     pub(crate) fn new(path: impl AsRef<Path>, expected: u64) -> Result<Self, FormatError> {
@@ -60,7 +94,32 @@ impl StreamCheck {
             crc: crc32fast::Hasher::new(),
             stored: Vec::new(),
             check,
+            targets: Vec::new(),
+            dest: None,
         })
+    }
+}
+
+impl<'t> StreamCheck<'t> {
+    /// The same check, loading the regions of `targets` as they pass; a
+    /// stored region none names is only checked. [`finish`](Self::finish)
+    /// fails unless every target was filled exactly.
+    pub(crate) fn loading<'b>(self, targets: Vec<Target<'b>>) -> StreamCheck<'b> {
+        StreamCheck {
+            path: self.path,
+            expected: self.expected,
+            seen: self.seen,
+            part: self.part,
+            head: self.head,
+            header: self.header,
+            chunks: self.chunks,
+            in_chunk: self.in_chunk,
+            crc: self.crc,
+            stored: self.stored,
+            check: self.check,
+            targets,
+            dest: None,
+        }
     }
 
     fn err(&self, kind: FormatErrorKind) -> FormatError {
@@ -150,12 +209,22 @@ impl StreamCheck {
                 "bytes after the last chunk".into(),
             )));
         };
+        if self.in_chunk == 0 {
+            self.dest = self.targets.iter().position(|t| t.region == c.region);
+        }
         let left = u64::from(c.stored_len) - self.in_chunk;
         let take = usize::try_from(left).unwrap_or(usize::MAX).min(bytes.len());
         let piece = &bytes[..take];
-        match c.codec {
-            Codec::Raw => self.crc.update(piece),
-            Codec::Zstd => self.stored.extend_from_slice(piece),
+        match (c.codec, self.dest) {
+            (Codec::Raw, Some(t)) => {
+                let target = &mut self.targets[t];
+                let Some(out) = span(target, self.in_chunk, take) else {
+                    return Err(self.err(overrun(&c)));
+                };
+                copy_with_crc(out, piece, &mut self.crc);
+            }
+            (Codec::Raw, None) => self.crc.update(piece),
+            (Codec::Zstd, _) => self.stored.extend_from_slice(piece),
         }
         self.in_chunk += take as u64;
         if self.in_chunk == u64::from(c.stored_len) {
@@ -177,6 +246,17 @@ impl StreamCheck {
                 }
             };
             result.map_err(|k| self.err(k))?;
+            if let Some(t) = self.dest.take() {
+                let target = &mut self.targets[t];
+                if c.codec == Codec::Zstd {
+                    let raw = self.check.raw();
+                    let Some(out) = span(target, 0, raw.len()) else {
+                        return Err(self.err(overrun(&c)));
+                    };
+                    out.copy_from_slice(raw);
+                }
+                target.filled += u64::from(c.raw_len);
+            }
             self.in_chunk = 0;
             self.part = Part::Chunks(i + 1);
         }
@@ -187,6 +267,18 @@ impl StreamCheck {
     /// Returns its header.
     pub(crate) fn finish(self) -> Result<FileHeader, FormatError> {
         let complete = matches!(self.part, Part::Chunks(i) if i == self.chunks.len());
+        if let Some(t) = self
+            .targets
+            .iter()
+            .find(|t| t.filled != t.bytes.len() as u64)
+        {
+            return Err(self.err(FormatErrorKind::Inconsistent(format!(
+                "region {} holds {} bytes, {} were expected",
+                t.region,
+                t.filled,
+                t.bytes.len()
+            ))));
+        }
         match self.header {
             Some(h) if complete && self.seen == self.expected => Ok(h),
             _ => Err(self.err(FormatErrorKind::Truncated {
@@ -195,4 +287,22 @@ impl StreamCheck {
             })),
         }
     }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// The `len` bytes of `target` at `at` past what it holds so far; `None`
+/// past its end.
+fn span<'t>(target: &'t mut Target<'_>, at: u64, len: usize) -> Option<&'t mut [u8]> {
+    let start = usize::try_from(target.filled.checked_add(at)?).ok()?;
+    target.bytes.get_mut(start..start.checked_add(len)?)
+}
+
+/// A chunk that runs past the end of the region it is loaded into.
+fn overrun(c: &ChunkInfo) -> FormatErrorKind {
+    FormatErrorKind::Inconsistent(format!(
+        "chunk {} runs past the end of region {}",
+        c.index, c.region
+    ))
 }

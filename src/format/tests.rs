@@ -25,9 +25,9 @@ impl Sink for MemSink {
     }
 }
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    regions: Vec<(RegionInfo, Vec<u8>)>,
+pub(super) struct Fixture {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) regions: Vec<(RegionInfo, Vec<u8>)>,
 }
 
 fn spec(zstd: Option<i32>) -> WriteSpec<'static> {
@@ -44,7 +44,7 @@ fn spec(zstd: Option<i32>) -> WriteSpec<'static> {
     }
 }
 
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     let mut rng = fastrand::Rng::with_seed(7);
     let smooth: Vec<f64> = (0..40_000).map(|i| (i as f64 * 0.001).sin()).collect();
     let noise: Vec<u8> = (0..100_000).map(|_| rng.u8(..)).collect();
@@ -96,7 +96,7 @@ impl Fixture {
             .collect()
     }
 
-    fn write(&self, name: &str, zstd: Option<i32>) -> (std::path::PathBuf, Written) {
+    pub(super) fn write(&self, name: &str, zstd: Option<i32>) -> (std::path::PathBuf, Written) {
         let spec = spec(zstd);
         let layout = plan(&spec, &self.sources()).unwrap();
         let mut sink = MemSink::default();

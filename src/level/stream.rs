@@ -230,7 +230,7 @@ const CHECK_BLOCK: usize = 256 * 1024;
 /// checked on the way; it gets its name only when whole and sound.
 pub(crate) struct Arriving {
     file: AtomicFile,
-    check: StreamCheck,
+    check: StreamCheck<'static>,
 }
 
 impl Arriving {

@@ -10,7 +10,7 @@
 mod protected;
 mod raw;
 
-pub(crate) use protected::{ErasedRegion, Registry};
+pub(crate) use protected::{ErasedRegion, HeldRegionMut, Registry};
 pub use protected::{Protected, ReadGuard, WriteGuard};
 pub use raw::RawRegion;
 

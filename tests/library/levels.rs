@@ -12,25 +12,25 @@ use frame::{Checkpointer, Config};
 use std::path::Path;
 
 /// The usual shape: 8 ranks on 4 nodes.
-const SIZE: usize = 8;
-const PER_NODE: usize = 2;
+pub(super) const SIZE: usize = 8;
+pub(super) const PER_NODE: usize = 2;
 
 /// Ranks and ranks per node of a run.
 #[derive(Clone, Copy)]
-struct Shape {
+pub(super) struct Shape {
     size: usize,
     per_node: usize,
     /// Values in each rank's field.
-    len: usize,
+    pub(super) len: usize,
 }
 
-const USUAL: Shape = Shape {
+pub(super) const USUAL: Shape = Shape {
     size: SIZE,
     per_node: PER_NODE,
     len: 40_000,
 };
 
-fn level_config(base: &Path, job: &str, l2: u64, l4: u64) -> Config {
+pub(super) fn level_config(base: &Path, job: &str, l2: u64, l4: u64) -> Config {
     let mut cfg = common::config(&base.join("unused"), job);
     cfg.storage.global_dir = base.join("global");
     cfg.l2.interval = Interval::Calls(l2);
@@ -42,7 +42,7 @@ fn level_config(base: &Path, job: &str, l2: u64, l4: u64) -> Config {
 
 /// The state of `rank` after `step` steps: a field that changes a little
 /// every step (so level 4 has unchanged chunks to skip).
-fn field(rank: usize, step: u64, len: usize) -> Vec<f64> {
+pub(super) fn field(rank: usize, step: u64, len: usize) -> Vec<f64> {
     (0..len)
         .map(|i| {
             if i % 97 == 0 {
@@ -56,7 +56,7 @@ fn field(rank: usize, step: u64, len: usize) -> Vec<f64> {
 
 /// Runs `steps` steps with a snapshot after each, waits for the managers,
 /// and "crashes" (no finalize). Returns the id of the last checkpoint.
-fn run_and_crash(base: &Path, cfg: &Config, steps: u64) -> u64 {
+pub(super) fn run_and_crash(base: &Path, cfg: &Config, steps: u64) -> u64 {
     run_and_crash_as(base, cfg, steps, USUAL)
 }
 
@@ -121,7 +121,7 @@ fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
     })
 }
 
-fn stop_managers(job: &str) {
+pub(super) fn stop_managers(job: &str) {
     frame::internals::manager::inline::stop(job);
 }
 

@@ -11,6 +11,7 @@ mod cone;
 mod corruption;
 mod crash;
 mod files;
+mod global_restart;
 mod held_files;
 mod huge_pages;
 mod l1;

@@ -48,7 +48,8 @@ use super::slot::Slot;
 use super::stream::PieceSource;
 use super::{Level, Owner};
 use crate::format::{
-    self, Compression, FormatError, FormatErrorKind, Metadata, RegionSource, StreamCheck, WriteSpec,
+    self, Compression, FormatError, FormatErrorKind, Metadata, RegionSource, StreamCheck, Target,
+    WriteSpec,
 };
 use crate::safefs::{Dir, Lock};
 use serde::{Deserialize, Serialize};
@@ -391,12 +392,25 @@ impl L1Store {
         meta: &Metadata,
         source: &mut S,
     ) -> Result<(), S::Error> {
+        self.install_loading(meta, source, Vec::new())
+    }
+
+    /// [`install_from`](Self::install_from), loading the file's regions
+    /// into `targets` in the same pass (every chunk checked on the way). On
+    /// an error the targets hold part of the file.
+    pub(crate) fn install_loading<S: PieceSource>(
+        &mut self,
+        meta: &Metadata,
+        source: &mut S,
+        targets: Vec<Target<'_>>,
+    ) -> Result<(), S::Error> {
         let id = meta.checkpoint_id;
         self.background.wait_for(id);
         let mut meta = meta.clone();
         meta.level = Level::L1.number();
-        let check =
-            StreamCheck::new(self.data_path(id), meta.file_len).map_err(StorageError::from)?;
+        let check = StreamCheck::new(self.data_path(id), meta.file_len)
+            .map_err(StorageError::from)?
+            .loading(targets);
         let mut slot = self.take_spare()?;
         let header = match slot.fill_from(check, source) {
             Ok(h) => h,

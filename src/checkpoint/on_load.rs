@@ -1,0 +1,115 @@
+//! Loading a checkpoint straight from level 4, in one pass.
+//!
+//! When failure-aware recovery chooses level 4, no rank needs another's
+//! help: each reads its own file from the global directory. So the read
+//! waits for the load, where the protected regions are known, and every
+//! chunk read goes into the rank's regions (CRC computed in the same copy)
+//! and into level 1 (which keeps a node-local copy for the next failure)
+//! at once: one pass over the global level instead of a copy into level 1
+//! and a load from there. Damage found on the way fails the load, and
+//! every rank moves on together, as for any load
+//! ([`recover`](Checkpointer::recover)).
+//!
+//! A restore that needs the file first (its stored regions, a single
+//! region, a restore by this rank alone) brings it into level 1 the plain
+//! way and loads from there.
+
+use super::restore::{check_all_fit, LoadFailure, ProtectedRegion};
+use super::Checkpointer;
+use crate::format::{Metadata, Target};
+use crate::region::{HeldRegionMut, RegionId};
+use std::time::Instant;
+
+impl Checkpointer<'_> {
+    /// The record of this rank's file of the checkpoint being recovered,
+    /// while that file is still at level 4.
+    pub(super) fn on_load_record(&self) -> Option<Metadata> {
+        let pending = self.pending().filter(|p| p.on_load)?;
+        let world = self.comm.size() as u32;
+        let me = self.comm.rank() as u32;
+        let store = self.global_store()?;
+        store.open_copy(pending.id, me, world).ok().map(|(m, _)| m)
+    }
+
+    /// Brings this rank's file of the checkpoint being recovered from level
+    /// 4 into level 1 and, given `regions`, loads them in the same pass
+    /// (all fit checks first). Then the file is level 1's, as if fetched.
+    pub(super) fn fetch_on_load(
+        &mut self,
+        regions: Option<&[ProtectedRegion]>,
+    ) -> Result<(), LoadFailure> {
+        let Some(id) = self.pending().map(|p| p.id) else {
+            return Err(LoadFailure::Data("nothing to recover".into()));
+        };
+        let world = self.comm.size() as u32;
+        let me = self.comm.rank() as u32;
+        let started = Instant::now();
+        let store = self
+            .global_store()
+            .ok_or_else(|| LoadFailure::Data("no level-4 directory".into()))?;
+        let (meta, chunks) = store
+            .open_copy(id, me, world)
+            .map_err(|e| LoadFailure::Data(e.to_string()))?;
+        let mut chunks = chunks.checked_by_reader();
+        let installed = match regions {
+            None => self.store.install_from(&meta, &mut chunks),
+            Some(regions) => {
+                check_all_fit(regions, id, &meta.regions)?;
+                let mut held = hold(regions, &meta)?;
+                let targets = targets(&mut held)?;
+                self.store.install_loading(&meta, &mut chunks, targets)
+            }
+        };
+        self.stats.fetch_time += started.elapsed();
+        installed.map_err(|e| LoadFailure::Data(e.to_string()))?;
+        let (file, _) = self
+            .store
+            .open_checkpoint(id)
+            .map_err(|e| LoadFailure::Data(e.to_string()))?;
+        let inventory = self.inventory();
+        if let Some(p) = self.pending_mut() {
+            p.file = Some(file);
+            p.on_load = false;
+            p.inventory = inventory;
+        }
+        Ok(())
+    }
+}
+
+/// A region being loaded: its id, its stored element count, and the
+/// program's region held for writing.
+type Held<'r> = (RegionId, u64, Box<dyn HeldRegionMut + 'r>);
+
+/// Holds every region of `regions` that `meta` stores, for writing.
+fn hold<'r>(regions: &'r [ProtectedRegion], meta: &Metadata) -> Result<Vec<Held<'r>>, LoadFailure> {
+    let mut held = Vec::with_capacity(regions.len());
+    for (id, region, _) in regions {
+        let Some(stored) = meta.regions.iter().find(|s| s.id == *id) else {
+            continue;
+        };
+        let guard = region.try_write().ok_or_else(|| {
+            LoadFailure::Mismatch(format!("region {id} is locked by the program"))
+        })?;
+        held.push((*id, stored.count, guard));
+    }
+    Ok(held)
+}
+
+/// The memory of every held region, sized to what is stored.
+fn targets<'t>(held: &'t mut [Held<'_>]) -> Result<Vec<Target<'t>>, LoadFailure> {
+    let mut targets = Vec::with_capacity(held.len());
+    for (id, count, guard) in held.iter_mut() {
+        let id = *id;
+        let stored = *count;
+        let count = usize::try_from(stored).map_err(|_| {
+            LoadFailure::Mismatch(format!("region {id}: too large for this machine"))
+        })?;
+        let bytes = guard.region_mut().load_target(count).map_err(|current| {
+            LoadFailure::Mismatch(format!(
+                "region {id}: checkpoint holds {stored} elements, the protected region has {current} and cannot be resized"
+            ))
+        })?;
+        targets.push(Target::new(id, bytes));
+    }
+    Ok(targets)
+}
