@@ -4,8 +4,10 @@
 # virtual nodes of 2 ranks for FTI and frame): first and later checkpoints,
 # the persistent (global) copy complete, restarts from node-local storage
 # and from the global level with node storage wiped, and one-parity
-# redundancy (FTI L3, frame L3) with the restart after a node is lost. Medians of RUNS runs; every run must end with the
-# checksum of the run without a crash. Not part of CI.
+# redundancy (FTI L3, frame L3) with the restart after a node is lost, and
+# the node-local storage FTI and frame use at their peak with every level
+# on. Medians of RUNS runs; every run must end with the checksum of the
+# run without a crash. Not part of CI.
 #
 #   benches/side_by_side/build.sh PREFIX        # FTI and VeloC, once
 #   benches/side_by_side/run.sh PREFIX [MIB] [RUNS]
@@ -111,12 +113,16 @@ run() {
       *) fti_config "$cfg" "$local_dir" "$global_dir" ;;
     esac
   fi
-  local n
-  case $level in l1) n=1 ;; ec) n=3 ;; global) n=4 ;; esac
+  local n cycle=""
+  case $level in
+    l1) n=1 ;; ec) n=3 ;; global) n=4 ;;
+    # Every checkpoint above level 1: level 2, 3, 2, 4 in turn.
+    mixed) n=2 cycle=2,3,2,4 ;;
+  esac
   local program="$bin/${lib}_heat"
   # frame's level 3 with one parity shard over groups of 4 nodes (FTI's
   # level 3 keeps as many parity shards as a group has nodes).
-  env FTI_HEAT_LEVEL=$n FTI_HEAT_EVERY=2 HEAT_EVERY=2 FRAME_L3_PARITY=1 FRAME_L3_GROUP_SIZE=4 \
+  env FTI_HEAT_LEVEL=$n ${cycle:+FTI_HEAT_LEVELS=$cycle} FTI_HEAT_EVERY=2 HEAT_EVERY=2 FRAME_L3_PARITY=1 FRAME_L3_GROUP_SIZE=4 \
     mpiexec -n $ranks "$program" "$cfg" "$nx" "$ny" "$steps" $crash 2>&1 || true
 }
 
@@ -175,7 +181,7 @@ measure() {
 }
 
 echo "fti_heat/veloc_heat on $ranks ranks, $mib MiB of grid per rank, $steps steps, a checkpoint every 2; $runs runs, medians (ms)"
-rm -rf "$work"/*.first "$work"/*.later "$work"/*.global "$work"/*.restart-* "$work"/*.ec* "$work"/*.cfg "$work/global"
+rm -rf "$work"/*.first "$work"/*.later "$work"/*.global "$work"/*.restart-* "$work"/*.ec* "$work"/*.footprint "$work"/*.cfg "$work/global"
 for lib in fti veloc frame; do measure $lib; done
 
 # One parity at a quarter of the size: redundancy complete, then a restart
@@ -203,6 +209,40 @@ for lib in fti frame; do
   done
 done
 
+# peak_of DIR STOP: the most bytes DIR's files take (allocated, as du
+# counts them) until the file STOP appears, sampled every 20 ms.
+peak_of() {
+  local dir=$1 stop=$2 peak=0 now
+  while [[ ! -e $stop ]]; do
+    # du fails when a file goes while it counts; its total still stands.
+    now=$(du -s -B1 "$dir" 2>/dev/null | cut -f1 || true)
+    (( ${now:-0} > peak )) && peak=$now
+    sleep 0.02
+  done
+  echo "$peak"
+}
+
+# Node-local storage at its peak with every level on (the checkpoints
+# going to levels 2, 3, 2, 4 in turn), over the 4 nodes, as a multiple of
+# the application's data (8 ranks x MIB). FTI keeps its newest checkpoint;
+# frame its defaults (docs/STORAGE.md).
+for lib in fti frame; do
+  for ((i = 0; i < runs; i++)); do
+    tag="fp-$lib-$i"
+    rm -f "$work/$tag.stop"
+    mkdir -p "$shm/$tag"
+    peak_of "$shm/$tag" "$work/$tag.stop" >"$work/$tag.peak" &
+    sampler=$!
+    out=$(run "$lib" mixed "$mib" "$tag")
+    touch "$work/$tag.stop"
+    wait "$sampler"
+    [[ $(checksum "$out") == "$reference" ]] || { echo "$lib footprint run: wrong checksum"; echo "$out" | tail -20; exit 1; }
+    awk -v peak="$(cat "$work/$tag.peak")" -v data=$(( ranks * mib << 20 )) \
+      'BEGIN { printf "%.2f\n", peak / data }' >>"$work/$lib.footprint"
+    rm -rf "$shm/$tag" "$work/global/$tag" "$work/global/$tag-meta" "$work/$tag.stop" "$work/$tag.peak"
+  done
+done
+
 row() {
   printf '| %s |' "$1"
   for lib in veloc fti frame; do
@@ -220,4 +260,5 @@ row "restart from node-local storage" restart-l1
 row "restart from the global level, node storage wiped" restart-global
 row "$ec_mib MiB per rank, one parity: checkpoint with redundancy complete" ec
 row "the same, restart after node 1 lost" ec-restart
+row "node-local storage at its peak, every level on (x the data)" footprint
 echo "every run ended with the checksum of the run without a crash ($reference; $ec_reference at $ec_mib MiB)"

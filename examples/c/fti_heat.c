@@ -20,7 +20,10 @@
  * With FTI_HEAT_LEVEL=L (1 to 4) the program checkpoints itself instead:
  * FTI_Checkpoint(step, L) every FTI_HEAT_EVERY steps (default 2), and a
  * restart begins with FTI_Recover. FTI's own intervals are minutes; this
- * gives FTI and libfti the same checkpoints (benches/side_by_side).
+ * gives FTI and libfti the same checkpoints (benches/side_by_side). With
+ * FTI_HEAT_LEVELS=L,L,... (up to 16 levels of 1 to 4) the checkpoints
+ * take those levels in turn instead: "2,3,2,4" puts every checkpoint at
+ * a level above 1, every second at level 3 or 4 and every fourth at 4.
  */
 #include <fti.h>
 #include <signal.h>
@@ -63,8 +66,23 @@ int main(int argc, char **argv) {
     FTI_Protect(1, grid.u, (int64_t)grid.cells, FTI_DBLE);
 
     const int barrier = getenv("FTI_HEAT_BARRIER") != NULL;
-    const int level = getenv("FTI_HEAT_LEVEL") ? atoi(getenv("FTI_HEAT_LEVEL")) : 0;
+    int level = getenv("FTI_HEAT_LEVEL") ? atoi(getenv("FTI_HEAT_LEVEL")) : 0;
     const int every = getenv("FTI_HEAT_EVERY") ? atoi(getenv("FTI_HEAT_EVERY")) : 2;
+    int levels[16], nlevels = 0;
+    const char *cycle = getenv("FTI_HEAT_LEVELS");
+    for (const char *c = cycle; c && *c && nlevels < 16;) {
+        char *end;
+        long l = strtol(c, &end, 10);
+        if (end == c || l < 1 || l > 4) { nlevels = -1; break; }
+        levels[nlevels++] = (int)l;
+        c = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',') { nlevels = -1; break; }
+    }
+    if (cycle && nlevels < 1) {
+        if (rank == 0) fprintf(stderr, "fti_heat: FTI_HEAT_LEVELS must list 1 to 16 levels of 1 to 4, comma-separated\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (nlevels > 0) level = levels[0];
     if (level < 0 || level > 4 || every < 1) {
         if (rank == 0) fprintf(stderr, "fti_heat: FTI_HEAT_LEVEL must be 1 to 4, FTI_HEAT_EVERY positive\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -89,7 +107,7 @@ int main(int argc, char **argv) {
         if (!level)
             rc = FTI_Snapshot();
         else if ((step + 1) % every == 0 && step != resumed) {
-            rc = FTI_Checkpoint(step, level);
+            rc = FTI_Checkpoint(step, nlevels > 0 ? levels[(step / every) % nlevels] : level);
             if (rc == FTI_SCES) rc = FTI_DONE;
         } else
             rc = FTI_SCES;

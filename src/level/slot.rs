@@ -13,7 +13,7 @@
 //! so a full file system is an error instead of a SIGBUS.
 
 use super::fsio::StorageError;
-use super::stream::PieceSource;
+use super::stream::{PieceSource, CHECK_BLOCK};
 use crate::format::{
     self, FileHeader, FileSink, FormatError, FormatErrorKind, RegionSource, SliceSink, StreamCheck,
     WriteSpec,
@@ -215,12 +215,18 @@ impl Slot {
         self.crash_point("write");
         let mut at = 0u64;
         let result = (|| {
+            // As an arriving copy: refused whole if it overruns, then
+            // written and checked (and loaded, given targets) a block at a
+            // time, from the cache the write left it in.
             while let Some(piece) = source.next_piece()? {
-                check.feed(piece).map_err(StorageError::from)?;
-                self.file
-                    .write_all_at(piece, at)
-                    .map_err(|e| io_err("write", at + piece.len() as u64, e))?;
-                at += piece.len() as u64;
+                check.room(piece.len()).map_err(StorageError::from)?;
+                for block in piece.chunks(CHECK_BLOCK) {
+                    self.file
+                        .write_all_at(block, at)
+                        .map_err(|e| io_err("write", at + block.len() as u64, e))?;
+                    check.feed(block).map_err(StorageError::from)?;
+                    at += block.len() as u64;
+                }
             }
             let header = check.finish().map_err(StorageError::from)?;
             self.crash_point("fsync");

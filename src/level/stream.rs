@@ -224,7 +224,7 @@ impl Pieces {
 
 /// How much of an arriving piece is written, then checked, at a time:
 /// small enough to stay in the L2 cache between the two.
-const CHECK_BLOCK: usize = 256 * 1024;
+pub(crate) const CHECK_BLOCK: usize = 256 * 1024;
 
 /// A checkpoint file arriving in pieces: written under a temporary name and
 /// checked on the way; it gets its name only when whole and sound.
