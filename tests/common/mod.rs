@@ -5,6 +5,7 @@
 pub mod fti;
 pub mod heat2d;
 pub mod hosts_job;
+pub mod kill_sweep;
 pub mod mpirun;
 pub mod patience;
 pub mod python;

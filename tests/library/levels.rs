@@ -18,8 +18,8 @@ pub(super) const PER_NODE: usize = 2;
 /// Ranks and ranks per node of a run.
 #[derive(Clone, Copy)]
 pub(super) struct Shape {
-    size: usize,
-    per_node: usize,
+    pub(super) size: usize,
+    pub(super) per_node: usize,
     /// Values in each rank's field.
     pub(super) len: usize,
 }
@@ -60,7 +60,7 @@ pub(super) fn run_and_crash(base: &Path, cfg: &Config, steps: u64) -> u64 {
     run_and_crash_as(base, cfg, steps, USUAL)
 }
 
-fn run_and_crash_as(base: &Path, cfg: &Config, steps: u64, shape: Shape) -> u64 {
+pub(super) fn run_and_crash_as(base: &Path, cfg: &Config, steps: u64, shape: Shape) -> u64 {
     let base = base.to_path_buf();
     let cfg = cfg.clone();
     let ids = ranks(shape.size, shape.per_node, move |comm| {

@@ -14,9 +14,9 @@
 
 use crate::common;
 
+use common::kill_sweep::assert_no_damage;
 use common::{config, is_child, ranks, scratch, self_as_child, serial};
 use frame::comm::Comm;
-use frame::internals::level::catalog::{self, Severity};
 use frame::Checkpointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
@@ -274,35 +274,9 @@ fn count_points(dir: &Path, scratch: &Path) -> Vec<u64> {
     let _ = std::fs::remove_file(&trace);
     let (status, out) = run_child(&work, &[("FRAME_CRASH_TRACE", trace.display().to_string())]);
     assert!(status.success(), "counting run failed:\n{out}");
-    let mut counts = vec![0u64; RANKS];
-    for line in std::fs::read_to_string(&trace).unwrap_or_default().lines() {
-        let mut w = line.split_whitespace();
-        if let (Some(who), Some(n)) = (w.next(), w.next()) {
-            if let (Ok(who), Ok(n)) = (who.parse::<usize>(), n.parse::<u64>()) {
-                if who < RANKS {
-                    counts[who] = counts[who].max(n);
-                }
-            }
-        }
-    }
+    let counts = common::kill_sweep::crash_points(&trace, RANKS);
     std::fs::remove_dir_all(&work).ok();
     counts
-}
-
-/// Asserts that `verify` finds no damage in `dir`.
-fn assert_no_damage(dir: &Path, what: &str) {
-    let tree = catalog::scan(dir).expect("scan");
-    let report = catalog::verify(&tree);
-    let damage: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Damage)
-        .map(|f| format!("{}: {}", f.path.display(), f.message))
-        .collect();
-    assert!(
-        damage.is_empty(),
-        "{what}: verify reports damage: {damage:#?}"
-    );
 }
 
 /// Kills a run from `start` at each crash point of each rank; checks the
