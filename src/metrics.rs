@@ -246,9 +246,11 @@ pub struct RecoveryRecord {
     pub rounds: u32,
     /// Slowest rank's time identifying, milliseconds.
     pub identify_ms: f64,
-    /// Fetching or rebuilding from the level.
+    /// Fetching or rebuilding from the level (a level-4 file read into
+    /// the regions as it is fetched counts here).
     pub fetch_ms: f64,
-    /// Loading into the regions.
+    /// Loading into the regions (what is left of the restore after a
+    /// fetch that loaded).
     pub load_ms: f64,
     /// Slowest rank's identify + fetch + load.
     pub application_recovery_ms: f64,

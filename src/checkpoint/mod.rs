@@ -101,7 +101,8 @@ pub struct Stats {
     /// checkpointer's opening.
     pub reentry_time: Duration,
     /// Time spent bringing the checkpoint back into level 1 from a higher
-    /// level (transfers, decoding, installing).
+    /// level (transfers, decoding, installing; a level-4 file read while it
+    /// loads, its load too).
     pub fetch_time: Duration,
 }
 

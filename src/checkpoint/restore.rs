@@ -156,6 +156,9 @@ impl Checkpointer<'_> {
             return self.recover_rejoining(p.id);
         }
         let started = Instant::now();
+        // A file read from its level as it loads counts as fetched (see
+        // `on_load.rs`), not loaded too.
+        let fetched_before = self.stats.fetch_time;
         loop {
             let Some(id) = self.recovery_id() else {
                 return Err(Error::NothingToRecover);
@@ -169,7 +172,8 @@ impl Checkpointer<'_> {
                 self.finish_recovery(id)?;
                 self.stats.recovery_time += started.elapsed();
                 let level = self.stats.recovered_from.unwrap_or(Level::L1);
-                self.record_recovery(id, level, started.elapsed())?;
+                let fetched = self.stats.fetch_time.saturating_sub(fetched_before);
+                self.record_recovery(id, level, started.elapsed().saturating_sub(fetched))?;
                 return Ok(id);
             }
             let trouble = problems(agree_on_problems(
