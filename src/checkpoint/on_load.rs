@@ -61,16 +61,64 @@ impl Checkpointer<'_> {
             }
         };
         self.stats.fetch_time += started.elapsed();
-        installed.map_err(|e| LoadFailure::Data(e.to_string()))?;
+        installed.map_err(|e| {
+            // The format's CRCs found the damage; the chunk hashes name
+            // the global file that holds it.
+            match store.verify(id, me, world) {
+                Err(named) => LoadFailure::Data(format!("{named} ({e})")),
+                Ok(()) => LoadFailure::Data(e.to_string()),
+            }
+        })?;
         let (file, _) = self
             .store
             .open_checkpoint(id)
             .map_err(|e| LoadFailure::Data(e.to_string()))?;
+        let level = self.pending().and_then(|p| p.fetched).map(|(l, _)| l);
+        if let Some(level) = level {
+            tracing::info!(checkpoint = id, level = %level, "checkpoint brought back to level 1");
+        }
         let inventory = self.inventory();
         if let Some(p) = self.pending_mut() {
             p.file = Some(file);
             p.on_load = false;
             p.inventory = inventory;
+        }
+        Ok(())
+    }
+}
+
+impl Checkpointer<'_> {
+    /// Brings the checkpoint agreed for recovery into level 1 on every
+    /// rank now, rather than when [`recover`](Checkpointer::recover) loads
+    /// it (a level-4 file is otherwise read then, in one pass). For
+    /// interfaces whose initialisation answers whether a restart can
+    /// succeed, as FTI's does. If some rank cannot fetch its file, every
+    /// rank plans again without that copy, as a failed load does; the
+    /// error is the plan's when nothing else restores. Collective; nothing
+    /// to do when the checkpoint is in level 1 already.
+    pub fn fetch_now(&mut self) -> crate::error::Result<()> {
+        while let Some(pending) = self.pending().filter(|p| p.on_load) {
+            let id = pending.id;
+            let local = self.fetch_on_load(None).err();
+            let trouble =
+                crate::comm::agree_on_problems(self.comm, local.as_ref().map(LoadFailure::text))?;
+            if trouble.is_empty() {
+                return Ok(());
+            }
+            for (rank, reason) in &trouble {
+                tracing::warn!(checkpoint = id, rank, reason = %reason, "could not fetch a level-4 copy");
+            }
+            let super::Phase::Recovering(pending) =
+                std::mem::replace(&mut self.phase, super::Phase::Running)
+            else {
+                return Ok(());
+            };
+            let mut excluded = pending.excluded_levels;
+            if let Some(fetched) = pending.fetched {
+                excluded.push(fetched);
+            }
+            let inventory = self.inventory();
+            self.start_aware(inventory, excluded)?;
         }
         Ok(())
     }

@@ -353,7 +353,11 @@ pub unsafe extern "C" fn FTI_Init(config_file: *const c_char, global_comm: MPI_C
         unsafe { FTI_COMM_WORLD = visible.as_raw() };
         std::mem::forget(visible);
         let comm: &'static MpiComm = Box::leak(Box::new(MpiComm::with_node(&app, place.node)?));
-        let ckpt = match Checkpointer::init_with_manager(&cfg, comm, link) {
+        // As FTI's: the files of a restart are fetched (and checked) by
+        // FTI_Init, which answers whether the restart can succeed.
+        let ckpt = match Checkpointer::init_with_manager(&cfg, comm, link)
+            .and_then(|mut c| c.fetch_now().map(|()| c))
+        {
             Ok(c) => c,
             Err(e) => {
                 // SAFETY: leaked just above; nothing borrows it any more.
