@@ -10,9 +10,11 @@
 //! every rank moves on together, as for any load
 //! ([`recover`](Checkpointer::recover)).
 //!
-//! A restore that needs the file first (its stored regions, a single
-//! region, a restore by this rank alone) brings it into level 1 the plain
-//! way and loads from there.
+//! What the file stores is known before the load, from its record. A
+//! restore that needs the file first (a single region, a restore by this
+//! rank alone, an interface that fetches at initialisation:
+//! [`fetch_now`](Checkpointer::fetch_now)) brings it into level 1 the
+//! plain way and loads from there.
 
 use super::restore::{check_all_fit, LoadFailure, ProtectedRegion};
 use super::Checkpointer;
