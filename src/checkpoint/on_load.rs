@@ -56,6 +56,7 @@ impl Checkpointer<'_> {
         let installed = match regions {
             None => self.store.install_from(&meta, &mut chunks),
             Some(regions) => {
+                sized_by_its_file(&meta)?;
                 check_all_fit(regions, id, &meta.regions)?;
                 let mut held = hold(regions, &meta)?;
                 let targets = targets(&mut held)?;
@@ -123,6 +124,28 @@ impl Checkpointer<'_> {
             self.start_aware(inventory, excluded)?;
         }
         Ok(())
+    }
+}
+
+/// Checks that a record's regions add up to its bytes, and (stored raw)
+/// fit in its file, before memory is sized by them: a damaged record
+/// fails the load instead of asking for absurd amounts of memory. The
+/// file's own tables are checked against the regions as it streams by.
+fn sized_by_its_file(meta: &Metadata) -> Result<(), LoadFailure> {
+    let total = (meta.regions.iter())
+        .try_fold(0u64, |sum, r| {
+            r.count
+                .checked_mul(r.elem.size() as u64)
+                .and_then(|b| sum.checked_add(b))
+        })
+        .filter(|&t| t == meta.raw_bytes);
+    let raw = meta.compression == crate::format::Compression::None;
+    match total {
+        Some(t) if !raw || t <= meta.file_len => Ok(()),
+        _ => Err(LoadFailure::Data(format!(
+            "the level-4 record of rank {} describes regions that do not add up to its {} bytes",
+            meta.rank, meta.raw_bytes
+        ))),
     }
 }
 

@@ -203,3 +203,37 @@ fn a_restart_from_level_4_killed_at_any_file_system_call_restores_next_time() {
     }
     eprintln!("killed {kills} restarts from level 4 ({counts:?} crash points per rank)");
 }
+
+/// A level-4 record whose region count is absurd (damaged, or not
+/// frame's) is refused before any memory is sized by it: every rank
+/// falls back to the previous level-4 checkpoint, bit for bit.
+#[test]
+fn a_record_with_an_absurd_region_count_falls_back_without_sizing_memory() {
+    let _serial = common::serial();
+    let dir = scratch();
+    let cfg = lose_every_node(dir.path(), "l4count");
+    let manifest = dir
+        .path()
+        .join("global/l4count/l4/ckpt-00000000000000000006/rank-000001.l4.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["record"]["regions"][1]["count"] = serde_json::json!(1u64 << 60);
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    let base = dir.path().to_path_buf();
+    ranks(SIZE, PER_NODE, move |comm| {
+        let mut cfg = cfg.clone();
+        cfg.storage.local_dir = node_dir(&base, comm.node());
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        let step = ckpt.protect(0, 0u64);
+        let data = ckpt.protect(1, Vec::<f64>::new());
+        assert_eq!(ckpt.recover().unwrap(), 3);
+        assert_eq!(step.get(), 3);
+        assert_eq!(
+            *data.read(),
+            field(comm.rank(), 3, USUAL.len),
+            "rank {}",
+            comm.rank()
+        );
+    });
+    stop_managers("l4count");
+}
