@@ -179,6 +179,12 @@ impl Running {
         }
     }
 
+    /// What the job wrote to its standard error so far (for a failure's
+    /// message).
+    pub fn so_far(&self) -> String {
+        self.err.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     /// Waits for the end: (success, output).
     pub fn finish(mut self) -> (bool, String) {
         use wait_timeout::ChildExt;
