@@ -95,7 +95,13 @@ fn set_aside(dir: &Dir, mine: Fence) -> Result<(), FsError> {
         };
         if ckpt.kind(COMMITTED).is_none() {
             let aside = format!(".{name}{SET_ASIDE}{}-{}", mine.launch, mine.epoch);
-            dir.rename(&name, dir, &aside)?;
+            match dir.rename(&name, dir, &aside) {
+                // Removed since the listing (level 4's retention, or a
+                // manager sweeping): nothing is left to set aside, and
+                // no writer can add to a directory that is gone.
+                Err(e) if e.is_not_found() => {}
+                other => other?,
+            }
         }
     }
     sweep(dir)

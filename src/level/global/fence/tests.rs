@@ -131,3 +131,49 @@ fn only_set_aside_checkpoint_directories_are_recognised() {
         assert!(!is_set_aside(&other), "{other}");
     }
 }
+
+/// Level-4 retention removes old checkpoint directories while a new
+/// epoch's rank 0 moves the fence: a directory gone between the listing
+/// and its set-aside rename is nothing to set aside, never an error that
+/// fails the epoch's start on every rank.
+#[test]
+fn a_directory_removed_while_the_fence_moves_is_not_an_error() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // On a RAM disk where there is one: each move writes the fence.
+    let shm = std::path::Path::new("/dev/shm");
+    let tmp = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    let root = tmp.path().to_path_buf();
+    let stop = Arc::new(AtomicBool::new(false));
+    let remover = {
+        let (root, stop) = (root.clone(), Arc::clone(&stop));
+        // Makes and removes uncommitted checkpoint directories, as a
+        // retention pass removes (marker first) old ones.
+        std::thread::spawn(move || {
+            let dir = Dir::open(&root).unwrap();
+            let mut id = 0;
+            while !stop.load(Ordering::Relaxed) {
+                id = (id + 1) % 8;
+                let name = names::ckpt_dir(id);
+                if dir.sub(&name, true).is_ok() {
+                    dir.remove_dir_if_empty(&name);
+                }
+            }
+        })
+    };
+    let dir = Dir::open(&root).unwrap();
+    let mut failed = None;
+    for epoch in 1..=4_000 {
+        if let Err(e) = advance(&dir, fence(1, epoch)) {
+            failed = Some(format!("epoch {epoch}: {e}"));
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    remover.join().unwrap();
+    assert_eq!(failed, None);
+}
