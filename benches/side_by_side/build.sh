@@ -3,16 +3,19 @@
 # the ECP-VeloC components its erasure coding needs), each from its public
 # source, installed under one prefix. Not part of CI.
 #
-#   benches/side_by_side/build.sh PREFIX [SOURCES]
+#   benches/side_by_side/build.sh PREFIX [SOURCES [NAME...]]
 #
 # SOURCES holds checkouts named fti, VELOC, KVTree, rankstr, shuffile,
 # redset, er and AXL; any that is missing is cloned from GitHub at the version
-# below. Needs cmake, an MPI (mpicc), OpenSSL, zlib and Boost headers
+# below. NAMEs build only those components (`fti` alone is what the
+# node-local storage row of run.sh needs: ROWS=footprint). Needs cmake, an MPI (mpicc), OpenSSL, zlib and Boost headers
 # (Debian: apt-get install -y cmake libssl-dev zlib1g-dev libboost-dev).
 set -euo pipefail
 
-prefix=$(realpath -m "${1:?usage: build.sh PREFIX [SOURCES]}")
+prefix=$(realpath -m "${1:?usage: build.sh PREFIX [SOURCES [NAME...]]}")
 sources=$(realpath -m "${2:-$prefix/src}")
+shift $(( $# < 2 ? $# : 2 ))
+wanted=("$@")
 mkdir -p "$prefix" "$sources"
 
 # name, repository, version (tag)
@@ -30,6 +33,9 @@ components=(
 jobs=$(nproc)
 for entry in "${components[@]}"; do
   read -r name url tag <<<"$entry"
+  if (( ${#wanted[@]} )) && [[ " ${wanted[*]} " != *" $name "* ]]; then
+    continue
+  fi
   src="$sources/$name"
   stamp="$prefix/.built-$name"
   [[ -e $stamp ]] && continue
@@ -56,4 +62,4 @@ for entry in "${components[@]}"; do
     { tail -20 "$build/install.log"; exit 1; }
   touch "$stamp"
 done
-echo "FTI and VeloC installed under $prefix"
+echo "${wanted[*]:-FTI and VeloC} installed under $prefix"

@@ -11,15 +11,21 @@
 #
 #   benches/side_by_side/build.sh PREFIX        # FTI and VeloC, once
 #   benches/side_by_side/run.sh PREFIX [MIB] [RUNS]
+#   ROWS=footprint benches/side_by_side/run.sh PREFIX [MIB] [RUNS]
 #
 # MIB is the grid per rank (default 256; the redundancy rows use a quarter,
-# at most 64). Node-local storage goes to /dev/shm, the global directory
+# at most 64). ROWS=footprint measures only the node-local storage row
+# (FTI alone needs building: build.sh PREFIX SOURCES fti); frame's
+# FRAME_* variables reach its ranks, so FRAME_RETENTION_LEVELS=each shows
+# the footprint of another retention. Node-local storage goes to /dev/shm, the global directory
 # to target/side-by-side (the disk). Needs mpicc/mpiexec (MPICH).
 set -euo pipefail
 
 prefix=$(realpath "${1:?usage: run.sh PREFIX [MIB] [RUNS]}")
 mib=${2:-256}
 runs=${3:-3}
+rows=${ROWS:-all}
+[[ $rows == all || $rows == footprint ]] || { echo "ROWS must be all or footprint" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 [[ $mib =~ ^[0-9]+$ && $mib -ge 1 && $mib -le 4096 ]] || { echo "MIB must be 1 to 4096" >&2; exit 2; }
@@ -46,8 +52,10 @@ mpicc "${flags[@]}" -I "$root/ffi/fti/include" "$root/examples/c/fti_heat.c" \
 mpicc "${flags[@]}" -I "$prefix/include" "$root/examples/c/fti_heat.c" \
   -L "$prefix/lib" -Wl,-rpath,"$prefix/lib" -lfti -o "$bin/fti_heat"
 # RPATH, not RUNPATH: VeloC's client library finds its modules through it.
-mpicc "${flags[@]}" -I "$prefix/include" -I "$root/examples/c" "$here/veloc_heat.c" \
-  -L "$prefix/lib" -Wl,--disable-new-dtags,-rpath,"$prefix/lib" -lveloc-client -o "$bin/veloc_heat"
+if [[ $rows == all ]]; then
+  mpicc "${flags[@]}" -I "$prefix/include" -I "$root/examples/c" "$here/veloc_heat.c" \
+    -L "$prefix/lib" -Wl,--disable-new-dtags,-rpath,"$prefix/lib" -lveloc-client -o "$bin/veloc_heat"
+fi
 
 # fti_config FILE LOCAL GLOBAL: FTI's INI for FTI and frame alike (FTI's
 # metadata beside the global directory: it must outlive node storage).
@@ -182,7 +190,12 @@ measure() {
 
 echo "fti_heat/veloc_heat on $ranks ranks, $mib MiB of grid per rank, $steps steps, a checkpoint every 2; $runs runs, medians (ms)"
 rm -rf "$work"/*.first "$work"/*.later "$work"/*.global "$work"/*.restart-* "$work"/*.ec* "$work"/*.footprint "$work"/*.cfg "$work/global"
-for lib in fti veloc frame; do measure $lib; done
+if [[ $rows == all ]]; then
+  for lib in fti veloc frame; do measure $lib; done
+else
+  reference=$(checksum "$(run frame l1 "$mib" "ref")")
+  rm -rf "$shm/ref"
+fi
 
 # One parity at a quarter of the size: redundancy complete, then a restart
 # after node 1 is lost. FTI's level 3 (as many parity shards as a group has
@@ -191,7 +204,8 @@ for lib in fti veloc frame; do measure $lib; done
 # served by one module thread through a queue named after the host, so it
 # cannot be split into virtual nodes on one machine).
 ec_reference=""
-for lib in fti frame; do
+[[ $rows == all ]] && ec_libs=(fti frame) || ec_libs=()
+for lib in "${ec_libs[@]}"; do
   for ((i = 0; i < runs; i++)); do
     tag="ec-$lib-$i"
     out=$(run "$lib" ec "$ec_mib" "$tag" $crash_at)
@@ -253,6 +267,11 @@ row() {
 echo
 echo "| $mib MiB per rank, 8 ranks | VeloC 1.8 | FTI 1.6 | frame |"
 echo "|---|---:|---:|---:|"
+if [[ $rows == footprint ]]; then
+  row "node-local storage at its peak, every level on (x the data)" footprint
+  echo "frame: retention.levels = ${FRAME_RETENTION_LEVELS:-newest (the default of FTI programs)}"
+  exit 0
+fi
 row "first checkpoint (new files)" first
 row "later checkpoints (files reused)" later
 row "checkpoint with the global copy complete" global

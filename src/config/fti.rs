@@ -457,9 +457,14 @@ impl FtiFile {
         }
         cfg.retention.keep_on_finalize = v.flag("basic", "keep_last_ckpt", false)?;
         cfg.l4.archive = v.flag("basic", "keep_l4_ckpt", false)?;
-        // FTI keeps one checkpoint per level; so does frame for FTI programs
-        // (the previous one still stays until the next has committed).
+        // FTI keeps one checkpoint on level 1; so does frame for FTI
+        // programs (the previous one still stays until the next has
+        // committed). Above level 1, FTI programs keep only the newest
+        // committed checkpoint, which holds less node-local storage than
+        // FTI itself does (docs/STORAGE.md); `FRAME_RETENTION_LEVELS`
+        // chooses otherwise.
         cfg.retention.keep_last = 1;
+        cfg.retention.levels = super::LevelRetention::Newest;
         let group = v.int(
             "basic",
             "group_size",

@@ -136,6 +136,50 @@ pub struct RetentionConfig {
     /// Keep the checkpoints when the job finalizes normally (otherwise they
     /// are removed, so the next run of the job starts fresh).
     pub keep_on_finalize: bool,
+    /// Which older checkpoints of levels 2 and 3 a commit at another level
+    /// retires (docs/STORAGE.md): none (`each`, every level keeps its own
+    /// `keep_last`), those of the levels below it (`ordered`), or all of
+    /// them (`newest`, the smallest footprint).
+    pub levels: LevelRetention,
+}
+
+/// What a checkpoint committed at one level does to the older checkpoints
+/// other node-local levels keep (`retention.levels`). Level 1 keeps its
+/// `retention.keep_last` in every case, and each level its own
+/// `keep_last` until a commit elsewhere retires them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LevelRetention {
+    /// Each level keeps its newest checkpoints whatever the others commit:
+    /// an older level-3 checkpoint still covers the loss of a node and its
+    /// partner after a newer one went to level 2 only.
+    #[default]
+    Each,
+    /// A commit at a level retires the older checkpoints of the node-local
+    /// levels below it (a level-4 commit those of levels 2 and 3; level 3
+    /// those of level 2): a higher level is taken to survive what a lower
+    /// one does.
+    Ordered,
+    /// A commit at any level above 1 retires the older checkpoints of
+    /// levels 2 and 3: a node keeps one checkpoint above level 1 besides
+    /// those in flight, however the levels alternate.
+    Newest,
+}
+
+impl LevelRetention {
+    /// The node-local levels (2 and 3) whose checkpoints older than one
+    /// committed at `level` that commit retires, besides `level`'s own
+    /// `keep_last`.
+    pub(crate) fn retired_by(self, level: crate::Level) -> Vec<crate::Level> {
+        use crate::Level;
+        let node_local = [Level::L2, Level::L3];
+        match self {
+            _ if level == Level::L1 => Vec::new(),
+            Self::Each => Vec::new(),
+            Self::Ordered => node_local.into_iter().filter(|l| *l < level).collect(),
+            Self::Newest => node_local.into_iter().filter(|l| *l != level).collect(),
+        }
+    }
 }
 
 /// `[l2]`
@@ -370,6 +414,7 @@ impl Default for RetentionConfig {
         Self {
             keep_last: 2,
             keep_on_finalize: false,
+            levels: LevelRetention::Each,
         }
     }
 }

@@ -59,11 +59,17 @@ pub struct NodeData {
 
 impl Config {
     /// How many checkpoints of a node's own files levels 2 and 3 keep as
-    /// second names of level-1 files: `K2 + K3` of the levels that are on.
+    /// second names of level-1 files: `K2 + K3` of the levels that are on,
+    /// or the larger of the two when a commit at either retires the other's
+    /// older ones (`retention.levels = "newest"`).
     pub(crate) fn linked_own_copies(&self) -> u32 {
         let kept = |on: bool, keep: u32| if on { keep } else { 0 };
-        kept(!self.l2.interval.is_zero(), self.l2.keep_last)
-            + kept(!self.l3.interval.is_zero(), self.l3.keep_last)
+        let k2 = kept(!self.l2.interval.is_zero(), self.l2.keep_last);
+        let k3 = kept(!self.l3.interval.is_zero(), self.l3.keep_last);
+        match self.retention.levels {
+            super::LevelRetention::Newest => k2.max(k3),
+            super::LevelRetention::Each | super::LevelRetention::Ordered => k2 + k3,
+        }
     }
 
     /// The node-local storage a node with `data` needs under this

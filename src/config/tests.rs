@@ -60,6 +60,7 @@ fn out_of_range_values_are_rejected_with_key() {
             "snapshot.compression_level",
         ),
         ("[retention]\nkeep_last = 0\n", "retention.keep_last"),
+        ("[retention]\nlevels = \"sideways\"\n", "retention.levels"),
         ("[storage]\nlocal_dir = \"\"\n", "storage.local_dir"),
         ("[ulfm]\nmax_failures = 0\n", "ulfm.max_failures"),
         ("[ulfm]\nmax_failures = 1000001\n", "ulfm.max_failures"),
@@ -239,4 +240,34 @@ fn every_recovery_mode_reads_back_by_its_name_and_from_the_environment() {
     }
     let err = Config::load_with_env(None, [("FRAME_RECOVERY_MODE", "cones")]).unwrap_err();
     assert!(err.to_string().contains("FRAME_RECOVERY_MODE"), "{err}");
+}
+
+#[test]
+fn level_retention_is_read_from_the_file_and_the_environment() {
+    use crate::config::LevelRetention;
+    use crate::Level::{L1, L2, L3, L4};
+    assert_eq!(Config::default().retention.levels, LevelRetention::Each);
+    let cfg = Config::from_toml_str("[retention]\nlevels = \"ordered\"\n", "r.toml").unwrap();
+    assert_eq!(cfg.retention.levels, LevelRetention::Ordered);
+    let cfg = Config::load_with_env(None, [("FRAME_RETENTION_LEVELS", "newest")]).unwrap();
+    assert_eq!(cfg.retention.levels, LevelRetention::Newest);
+    let err = Config::load_with_env(None, [("FRAME_RETENTION_LEVELS", "all")]).unwrap_err();
+    assert!(err.to_string().contains("FRAME_RETENTION_LEVELS"), "{err}");
+    // Which node-local levels a commit at each level retires below it.
+    let cases = [
+        (LevelRetention::Each, [vec![], vec![], vec![], vec![]]),
+        (
+            LevelRetention::Ordered,
+            [vec![], vec![], vec![L2], vec![L2, L3]],
+        ),
+        (
+            LevelRetention::Newest,
+            [vec![], vec![L3], vec![L2], vec![L2, L3]],
+        ),
+    ];
+    for (policy, by_level) in cases {
+        for (level, want) in [L1, L2, L3, L4].into_iter().zip(by_level) {
+            assert_eq!(policy.retired_by(level), want, "{policy:?} at {level:?}");
+        }
+    }
 }

@@ -263,6 +263,15 @@ impl CopyStore {
         Ok(())
     }
 
+    /// Removes every checkpoint older than `id`, committed or not (a commit
+    /// at another level retired them: `retention.levels`).
+    pub fn retire_below(&self, id: u64) -> Result<(), StorageError> {
+        for old in self.ids().into_iter().filter(|old| *old < id) {
+            self.remove(old)?;
+        }
+        Ok(())
+    }
+
     /// Removes checkpoint `id` here: marker and records first, then data.
     pub fn remove(&self, id: u64) -> Result<(), StorageError> {
         let name = names::ckpt_dir(id);

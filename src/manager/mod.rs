@@ -436,6 +436,16 @@ impl Shared {
         if let Err(e) = done {
             tracing::warn!(checkpoint = o.id, level = %o.level, error = %e, "could not record a level's commit");
         }
+        for &(level, below) in &o.retire {
+            let retired = match CopyStore::open_existing(local, &o.job_id, level) {
+                Ok(Some(s)) => s.retire_below(below),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = retired {
+                tracing::warn!(checkpoint = below, level = %level, error = %e, "could not retire the checkpoints a commit superseded");
+            }
+        }
     }
 
     fn remove(&self, o: &RemoveOrder) {

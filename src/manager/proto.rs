@@ -219,6 +219,11 @@ pub struct CommitOrder {
     /// The run and epoch the ranks were in (see [`Task::fence`](super::task::Task::fence)).
     #[serde(default)]
     pub fence: Option<crate::level::Fence>,
+    /// Node-local levels whose checkpoints older than the given id go once
+    /// this commit is recorded: what commits at the levels that retire them
+    /// superseded (`retention.levels`).
+    #[serde(default)]
+    pub retire: Vec<(Level, u64)>,
 }
 
 /// Removal of a job's higher-level files at the end of a run.

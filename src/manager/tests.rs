@@ -336,6 +336,7 @@ proptest::proptest! {
                     layout: None,
                     archive: false,
                     fence: None,
+                    retire: vec![(Level::L3, 3)],
                 },
             },
             &bytes,

@@ -90,7 +90,7 @@ fn recover(base: &Path, cfg: &Config) -> Vec<(u64, u64)> {
     recover_as(base, cfg, USUAL)
 }
 
-fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
+pub(super) fn recover_as(base: &Path, cfg: &Config, shape: Shape) -> Vec<(u64, u64)> {
     let base = base.to_path_buf();
     let cfg = cfg.clone();
     ranks(shape.size, shape.per_node, move |comm| {

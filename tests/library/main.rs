@@ -23,6 +23,7 @@ mod phases;
 mod pointer;
 mod recovery;
 mod restart_choice;
+mod retention;
 mod rollback;
 mod shared_dirs;
 mod storage;

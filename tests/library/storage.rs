@@ -8,12 +8,21 @@ use crate::common;
 use common::heat2d::Heat2d;
 use common::storage::Watch;
 use common::{run, scratch, serial};
-use frame::config::{Config, Interval, NodeData};
+use frame::config::{Config, Interval, LevelRetention, NodeData};
 use std::path::Path;
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(300);
 const NODES: u32 = 4;
+
+/// `retention.levels` as the configuration spells it.
+fn policy_name(levels: LevelRetention) -> &'static str {
+    match levels {
+        LevelRetention::Each => "each",
+        LevelRetention::Ordered => "ordered",
+        LevelRetention::Newest => "newest",
+    }
+}
 
 /// The bytes of one checkpoint of node `n`'s ranks: the rank files of its
 /// newest level-1 checkpoint (kept at the end of the run).
@@ -44,13 +53,14 @@ fn own_bytes(local: &Path, n: u32) -> u64 {
 /// `grid` giving its size and checkpoints, the global directory in
 /// `global`, within `deadline`; checks that every node's directory stayed
 /// within the formula the whole run and that the program wrote
-/// `checkpoints`.
+/// `checkpoints`; `levels` is `retention.levels`.
 fn within_the_formula(
     grid: &[&str],
     copies: u32,
     checkpoints: u32,
     global: &Path,
     deadline: Duration,
+    levels: LevelRetention,
 ) {
     let dir = scratch();
     let local = dir.path().join("local");
@@ -62,6 +72,7 @@ fn within_the_formula(
         ("FRAME_L4_INTERVAL", "4"),
         ("FRAME_MANAGER_QUEUE", "1"),
         ("FRAME_RETENTION_KEEP_ON_FINALIZE", "true"),
+        ("FRAME_RETENTION_LEVELS", policy_name(levels)),
     ];
     let mut cmd = Heat2d::new(["--nodes", "4", "--ranks-per-node", "2"])
         .args(grid)
@@ -86,6 +97,7 @@ fn within_the_formula(
     cfg.l3.interval = Interval::Calls(2);
     cfg.l4.interval = Interval::Calls(4);
     cfg.manager.queue = 1;
+    cfg.retention.levels = levels;
     let own: Vec<u64> = (0..NODES).map(|n| own_bytes(&local, n)).collect();
     let largest = *own.iter().max().unwrap();
     // Records and markers: a few KiB per file, well within this.
@@ -118,20 +130,35 @@ fn within_the_formula(
     }
 }
 
-/// With two partner copies per node (the large run below has one).
-#[test]
-fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
+/// Twenty checkpoints of a 2048 x 2048 grid with `copies` partner copies
+/// per node and `levels`.
+fn twenty_checkpoints(copies: u32, levels: LevelRetention) {
     let _g = serial();
     let global = scratch();
     within_the_formula(
         &[
             "--nx", "2048", "--ny", "2048", "--steps", "200", "--every", "10",
         ],
-        2,
+        copies,
         20,
         global.path(),
         DEADLINE,
+        levels,
     );
+}
+
+/// With two partner copies per node (the large run below has one).
+#[test]
+fn twenty_checkpoints_at_every_level_keep_every_node_within_the_formula() {
+    twenty_checkpoints(2, LevelRetention::Each);
+}
+
+/// With one copy per node and a commit at any level retiring the older
+/// checkpoints of levels 2 and 3, whose formula counts one checkpoint of
+/// the node's own files fewer.
+#[test]
+fn with_only_the_newest_above_level_1_every_node_stays_within_its_formula() {
+    twenty_checkpoints(1, LevelRetention::Newest);
 }
 
 /// 8 ranks of `FRAME_TEST_BIG_MIB` MiB each (64 by default, to keep CI
@@ -161,5 +188,6 @@ fn large_ranks_at_every_level_complete_within_the_formula() {
         // Three seconds per MiB of each rank: about three times what the
         // 2-core test machine takes.
         DEADLINE.max(Duration::from_secs(3 * mib)),
+        LevelRetention::Each,
     );
 }

@@ -175,10 +175,31 @@ impl Promotions {
             layout: scheme::configured(&self.cfg, f.level).map(|r| Layout::new(&topology, r)),
             archive: f.level == Level::L4 && self.cfg.l4.archive,
             fence: self.fence,
+            retire: self.retired(),
         };
         if let Some(Err(e)) = self.call(&Request::Commit { commit: order }) {
             tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");
         }
+    }
+
+    /// For each of levels 2 and 3, the newest checkpoint committed at a
+    /// level whose commits retire its older ones (`retention.levels`):
+    /// everything older there goes, including a commit of its own that
+    /// arrived after a newer one elsewhere.
+    fn retired(&self) -> Vec<(Level, u64)> {
+        let policy = self.cfg.retention.levels;
+        [Level::L2, Level::L3]
+            .into_iter()
+            .filter_map(|level| {
+                let floor = self
+                    .newest_committed
+                    .iter()
+                    .filter(|(by, _)| policy.retired_by(**by).contains(&level))
+                    .map(|(_, id)| *id)
+                    .max()?;
+                Some((level, floor))
+            })
+            .collect()
     }
 
     /// Waits for every node's queued promotions, then records the last

@@ -110,6 +110,20 @@ fn defaults_follow_ftis_documentation() {
 }
 
 #[test]
+fn fti_programs_keep_one_checkpoint_above_level_1_unless_told_otherwise() {
+    use crate::config::LevelRetention;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.fti");
+    std::fs::write(&path, "[basic]\nckpt_l2 = 1\n").unwrap();
+    let none: [(&str, &str); 0] = [];
+    let fti = FtiFile::load(&path, none).unwrap();
+    assert_eq!(fti.config.retention.keep_last, 1);
+    assert_eq!(fti.config.retention.levels, LevelRetention::Newest);
+    let fti = FtiFile::load(&path, [("FRAME_RETENTION_LEVELS", "ordered")]).unwrap();
+    assert_eq!(fti.config.retention.levels, LevelRetention::Ordered);
+}
+
+#[test]
 fn each_unimplemented_key_set_away_from_its_default_is_warned_about_once() {
     for (section, key, usage) in KEYS {
         let Use::Unsupported(default) = usage else {
