@@ -254,13 +254,10 @@ impl CopyStore {
     /// Removes every checkpoint older than the oldest of the newest
     /// `keep_last` committed ones (nothing while fewer are committed).
     pub fn retain(&self, keep_last: usize) -> Result<(), StorageError> {
-        let Some(oldest) = commit::oldest_kept(&self.committed(), keep_last) else {
-            return Ok(());
-        };
-        for id in self.ids().into_iter().filter(|id| *id < oldest) {
-            self.remove(id)?;
+        match commit::oldest_kept(&self.committed(), keep_last) {
+            Some(oldest) => self.retire_below(oldest),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Removes every checkpoint older than `id`, committed or not (a commit

@@ -436,16 +436,7 @@ impl Shared {
         if let Err(e) = done {
             tracing::warn!(checkpoint = o.id, level = %o.level, error = %e, "could not record a level's commit");
         }
-        for &(level, below) in &o.retire {
-            let retired = match CopyStore::open_existing(local, &o.job_id, level) {
-                Ok(Some(s)) => s.retire_below(below),
-                Ok(None) => Ok(()),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = retired {
-                tracing::warn!(checkpoint = below, level = %level, error = %e, "could not retire the checkpoints a commit superseded");
-            }
-        }
+        retire_superseded(local, &o.job_id, &o.retire);
     }
 
     fn remove(&self, o: &RemoveOrder) {
@@ -473,6 +464,29 @@ impl Shared {
         let mut st = self.lock();
         st.progress.retain(|(job, ..), _| *job != o.job_id);
         st.parity.forget(&o.job_id);
+    }
+}
+
+/// Removes, at each level a commit order names, the checkpoints older
+/// than the id beside it (what commits elsewhere superseded:
+/// `retention.levels`). Only levels 2 and 3 are pruned this way: an order
+/// naming level 1 or 4 is refused, never read as a directory to empty.
+fn retire_superseded(local: &std::path::Path, job_id: &str, retire: &[(Level, u64)]) {
+    for &(level, below) in retire {
+        let retired = match level {
+            Level::L2 | Level::L3 => match CopyStore::open_existing(local, job_id, level) {
+                Ok(Some(s)) => s.retire_below(below),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Level::L1 | Level::L4 => {
+                tracing::warn!(level = %level, "refused a commit order retiring checkpoints outside levels 2 and 3");
+                continue;
+            }
+        };
+        if let Err(e) = retired {
+            tracing::warn!(checkpoint = below, level = %level, error = %e, "could not retire the checkpoints a commit superseded");
+        }
     }
 }
 

@@ -1,10 +1,18 @@
-use super::release_staged;
+use super::{release_staged, retire_superseded};
 use crate::comm::{Comm, LocalComm};
 use crate::config::{Config, Interval};
 use crate::level::staging::Staging;
 use crate::level::{names, open_rank_file_in, Level};
 use crate::safefs::Dir;
 use crate::Checkpointer;
+
+/// Job `job` with its node-local directory in `dir`.
+fn job_config(dir: &std::path::Path) -> Config {
+    let mut cfg = Config::default();
+    cfg.storage.local_dir = dir.to_path_buf();
+    cfg.job.id = "job".into();
+    cfg
+}
 
 /// A promotion that ends (its staged files released) between a rank's
 /// request opening the staging area and staging the next checkpoint into
@@ -14,9 +22,7 @@ use crate::Checkpointer;
 #[test]
 fn a_promotion_ending_while_the_next_is_staged_leaves_room_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = Config::default();
-    cfg.storage.local_dir = dir.path().to_path_buf();
-    cfg.job.id = "job".into();
+    let mut cfg = job_config(dir.path());
     cfg.snapshot.interval = Interval::Calls(1);
     let shared = cfg.clone();
     LocalComm::run(1, 1, move |comm| {
@@ -40,6 +46,40 @@ fn a_promotion_ending_while_the_next_is_staged_leaves_room_for_it() {
     release_staged(dir.path(), "job", 0, 0).unwrap();
     request.stage(1, meta.stamp, &[0], 1).unwrap();
     assert_eq!(request.ids(), vec![1]);
+}
+
+/// A commit order's `retire` prunes levels 2 and 3 only: one naming level
+/// 1 (a peer's mistake, or worse) leaves the rank files there alone.
+#[test]
+fn a_commit_order_retires_checkpoints_of_levels_2_and_3_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = job_config(dir.path());
+    LocalComm::run(1, 1, move |comm| {
+        let mut ckpt = Checkpointer::init(&shared, &comm).unwrap();
+        let _step = ckpt.protect(0, 7u64);
+        ckpt.checkpoint().unwrap();
+    })
+    .into_iter()
+    .for_each(|r| r.unwrap());
+    let l1 = dir
+        .path()
+        .join("job")
+        .join(names::L1_DIR)
+        .join(names::ckpt_dir(1));
+    let rank_file = l1.join(names::data_file(0));
+    assert!(rank_file.exists());
+    // A level-2 store with checkpoints 1 and 2.
+    let l2 = crate::level::CopyStore::open(dir.path(), "job", Level::L2, 0).unwrap();
+    for id in [1, 2] {
+        l2.checkpoint_dir(id, true).unwrap();
+    }
+    retire_superseded(
+        dir.path(),
+        "job",
+        &[(Level::L1, 99), (Level::L4, 99), (Level::L2, 2)],
+    );
+    assert!(rank_file.exists(), "a level-1 checkpoint was retired");
+    assert_eq!(l2.ids(), vec![2]);
 }
 
 /// Level 3 of checkpoint 14 on node 0 of the group {0, 1}, in `round`:
