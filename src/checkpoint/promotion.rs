@@ -11,10 +11,9 @@
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;
 use crate::comm::{agree_on_problems, Comm, ReduceOp};
-use crate::config::{Config, Interval, ManagerMode};
+use crate::config::{Config, Interval};
 use crate::error::{problems, Error, Result};
 use crate::level::{L4Write, Level};
-use crate::manager::inline::{self, Listen};
 use crate::manager::{Client, Link, Manager, Reply, Request, Task};
 use crate::node::NodePlace;
 use crate::scheme;
@@ -23,6 +22,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+mod calls;
 mod settle;
 pub(crate) mod state;
 
@@ -48,8 +48,15 @@ pub(crate) struct Promotions {
     client: Option<Client>,
     /// The job's secret (to reconnect to a restarted manager).
     secret: Secret,
-    /// The manager could not be reached again within [`CONNECT_WAIT`].
+    /// The manager could not be reached again within a few seconds (see
+    /// `calls.rs`).
     manager_away: bool,
+    /// The connection to the manager was given up while a reply was
+    /// awaited (a recovery started): the next call makes a new one.
+    stale: bool,
+    /// Says when a recovery started, so that a call to the manager stops
+    /// waiting for it.
+    watch: crate::comm::RecoveryWatch,
     /// Keeps an inline manager running while this rank uses it.
     _manager: Option<Arc<Manager>>,
     /// Checkpoints since each level's last promotion.
@@ -97,74 +104,6 @@ fn job_secret(comm: &dyn Comm, place: &NodePlace) -> Result<Secret> {
     Secret::from_hex(&String::from_utf8_lossy(&hex)).ok_or_else(|| Error::Init {
         problems: problems(vec![(0, "could not make the job's secret".into())]),
     })
-}
-
-/// The runtime's manager of this node, when the program runs under
-/// `frame run` with its checkpoints in the node's directory and the
-/// configuration lets it (`manager.mode = "auto"`).
-fn runtime_manager(cfg: &Config, place: &NodePlace) -> Option<Endpoint> {
-    if cfg.manager.mode != ManagerMode::Auto {
-        return None;
-    }
-    let node = place.runtime.as_ref()?;
-    let socket = node.manager.as_ref()?;
-    (node.dir == cfg.storage.local_dir).then(|| Endpoint::Unix(socket.clone()))
-}
-
-/// Connects to the node's manager: the one `link` names, the runtime's
-/// (waiting a moment for either, as it may be starting or restarting), or
-/// an inline one started here.
-fn connect_manager(
-    cfg: &Config,
-    place: &NodePlace,
-    secret: &Secret,
-    link: Option<&Link>,
-) -> std::io::Result<(Option<Arc<Manager>>, Client)> {
-    if let Some(link) = link {
-        return Ok((None, connect_waiting(&link.endpoint, secret, CONNECT_WAIT)?));
-    }
-    if let Some(endpoint) = runtime_manager(cfg, place) {
-        return Ok((None, connect_waiting(&endpoint, secret, CONNECT_WAIT)?));
-    }
-    let listen = match cfg.manager.address.parse() {
-        Ok(ip) => Listen::Tcp(ip),
-        Err(_) => Listen::Local,
-    };
-    let m = inline::ensure(
-        &cfg.job.id,
-        place.id,
-        &cfg.storage.local_dir,
-        &listen,
-        secret,
-        cfg.manager.queue as usize,
-        cfg.manager.when_full,
-    )?;
-    let c = Client::connect(m.endpoint(), secret)?;
-    Ok((Some(m), c))
-}
-
-/// How long a rank waits for its node's runtime manager to accept.
-const CONNECT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Connects to `endpoint`, trying again until `wait` has passed: a daemon
-/// restarting its manager rebinds the socket within milliseconds.
-fn connect_waiting(
-    endpoint: &Endpoint,
-    secret: &Secret,
-    wait: std::time::Duration,
-) -> std::io::Result<Client> {
-    let deadline = Instant::now() + wait;
-    let mut pause = std::time::Duration::from_millis(5);
-    loop {
-        match Client::connect(endpoint, secret) {
-            Ok(c) => return Ok(c),
-            Err(e) if Instant::now() >= deadline => return Err(e),
-            Err(_) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(100));
-            }
-        }
-    }
 }
 
 fn index(level: Level) -> usize {
@@ -231,7 +170,7 @@ impl Promotions {
             }
         }
         if leader && local.is_none() {
-            match connect_manager(cfg, &place, &secret, link) {
+            match calls::connect_manager(cfg, &place, &secret, link) {
                 Ok((m, c)) => {
                     manager = m;
                     client = Some(c);
@@ -273,6 +212,8 @@ impl Promotions {
             client,
             secret,
             manager_away: false,
+            stale: false,
+            watch: comm.link().recovery_watch(),
             auto_every: [1; 3],
             round: first_round,
             fence,
@@ -289,33 +230,6 @@ impl Promotions {
     /// The topology of the current placement.
     pub(crate) fn topology(&self) -> Option<Topology> {
         Topology::new(self.placement.clone()).ok()
-    }
-
-    /// Sends `req` to the node's manager (lowest rank of each node only;
-    /// `None` elsewhere). A broken connection (the daemon restarted its
-    /// manager) is made again, waiting up to [`CONNECT_WAIT`] for the new
-    /// manager; a manager that stayed away that long is tried only once
-    /// per call afterwards, so a node without one does not slow its ranks.
-    fn call(&mut self, req: &Request) -> Option<std::io::Result<Reply>> {
-        let client = self.client.as_mut()?;
-        let first = client.call(req);
-        if first.is_ok() {
-            self.manager_away = false;
-            return Some(first);
-        }
-        let endpoint = client.endpoint().clone();
-        let wait = if self.manager_away {
-            std::time::Duration::ZERO
-        } else {
-            CONNECT_WAIT
-        };
-        let again = connect_waiting(&endpoint, &self.secret, wait).and_then(|mut c| {
-            let reply = c.call(req);
-            self.client = Some(c);
-            reply
-        });
-        self.manager_away = again.is_err();
-        Some(again)
     }
 
     /// Whether this rank is the lowest of its node (the one that talks to
@@ -485,11 +399,15 @@ impl Promotions {
             .unwrap_or(Ok(Reply::Accepted))
         {
             Ok(Reply::Accepted) => {}
+
             Ok(Reply::Skipped(why)) => {
                 tracing::warn!(checkpoint = id, reason = %why, "promotion skipped")
             }
             Ok(other) => tracing::warn!(checkpoint = id, reply = ?other, "promotion refused"),
             Err(e) => {
+                if let Some(stop) = self.interruption(&e) {
+                    return Err(stop);
+                }
                 tracing::warn!(checkpoint = id, error = %e, "the node's manager is unreachable")
             }
         }
@@ -540,3 +458,6 @@ fn placement_and_clock(comm: &dyn Comm, now: u64) -> Result<(Vec<u32>, u64)> {
     let first_round = gathered.iter().map(|b| word(b, 4, 8)).max().unwrap_or(0);
     Ok((placement, first_round))
 }
+
+#[cfg(test)]
+mod tests;

@@ -167,6 +167,43 @@ pub trait RuntimeLink {
     fn moved_managers(&self) -> std::collections::BTreeMap<u32, Endpoint> {
         std::collections::BTreeMap::new()
     }
+
+    /// A way to learn, outside the communicator, that the runtime started
+    /// a recovery since this rank's epoch began: a rank waiting on
+    /// something other than a message (its node's manager) asks it
+    /// between waits and gives up to roll back with the others. Outside a
+    /// runtime that recovers in place, it never says so.
+    fn recovery_watch(&self) -> RecoveryWatch {
+        RecoveryWatch::default()
+    }
+}
+
+/// Says whether a recovery started since a rank's epoch began (see
+/// [`RuntimeLink::recovery_watch`]); cheap to ask and to clone, and usable
+/// from any thread.
+#[derive(Clone, Default)]
+pub struct RecoveryWatch(Option<std::sync::Arc<dyn Fn() -> Option<u64> + Send + Sync>>);
+
+impl RecoveryWatch {
+    /// A watch that asks `started`, which returns the epoch of a recovery
+    /// started since the rank's epoch began, if any.
+    pub fn new(started: impl Fn() -> Option<u64> + Send + Sync + 'static) -> Self {
+        Self(Some(std::sync::Arc::new(started)))
+    }
+
+    /// The epoch of the recovery started since the rank's epoch began, if
+    /// one was.
+    pub fn started(&self) -> Option<u64> {
+        self.0.as_ref().and_then(|f| f())
+    }
+}
+
+impl std::fmt::Debug for RecoveryWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RecoveryWatch")
+            .field(&self.started())
+            .finish()
+    }
 }
 
 /// The link of a rank no runtime started (alone, in threads, under MPI).

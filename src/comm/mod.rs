@@ -30,7 +30,9 @@ mod typed;
 pub use crate::topology::FailureTopology;
 pub use bytes::Bytes;
 pub(crate) use link::place;
-pub use link::{MessageCounts, RecoveryContext, Reentry, RuntimeLink, StandIn, Standalone};
+pub use link::{
+    MessageCounts, RecoveryContext, RecoveryWatch, Reentry, RuntimeLink, StandIn, Standalone,
+};
 pub use local::LocalComm;
 pub use typed::{CommExt, Reducible};
 

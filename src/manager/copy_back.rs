@@ -7,7 +7,8 @@
 //! it into its level 1 as it arrives, every chunk checked on the way
 //! (`L1Store::install_from`). Neither side holds more than a piece.
 
-use super::proto::{join, Client, Reply, Request, DATA_PIECE};
+use super::client::Client;
+use super::proto::{join, Reply, Request, DATA_PIECE};
 use super::Shared;
 use crate::format::Metadata;
 use crate::level::stream::PieceSource;

@@ -17,6 +17,7 @@
 //! the process and never spins: its threads sleep on a socket or a
 //! condition variable.
 
+mod client;
 pub(crate) mod copy_back;
 #[cfg(feature = "mpi")]
 pub mod dedicated;
@@ -31,8 +32,9 @@ pub(crate) mod task;
 #[cfg(test)]
 mod tests;
 
-pub use proto::{Client, Reply, Request};
+pub use client::Client;
 pub(crate) use proto::{CommitOrder, RemoveOrder};
+pub use proto::{Reply, Request};
 pub(crate) use task::Transform;
 pub use task::{Progress, Task};
 

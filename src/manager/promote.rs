@@ -4,9 +4,8 @@
 //! and 3 as second names, never copied); each returns only once what it
 //! wrote is durable.
 
-use super::proto::{
-    self, BlobLayout, Client, GroupInfo, Put, PutError, Reply, Request, Source, SourceError, Term,
-};
+use super::client::{Client, PutError, Source, SourceError};
+use super::proto::{self, BlobLayout, GroupInfo, Put, Reply, Request, Term};
 use super::task::{Task, Transform};
 use crate::auth::Secret;
 use crate::comm::net::Endpoint;

@@ -7,7 +7,8 @@
 //! [`DATA_PIECE`] bytes, read from the node's level-3 files for that one
 //! request: a manager holds no more than one window per connection.
 
-use super::proto::{join, Client, Reply, Request, ShardWindow, DATA_PIECE};
+use super::client::Client;
+use super::proto::{join, Reply, Request, ShardWindow, DATA_PIECE};
 use super::Shared;
 use crate::level::erasure::{ErasureStore, GroupManifest, ShardReader};
 use bytes::Bytes;

@@ -39,6 +39,11 @@ impl Promotions {
                         };
                     }
                 }
+                // Given up for a recovery: nothing is known, and the rank
+                // rolls back at its next collective call.
+                Err(e) if self.interruption(&e).is_some() => {
+                    codes.iter_mut().for_each(|c| *c = 1);
+                }
                 _ => {
                     codes.iter_mut().for_each(|c| *c = 2);
                     reasons
@@ -177,8 +182,13 @@ impl Promotions {
             fence: self.fence,
             retire: self.retired(),
         };
-        if let Some(Err(e)) = self.call(&Request::Commit { commit: order }) {
-            tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable");
+        match self.call(&Request::Commit { commit: order }) {
+            // The rank rolls back at its next collective call.
+            Some(Err(e)) if self.interruption(&e).is_some() => {}
+            Some(Err(e)) => {
+                tracing::warn!(checkpoint = f.id, error = %e, "the node's manager is unreachable")
+            }
+            _ => {}
         }
     }
 
@@ -216,6 +226,9 @@ impl Promotions {
         // is empty: ask again, a little later, until none is pending.
         for round in 0..DRAIN_ROUNDS {
             if let Some(Err(e)) = self.call(&Request::Drain) {
+                if let Some(stop) = self.interruption(&e) {
+                    return Err(stop);
+                }
                 tracing::warn!(error = %e, "the node's manager is unreachable");
             }
             self.settle(comm)?;
@@ -232,6 +245,9 @@ impl Promotions {
         }
         // The commits just ordered are written before this returns.
         if let Some(Err(e)) = self.call(&Request::Drain) {
+            if let Some(stop) = self.interruption(&e) {
+                return Err(stop);
+            }
             tracing::warn!(error = %e, "the node's manager is unreachable");
         }
         Ok(())

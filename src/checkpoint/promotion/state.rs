@@ -128,11 +128,13 @@ impl Promotions {
         let mut manager = None;
         if leader {
             let (m, c) =
-                super::connect_manager(cfg, &place, &secret, None).map_err(|e| Error::Init {
-                    problems: problems(vec![(
-                        rank as usize,
-                        format!("cannot reach the manager of node {}: {e}", comm.node()),
-                    )]),
+                super::calls::connect_manager(cfg, &place, &secret, None).map_err(|e| {
+                    Error::Init {
+                        problems: problems(vec![(
+                            rank as usize,
+                            format!("cannot reach the manager of node {}: {e}", comm.node()),
+                        )]),
+                    }
                 })?;
             manager = m;
             client = Some(c);
@@ -147,6 +149,8 @@ impl Promotions {
             client,
             secret,
             manager_away: false,
+            stale: false,
+            watch: comm.link().recovery_watch(),
             auto_every: saved.auto_every,
             round: saved.round,
             fence: super::fence_of(comm),

@@ -386,6 +386,12 @@ impl RuntimeLink for NetComm {
         self.recovery.clone()
     }
 
+    fn recovery_watch(&self) -> crate::comm::RecoveryWatch {
+        let hub = Arc::clone(&self.hub);
+        let epoch = self.epoch;
+        crate::comm::RecoveryWatch::new(move || hub.interrupted().filter(|e| *e > epoch))
+    }
+
     fn runtime_node(&self) -> Option<crate::node::RuntimeNode> {
         self.runtime_node.clone()
     }
