@@ -5,6 +5,10 @@
 //!   first after a restart) against a plain `write` of the same buffer into
 //!   a new file on the same file system (then `fdatasync`, as a checkpoint
 //!   does);
+//!   the same checkpoint is also set against the least any checked write
+//!   does: the plain write, then a CRC-32 of the same bytes (one more
+//!   pass over them; where the plain write outruns a pass that reads the
+//!   data from memory, no checked write can keep up with it);
 //! - a checkpoint into **reused** files (the steady state) against the same
 //!   plain write;
 //! - a **load** (CRC included) against a `memcpy` of the same buffer, for a
@@ -92,8 +96,10 @@ fn together<F: Fn(usize) -> Duration + Sync>(ranks: usize, f: F) -> Duration {
     })
 }
 
-/// Plain `write` of each rank's buffer into a new file, then `fdatasync`.
-fn plain_write(base: &Path, bufs: &[Vec<f64>], reps: usize) -> Duration {
+/// Plain `write` of each rank's buffer into a new file, then `fdatasync`;
+/// with `check`, then a CRC-32 of the buffer too (the least a write whose
+/// bytes are checked later costs).
+fn plain_write(base: &Path, bufs: &[Vec<f64>], reps: usize, check: bool) -> Duration {
     let ranks = bufs.len();
     median(
         (0..reps)
@@ -106,6 +112,9 @@ fn plain_write(base: &Path, bufs: &[Vec<f64>], reps: usize) -> Duration {
                     let mut f = std::fs::File::create(dir.join(format!("r{r}"))).expect("create");
                     f.write_all(bytes).expect("write");
                     f.sync_data().expect("sync");
+                    if check {
+                        black_box(crc32fast::hash(bytes));
+                    }
                     t.elapsed()
                 });
                 std::fs::remove_dir_all(&dir).expect("clean");
@@ -357,11 +366,13 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
         base.display()
     );
     println!(
-        "{:>9} {:>5} | {:>10} {:>17} {:>17} | {:>10} {:>17} {:>17} {:>17} | {:>17} {:>17} {:>6}",
+        "{:>9} {:>5} | {:>10} {:>17} {:>17} {:>17} {:>17} | {:>10} {:>17} {:>17} {:>17} | {:>17} {:>17} {:>6}",
         "MiB/rank",
         "ranks",
         "write new",
+        "write + crc",
         "ckpt fresh",
+        "fresh / w+crc",
         "ckpt reused",
         "memcpy",
         "pread",
@@ -380,7 +391,8 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
                 .prefix("frame-bench-")
                 .tempdir_in(base)
                 .expect("temp dir");
-            let write = plain_write(dir.path(), &raw, reps);
+            let write = plain_write(dir.path(), &raw, reps, false);
+            let checked = plain_write(dir.path(), &raw, reps, true);
             let copy = memcpy(&raw, reps);
             let read = plain_read(dir.path(), &raw, reps);
             let bufs: Vec<Protected<Vec<f64>>> = raw.into_iter().map(Protected::new).collect();
@@ -405,11 +417,13 @@ fn table(base: &Path, sizes: &[usize], rank_counts: &[usize]) {
                 None => format!("{:>17} {:>17} {:>6}", "-", "-", "-"),
             };
             println!(
-                "{:>9} {:>5} | {:>5.2} GB/s {:>17} {:>17} | {:>5.2} GB/s {:>17} {:>17} {:>17} | {}",
+                "{:>9} {:>5} | {:>5.2} GB/s {:>17} {:>17} {:>17} {:>17} | {:>5.2} GB/s {:>17} {:>17} {:>17} | {}",
                 mib,
                 ranks,
                 gbps(total, write),
+                cell(checked, write),
                 cell(m.fresh, write),
+                format!("{:.2}x", checked.as_secs_f64() / m.fresh.as_secs_f64()),
                 cell(m.reused, write),
                 gbps(total, copy),
                 cell(read, copy),

@@ -1,12 +1,15 @@
-//! A failure recovered five ways, for the same heat2d job of `--ranks`
+//! A failure recovered six ways, for the same heat2d job of `--ranks`
 //! ranks (virtual nodes of 2) with `--mib` MiB of grid per rank: online
 //! inside MPI through ULFM with a spare process (two spares, the job's
 //! last processes), with a new process started for each failed rank
 //! (`ulfm.spawn`, no spares: the paper "Reinit++"'s ULFM way), with a
 //! spare on every node (nodes of 3 processes: a process failure's
 //! replacement reads the rank's level-1 files on its own node); online
-//! under frame's own runtime (a spare node); and the baseline, relaunching
-//! the MPI job (the dead job's teardown, a new `mpirun`, the restore).
+//! under frame's own runtime (a spare node); by hand, the same solver
+//! with in-memory buddy copies and ULFM calls of its own
+//! (examples/heat2d_buddy, two spares: what frame's ULFM mode is held
+//! to); and the baseline, relaunching the MPI job (the dead job's
+//! teardown, a new `mpirun`, the restore).
 //! Two failures: the last rank SIGKILLs itself, or the last node's two
 //! ranks do (`--node`; its level-1 storage removed: no spare per node
 //! then, as a dead node takes its spare).
@@ -48,11 +51,15 @@ enum Way {
     UlfmPerNode,
     /// frame's own runtime with a spare node.
     Own,
+    /// The same solver recovered by hand through ULFM, with in-memory
+    /// buddy copies and two spares (examples/heat2d_buddy): the
+    /// baseline of frame's ULFM mode.
+    ByHand,
     /// The relaunch.
     Relaunch,
 }
 
-const WAYS: [(&str, Way); 5] = [
+const WAYS: [(&str, Way); 6] = [
     (
         "online, ULFM, spare process",
         Way::Ulfm(&["--ulfm-spares", "2"], 2),
@@ -63,6 +70,7 @@ const WAYS: [(&str, Way); 5] = [
     ),
     ("online, ULFM, spare on the rank's node", Way::UlfmPerNode),
     ("online, frame's runtime, spare node", Way::Own),
+    ("online, ULFM by hand, buddy copies", Way::ByHand),
     ("relaunch (baseline)", Way::Relaunch),
 ];
 
@@ -90,6 +98,10 @@ fn main() {
         "examples/heat2d",
     );
     let frame = build(&["-p", "frame-cli"], "frame");
+    let by_hand = build(
+        &["--features", "ulfm", "--example", "heat2d_buddy"],
+        "examples/heat2d_buddy",
+    );
     let lib = mpi_library_dir();
     let nx = (mib << 20) * ranks / (8 * NY);
     let grid = vec![
@@ -134,7 +146,9 @@ fn main() {
     let ways: Vec<(&str, Way)> = WAYS
         .iter()
         .copied()
-        .filter(|(_, w)| !(node && matches!(w, Way::UlfmPerNode)))
+        // A node takes a rank and its buddy: nothing to recover from by
+        // hand.
+        .filter(|(_, w)| !(node && matches!(w, Way::UlfmPerNode | Way::ByHand)))
         .collect();
     let run_way = |way: Way, dir: &Path, extra: &[String]| -> Output {
         let args = [&grid[..], extra].concat();
@@ -169,6 +183,23 @@ fn main() {
                 )
             }
             Way::Own => own_runtime(&frame, &heat, &lib, dir, ranks / 2, &args),
+            Way::ByHand => {
+                // The solver's flags (not frame's configuration), and the
+                // kill's time and rank.
+                let mut args: Vec<String> = grid[..grid.len() - 2].to_vec();
+                if extra.iter().any(|a| a == "--die-at") {
+                    args.extend(["--die-at", "10", "--die-rank"].map(String::from));
+                    args.push(victim.to_string());
+                }
+                let session = dir.join("mpirun");
+                std::fs::create_dir_all(&session).expect("mpirun's session directory");
+                mpirun_command(true, ranks + 2, &session)
+                    .arg(&by_hand)
+                    .args(&args)
+                    .stdin(Stdio::null())
+                    .output()
+                    .expect("mpirun")
+            }
             Way::Relaunch => {
                 let nodes = ["--ulfm-spares", "0", "--ulfm-ranks-per-node", "2"].map(String::from);
                 mpirun(&heat, dir, false, ranks, &[&args[..], &nodes].concat())
@@ -212,8 +243,9 @@ fn main() {
             let dir = shm.path().join(format!("way-{i}-{run}"));
             let out = run_way(way, &dir, &die);
             let restored = if matches!(way, Way::Relaunch) {
-                // The job died with its rank: run it again.
-                run_way(way, &dir, &[])
+                // The job died with its rank: run it again (its restore
+                // timed).
+                run_way(way, &dir, &["--measure".to_string()])
             } else {
                 out.clone()
             };
@@ -227,9 +259,11 @@ fn main() {
     }
     let base = ways.len() - 1;
     let m: Vec<f64> = times.into_iter().map(median).collect();
+    // Each way's time against the recovery by hand, where it ran.
+    let by_hand = ways.iter().position(|(_, w)| matches!(w, Way::ByHand));
     println!(
-        "{:<40} {:>14} {:>6} {:>10} {:>14}",
-        "recovery", "kill->restored", "level", "vs relaunch", "fault-free cost"
+        "{:<40} {:>14} {:>6} {:>10} {:>10} {:>14}",
+        "recovery", "kill->restored", "level", "vs relaunch", "/ by hand", "fault-free cost"
     );
     let plain_ms = median(plain);
     for (i, (name, _)) in ways.iter().enumerate() {
@@ -241,8 +275,9 @@ fn main() {
                 (median(fault_free[i].clone()) / plain_ms - 1.0) * 100.0
             )
         };
+        let against = by_hand.map_or("-".to_string(), |h| format!("{:.2}x", m[i] / m[h]));
         println!(
-            "{name:<40} {:>12.1}ms {:>6} {:>9.1}x {cost:>14}",
+            "{name:<40} {:>12.1}ms {:>6} {:>9.1}x {against:>10} {cost:>14}",
             m[i],
             levels[i],
             m[base] / m[i]

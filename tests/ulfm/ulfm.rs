@@ -562,3 +562,28 @@ fn a_recovered_job_of_many_processes_ends_with_success() {
         assert!(!job.out.contains(noise), "`{noise}` in:\n{}", job.out);
     }
 }
+
+/// The baseline frame's ULFM mode is measured against (benches/ulfm.rs):
+/// heat2d recovered by hand, in-memory buddy copies and two spares,
+/// computes heat2d's own result whichever rank dies. A checkpoint cut off
+/// by the failure must not be rolled back to on some ranks only.
+#[test]
+fn heat2d_recovered_by_hand_matches_heat2d_whichever_rank_dies() {
+    let _serial = serial();
+    let expected = reference();
+    let program = example_with("heat2d_buddy", &["ulfm"]);
+    for rank in 0..8 {
+        let dir = scratch();
+        let rank = rank.to_string();
+        let mut args: Vec<&str> = GRID.to_vec();
+        args.extend(["--every", "20", "--die-at", "50", "--die-rank", &rank]);
+        let job = mpirun_ulfm(dir.path(), 10, &program, &args, &[]);
+        assert!(job.status.success(), "rank {rank} killed:\n{}", job.out);
+        assert!(
+            job.out.contains("rank 0 restored step 40 from memory"),
+            "rank {rank} killed:\n{}",
+            job.out
+        );
+        assert_eq!(final_checksum(&job.out), expected, "rank {rank} killed");
+    }
+}
