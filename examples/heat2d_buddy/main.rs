@@ -14,6 +14,12 @@
 //! the working ranks roll back: each survivor from its own copy, the
 //! replacement from the copies its buddies hold.
 //!
+//! Like most recoveries written by hand, it handles one failure at a
+//! time: a failure during the repair or the restore, or two buddies lost
+//! together, end the run with an error, and no rank may run more than
+//! one checkpoint ahead of the slowest (`--every` at least the process
+//! grid's width).
+//!
 //! `--die-at S --die-rank R` has rank R SIGKILL itself after step S of
 //! the first run. Rank 0 prints `done in T s`, `rank 0 restored (unix ns
 //! N)` once every working rank rolled back, and `final checksum: 0x...`,
@@ -302,6 +308,12 @@ fn restore(
         saved[0] = Saved { step, own, buddy };
         saved[1] = Saved::default();
     } else {
+        // A checkpoint newer than the one agreed on was cut off on some
+        // rank: it is never rolled back to, and the next checkpoint
+        // goes over it, not over the one agreed on.
+        for s in saved.iter_mut().filter(|s| s.step > step) {
+            s.step = 0;
+        }
         let s = slot(saved, step)?;
         // This rank keeps the copy of its previous rank's grid, and its
         // own is its next rank's buddy copy.

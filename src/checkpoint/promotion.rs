@@ -170,7 +170,8 @@ impl Promotions {
             }
         }
         if leader && local.is_none() {
-            match calls::connect_manager(cfg, &place, &secret, link) {
+            match calls::connect_manager(cfg, &place, &secret, link, &comm.link().recovery_watch())
+            {
                 Ok((m, c)) => {
                     manager = m;
                     client = Some(c);

@@ -33,23 +33,23 @@ fn runtime_manager(cfg: &Config, place: &NodePlace) -> Option<Endpoint> {
 }
 
 /// Connects to the node's manager: the one `link` names, the runtime's
-/// (waiting a moment for either, as it may be starting or restarting), or
-/// an inline one started here.
+/// (waiting a moment for either, as it may be starting or restarting,
+/// unless `watch` says a recovery started), or an inline one started here.
 pub(super) fn connect_manager(
     cfg: &Config,
     place: &NodePlace,
     secret: &Secret,
     link: Option<&Link>,
+    watch: &RecoveryWatch,
 ) -> io::Result<(Option<Arc<Manager>>, Client)> {
-    let never = RecoveryWatch::default();
     if let Some(link) = link {
-        let c = connect_waiting(&link.endpoint, secret, CONNECT_WAIT, &never)?;
+        let c = connect_waiting(&link.endpoint, secret, CONNECT_WAIT, watch)?;
         return Ok((None, c));
     }
     if let Some(endpoint) = runtime_manager(cfg, place) {
         return Ok((
             None,
-            connect_waiting(&endpoint, secret, CONNECT_WAIT, &never)?,
+            connect_waiting(&endpoint, secret, CONNECT_WAIT, watch)?,
         ));
     }
     let listen = match cfg.manager.address.parse() {
@@ -104,21 +104,34 @@ impl Promotions {
     ///
     /// A recovery started before or during the call ends it with an error
     /// of kind [`Interrupted`](io::ErrorKind::Interrupted) (see
-    /// [`interruption`](Self::interruption)); the next call connects anew.
+    /// [`interruption`](Self::interruption)). After any failed call the
+    /// connection is not used again (a late reply on it would be taken
+    /// for the next request's): the next call connects anew.
     pub(super) fn call(&mut self, req: &Request) -> Option<io::Result<Reply>> {
         let watch = self.watch.clone();
         let stop = || watch.started().is_some();
         let client = self.client.as_mut()?;
         if !self.stale {
-            let first = client.call_unless(req, &stop);
-            match &first {
-                Ok(_) => self.manager_away = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.stale = true,
-                Err(_) => {}
+            match client.call_unless(req, &stop) {
+                Ok(reply) => {
+                    self.manager_away = false;
+                    return Some(Ok(reply));
+                }
+                // The reply may still come on this connection: it must
+                // never be read as the answer to a later request.
+                Err(e) => {
+                    self.stale = true;
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        return Some(Err(e));
+                    }
+                }
             }
-            if self.stale || first.is_ok() {
-                return Some(first);
-            }
+        }
+        if stop() {
+            return Some(Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "a recovery started: the node's manager was not called",
+            )));
         }
         let endpoint = client.endpoint().clone();
         let wait = if self.manager_away {
@@ -132,9 +145,9 @@ impl Promotions {
             reply
         });
         match &again {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => self.stale = true,
-            Err(_) => self.manager_away = true,
             Ok(_) => (self.manager_away, self.stale) = (false, false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => self.manager_away = true,
         }
         Some(again)
     }

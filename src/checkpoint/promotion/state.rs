@@ -127,15 +127,19 @@ impl Promotions {
         let mut client = None;
         let mut manager = None;
         if leader {
-            let (m, c) =
-                super::calls::connect_manager(cfg, &place, &secret, None).map_err(|e| {
-                    Error::Init {
-                        problems: problems(vec![(
-                            rank as usize,
-                            format!("cannot reach the manager of node {}: {e}", comm.node()),
-                        )]),
-                    }
-                })?;
+            let (m, c) = super::calls::connect_manager(
+                cfg,
+                &place,
+                &secret,
+                None,
+                &comm.link().recovery_watch(),
+            )
+            .map_err(|e| Error::Init {
+                problems: problems(vec![(
+                    rank as usize,
+                    format!("cannot reach the manager of node {}: {e}", comm.node()),
+                )]),
+            })?;
             manager = m;
             client = Some(c);
         }
