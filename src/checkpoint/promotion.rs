@@ -51,8 +51,9 @@ pub(crate) struct Promotions {
     /// The manager could not be reached again within a few seconds (see
     /// `calls.rs`).
     manager_away: bool,
-    /// The connection to the manager was given up while a reply was
-    /// awaited (a recovery started): the next call makes a new one.
+    /// The last call to the manager failed (or was given up for a
+    /// recovery): its connection is not used again, the next call makes
+    /// a new one.
     stale: bool,
     /// Says when a recovery started, so that a call to the manager stops
     /// waiting for it.
@@ -169,9 +170,9 @@ impl Promotions {
                 local = Some(format!("level 4: {e}"));
             }
         }
+        let watch = comm.link().recovery_watch();
         if leader && local.is_none() {
-            match calls::connect_manager(cfg, &place, &secret, link, &comm.link().recovery_watch())
-            {
+            match calls::connect_manager(cfg, &place, &secret, link, &watch) {
                 Ok((m, c)) => {
                     manager = m;
                     client = Some(c);
@@ -214,7 +215,7 @@ impl Promotions {
             secret,
             manager_away: false,
             stale: false,
-            watch: comm.link().recovery_watch(),
+            watch,
             auto_every: [1; 3],
             round: first_round,
             fence,
@@ -400,7 +401,6 @@ impl Promotions {
             .unwrap_or(Ok(Reply::Accepted))
         {
             Ok(Reply::Accepted) => {}
-
             Ok(Reply::Skipped(why)) => {
                 tracing::warn!(checkpoint = id, reason = %why, "promotion skipped")
             }

@@ -126,20 +126,15 @@ impl Promotions {
         let leader = saved.placement.iter().position(|n| Some(*n) == node) == Some(rank as usize);
         let mut client = None;
         let mut manager = None;
+        let watch = comm.link().recovery_watch();
         if leader {
-            let (m, c) = super::calls::connect_manager(
-                cfg,
-                &place,
-                &secret,
-                None,
-                &comm.link().recovery_watch(),
-            )
-            .map_err(|e| Error::Init {
-                problems: problems(vec![(
-                    rank as usize,
-                    format!("cannot reach the manager of node {}: {e}", comm.node()),
-                )]),
-            })?;
+            let (m, c) = super::calls::connect_manager(cfg, &place, &secret, None, &watch)
+                .map_err(|e| Error::Init {
+                    problems: problems(vec![(
+                        rank as usize,
+                        format!("cannot reach the manager of node {}: {e}", comm.node()),
+                    )]),
+                })?;
             manager = m;
             client = Some(c);
         }
@@ -154,7 +149,7 @@ impl Promotions {
             secret,
             manager_away: false,
             stale: false,
-            watch: comm.link().recovery_watch(),
+            watch,
             auto_every: saved.auto_every,
             round: saved.round,
             fence: super::fence_of(comm),
