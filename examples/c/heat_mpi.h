@@ -1,8 +1,8 @@
 /*
  * heat_mpi.h: the 2-D heat solver's grid, Jacobi step and checksum shared
  * by the MPI programs that checkpoint it through different libraries
- * (fti_heat.c through FTI's API, benches/side_by_side/veloc_heat.c through
- * VeloC's), so that one work gives one checksum whichever library saves it.
+ * (fti_heat.c through FTI's API, scr_heat.c through SCR's,
+ * benches/side_by_side/veloc_heat.c through VeloC's), so that one work gives one checksum whichever library saves it.
  * Rows are split over the ranks of `comm`, with one halo row above and
  * below and one halo column on each side.
  */

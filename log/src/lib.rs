@@ -100,6 +100,16 @@ pub fn prefix(style: Style, level: Level) -> String {
     Line { style }.prefix(level)
 }
 
+/// Prints `message` on standard error as a line of `level` in `style`,
+/// its further lines indented below the first, in one write so that the
+/// lines of processes sharing a terminal never mix (for messages a
+/// library interface prints itself: libfti's and libscr's).
+pub fn say(style: Style, level: Level, message: impl fmt::Display) {
+    let text = message.to_string().replace('\n', "\n    ");
+    let line = format!("{}{text}\n", prefix(style, level));
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+}
+
 /// One event as one line.
 struct Line {
     style: Style,

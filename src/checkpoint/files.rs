@@ -186,6 +186,25 @@ impl Checkpointer<'_> {
         result
     }
 
+    /// Abandons the checkpoint of files begun: nothing is saved, the files
+    /// named so far are removed, and the previous checkpoint stays the
+    /// newest. For a program whose ranks agreed that their files are not
+    /// valid. Not collective (every rank that began calls it).
+    pub fn cancel_checkpoint(&mut self) -> Result<()> {
+        let Some(open) = self.files.open.take() else {
+            return Err(Error::Level {
+                level: Level::L1,
+                reason: "no checkpoint of files is begun".into(),
+            });
+        };
+        self.store
+            .remove_files(open.names.iter().map(String::as_str))
+            .map_err(|e| Error::File {
+                name: open.names.join(", "),
+                reason: format!("could not remove the files of an abandoned checkpoint: {e}"),
+            })
+    }
+
     /// The path of file `name` as the restored checkpoint held it (written
     /// back by [`recover`](Self::recover)). Not collective.
     pub fn recovered_file(&self, name: &str) -> Result<PathBuf> {

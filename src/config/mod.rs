@@ -20,6 +20,7 @@
 pub mod fti;
 mod load;
 mod recovery;
+pub mod scr;
 mod storage;
 mod types;
 mod ulfm;

@@ -4,7 +4,7 @@
 //! killed and run again with levels' copies lost.
 
 use super::mpirun::{mpiexec, MpiJob};
-use super::{final_checksum, profile_dir, run, scratch, CHILD_DEADLINE, C_FLAGS};
+use super::{final_checksum, run, scratch, CHILD_DEADLINE};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -13,45 +13,21 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Builds libfti once and returns its directory.
 pub fn libfti() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let profile_dir = profile_dir();
-            let mut cmd = Command::new(env!("CARGO"));
-            cmd.args(["build", "-p", "frame-fti", "--features", "mpi"])
-                .current_dir(ROOT);
-            if profile_dir.ends_with("release") {
-                cmd.arg("--release");
-            }
-            let (status, _, err) = run(&mut cmd, CHILD_DEADLINE);
-            assert!(status.success(), "building libfti failed:\n{err}");
-            assert!(profile_dir.join("libfti.so").exists());
-            profile_dir
-        })
-        .clone()
+    super::mpirun::mpi_library("frame-fti", "libfti.so")
 }
 
 /// Compiles `source` (relative to the repository) with `mpicc` against
 /// `fti.h` and libfti into `name` (in cargo's directory for test files,
 /// not a temporary one: the programs are built once per test binary).
 pub fn compile(source: &str, name: &str) -> PathBuf {
-    let lib = libfti();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fti-programs");
-    std::fs::create_dir_all(&dir).expect("programs directory");
-    let out = dir.join(name);
-    let mut cmd = Command::new("mpicc");
-    cmd.args(C_FLAGS)
-        .arg("-I")
-        .arg(Path::new(ROOT).join("ffi/fti/include"))
-        .arg(Path::new(ROOT).join(source))
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lfti", "-o"])
-        .arg(&out);
-    let (status, stdout, err) = run(&mut cmd, CHILD_DEADLINE);
-    assert!(status.success(), "mpicc {source} failed:\n{stdout}{err}");
-    out
+    super::mpirun::mpicc(
+        source,
+        name,
+        "fti-programs",
+        "ffi/fti/include",
+        &libfti(),
+        "fti",
+    )
 }
 
 /// Compiles the Fortran program `source` (relative to the repository)
@@ -221,28 +197,35 @@ impl Heat {
             "{}, head = {head}, lost {lost:?} and {also:?}",
             self.program.display()
         );
-        assert!(resumed.status.success(), "{what}:\n{}", resumed.out);
-        assert!(
-            resumed
-                .out
-                .contains(&format!("restarted at step {step} in ")),
-            "{what}: expected a restart at step {step}:\n{}",
-            resumed.out
-        );
-        let fetched = resumed
-            .out
-            .lines()
-            .find(|l| l.contains("checkpoint brought back to level 1"));
-        match (level, fetched) {
-            ("L1", None) => {}
-            ("L1", Some(l)) => panic!("{what}: expected L1, got {l}"),
-            (_, Some(l)) => assert!(
-                l.ends_with(&format!("level={level}")),
-                "{what}: expected {level}: {l}"
-            ),
-            (_, None) => panic!("{what}: expected {level}:\n{}", resumed.out),
-        }
+        restarted_from(&resumed, step, level, &what);
         assert_eq!(final_checksum(&resumed.out), self.reference(), "{what}");
+    }
+}
+
+/// Checks that the run `resumed` (`what`, for messages) succeeded after
+/// restarting at `step` from `level` (`L1`: nothing was brought back from
+/// another level), as the heat programs on libfti and libscr say.
+pub fn restarted_from(resumed: &MpiJob, step: u32, level: &str, what: &str) {
+    assert!(resumed.status.success(), "{what}:\n{}", resumed.out);
+    assert!(
+        resumed
+            .out
+            .contains(&format!("restarted at step {step} in ")),
+        "{what}: expected a restart at step {step}:\n{}",
+        resumed.out
+    );
+    let fetched = resumed
+        .out
+        .lines()
+        .find(|l| l.contains("checkpoint brought back to level 1"));
+    match (level, fetched) {
+        ("L1", None) => {}
+        ("L1", Some(l)) => panic!("{what}: expected L1, got {l}"),
+        (_, Some(l)) => assert!(
+            l.ends_with(&format!("level={level}")),
+            "{what}: expected {level}: {l}"
+        ),
+        (_, None) => panic!("{what}: expected {level}:\n{}", resumed.out),
     }
 }
 

@@ -9,6 +9,7 @@ pub mod kill_sweep;
 pub mod mpirun;
 pub mod patience;
 pub mod python;
+pub mod scr;
 pub mod storage;
 pub mod tools;
 pub mod vhost;

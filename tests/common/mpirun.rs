@@ -158,3 +158,58 @@ pub fn mpi_prefix() -> PathBuf {
 pub fn mpi_example(name: &str) -> PathBuf {
     super::example_with(name, &["mpi"])
 }
+
+/// Builds the interface library of cargo package `package` (with its
+/// `mpi` feature, in this test's profile) once per name, and returns the
+/// directory holding `file` (its shared library).
+pub fn mpi_library(package: &'static str, file: &'static str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(&str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, dir)) = built.iter().find(|(p, _)| *p == package) {
+        return dir.clone();
+    }
+    let profile_dir = super::profile_dir();
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "-p", package, "--features", "mpi"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.ends_with("release") {
+        cmd.arg("--release");
+    }
+    let (status, _, err) = super::run(&mut cmd, super::CHILD_DEADLINE);
+    assert!(status.success(), "building {package} failed:\n{err}");
+    assert!(profile_dir.join(file).exists(), "{package} built no {file}");
+    built.push((package, profile_dir.clone()));
+    profile_dir
+}
+
+/// Compiles the C program `source` (relative to the repository) with
+/// `mpicc` against the header directory `include` (relative too) and
+/// `-l<lib>` in `lib_dir`, into `name` in cargo's directory for test
+/// files below `dir` (built once per test binary).
+pub fn mpicc(
+    source: &str,
+    name: &str,
+    dir: &str,
+    include: &str,
+    lib_dir: &Path,
+    lib: &str,
+) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    std::fs::create_dir_all(&dir).expect("programs directory");
+    let out = dir.join(name);
+    let mut cmd = Command::new("mpicc");
+    cmd.args(super::C_FLAGS)
+        .arg("-I")
+        .arg(root.join(include))
+        .arg(root.join(source))
+        .arg("-L")
+        .arg(lib_dir)
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .arg(format!("-l{lib}"))
+        .arg("-o")
+        .arg(&out);
+    let (status, stdout, err) = super::run(&mut cmd, super::CHILD_DEADLINE);
+    assert!(status.success(), "mpicc {source} failed:\n{stdout}{err}");
+    out
+}

@@ -138,3 +138,41 @@ fn bad_names_and_misuse_are_errors_that_name_the_file() {
         assert_eq!(ckpt.end_checkpoint().unwrap(), 1);
     });
 }
+
+#[test]
+fn a_cancelled_checkpoint_of_files_leaves_the_previous_one_the_newest() {
+    let dir = scratch();
+    let cfg = config(dir.path(), "cancel");
+    let first = cfg.clone();
+    ranks(2, 1, move |comm| {
+        let r = comm.rank();
+        let mut ckpt = Checkpointer::init(&first, &comm).unwrap();
+        assert!(ckpt.cancel_checkpoint().is_err(), "nothing is begun");
+        for (c, keep) in [(1u64, true), (2, false)] {
+            ckpt.begin_checkpoint(Level::L1).unwrap();
+            let path = ckpt.checkpoint_file(NAMES[1]).unwrap();
+            std::fs::write(&path, content(r, 1, c)).unwrap();
+            if keep {
+                assert_eq!(ckpt.end_checkpoint().unwrap(), 1);
+            } else {
+                ckpt.cancel_checkpoint().unwrap();
+                assert!(
+                    !path.exists(),
+                    "the cancelled file stays at {}",
+                    path.display()
+                );
+            }
+        }
+        // The next checkpoint begins as if the cancelled one never had.
+        ckpt.begin_checkpoint(Level::L1).unwrap();
+        ckpt.cancel_checkpoint().unwrap();
+    });
+    ranks(2, 1, move |comm| {
+        let r = comm.rank();
+        let mut ckpt = Checkpointer::init(&cfg, &comm).unwrap();
+        assert!(ckpt.recovering());
+        assert_eq!(ckpt.recover().unwrap(), 1);
+        let path = ckpt.recovered_file(NAMES[1]).unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), content(r, 1, 1));
+    });
+}

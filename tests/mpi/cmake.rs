@@ -1,13 +1,15 @@
 //! The CMake packages `make -C ffi install` installs, used as HPC codes use
 //! them: a C program's build finds libframe with `find_package(frame)`, and
 //! an FTI program's build, written for FTI 1.6, finds libfti with
-//! `find_package(FTI)` and links FTI's own target names unchanged. The
-//! programs they build compute what the ones built by hand compute, and
-//! recover from a failure to the same checksum.
+//! `find_package(FTI)` and links FTI's own target names unchanged, and an
+//! SCR program's build finds libscr with `find_package(scr)` (or
+//! `pkg-config scr`). The programs they build compute what the ones built
+//! by hand compute, and recover from a failure to the same checksum.
 
 use crate::common;
 
 use common::fti::{self, Heat};
+use common::scr;
 use common::{frame_run_with, run, scratch, serial, Job, CHILD_DEADLINE};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,7 +25,7 @@ fn installed() -> &'static Path {
         common::need_tool("cmake");
         let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cmake-prefix");
         let _ = std::fs::remove_dir_all(&prefix);
-        common::make_install(&prefix, &["FTI=yes"]);
+        common::make_install(&prefix, &["FTI=yes", "SCR=yes"]);
         for f in [
             "lib/cmake/frame/frameConfig.cmake",
             "lib/cmake/frame/frameConfigVersion.cmake",
@@ -31,6 +33,11 @@ fn installed() -> &'static Path {
             "share/FTI/cmake/FTIConfigVersion.cmake",
             "lib/libfti_f90.a",
             "include/fti.mod",
+            "share/scr/cmake/scrConfig.cmake",
+            "share/scr/cmake/scrConfigVersion.cmake",
+            "lib/pkgconfig/scr.pc",
+            "lib/libscr.so",
+            "include/scr.h",
         ] {
             assert!(prefix.join(f).is_file(), "make -C ffi install left out {f}");
         }
@@ -143,4 +150,38 @@ fn an_fti_program_built_with_find_package_fti_recovers_as_one_built_by_hand() {
         "fti_heat_f90",
     ));
     assert_eq!(fortran.reference(), fortran_by_hand.reference());
+}
+
+#[test]
+fn an_scr_program_built_with_find_package_scr_or_pkg_config_recovers_as_one_built_by_hand() {
+    let _g = serial();
+    let build = built("scr", &[("SCR_HEAT_SOURCE", "examples/c/scr_heat.c")]);
+    let by_hand = scr::Heat::new(scr::compile("examples/c/scr_heat.c", "scr_heat"));
+    // Killed, its node's cache lost, run again: back from level 2.
+    let shared = scr::Heat::new(build.join("scr_heat"));
+    shared.killed_and_resumed(&[("SCR_COPY_TYPE", "PARTNER")], &[1], "L2", 119);
+    assert_eq!(shared.reference(), by_hand.reference());
+    let static_ = scr::Heat::new(build.join("scr_heat_static"));
+    assert_eq!(static_.reference(), by_hand.reference());
+    // pkg-config alone, as a Makefile build finds it.
+    let prefix = installed();
+    let (status, flags, err) = run(
+        Command::new("pkg-config")
+            .args(["--cflags", "--libs", "scr"])
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig")),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "pkg-config scr: {err}");
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scr_heat_pkg_config");
+    let (status, out, err) = run(
+        Command::new("mpicc")
+            .arg(Path::new(ROOT).join("examples/c/scr_heat.c"))
+            .args(flags.split_whitespace())
+            .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+            .arg("-o")
+            .arg(&exe),
+        CHILD_DEADLINE,
+    );
+    assert!(status.success(), "mpicc with pkg-config scr:\n{out}{err}");
+    assert_eq!(scr::Heat::new(exe).reference(), by_hand.reference());
 }

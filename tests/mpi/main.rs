@@ -1,6 +1,6 @@
 //! frame inside MPI programs (feature `mpi`): the MPI transport, the
-//! FTI-compatible libfti from C and Fortran, Python under mpirun, CMake
-//! builds against an installed libframe.
+//! FTI-compatible libfti from C and Fortran, the SCR-compatible libscr,
+//! Python under mpirun, CMake builds against the installed libraries.
 //!
 //! One test binary; each module below tests one concern.
 
@@ -13,3 +13,4 @@ mod fti_fortran;
 mod fti_semantics;
 mod mpi;
 mod python_mpi;
+mod scr;

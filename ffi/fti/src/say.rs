@@ -2,7 +2,7 @@
 //! `[ frame-FTI  Warning ] : ...` (see the crate `frame-log`), and nothing once the
 //! configuration's verbosity silenced frame.
 
-use frame_log::{prefix, Level, Style};
+use frame_log::{Level, Style};
 use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,10 +23,7 @@ pub(crate) fn set_silent(silent: bool) {
 /// lines indented below it.
 fn line(level: Level, message: impl Display) {
     if !silent() {
-        let text = message.to_string().replace('\n', "\n    ");
-        // One write: the lines of ranks sharing the terminal never mix.
-        let line = format!("{}{text}\n", prefix(Style::Fti, level));
-        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        frame_log::say(Style::Fti, level, message);
     }
 }
 

@@ -1,0 +1,292 @@
+//! `SCR_Init`, `SCR_Finalize`, `SCR_Config` and `SCR_Get_version`: the
+//! parameters, the nodes, the communicator and the checkpointer, and the
+//! checkpoint a restart will read.
+
+use crate::index::{self, Index, Pick};
+use crate::session::{self, Phase, Session};
+use crate::status::{guard, guard_value, Failure};
+use frame_core::comm::mpi::{MpiComm, Nodes};
+use frame_core::comm::{Comm, Rank};
+use frame_core::config::scr::{self, ScrConf, Setting};
+use frame_core::Checkpointer;
+use mpi::topology::SimpleCommunicator;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_int};
+use std::time::Instant;
+
+/// One message for the problems ranks agreed on: the reason alone when
+/// every failing rank gives the same one, else one line per rank.
+pub(crate) fn summary(trouble: &[(Rank, String)]) -> Option<String> {
+    let (_, first) = trouble.first()?;
+    if trouble.iter().all(|(_, r)| r == first) {
+        return Some(first.clone());
+    }
+    let lines: Vec<String> = trouble
+        .iter()
+        .map(|(rank, reason)| format!("rank {rank}: {reason}"))
+        .collect();
+    Some(lines.join("\n"))
+}
+
+/// The C string at `text`, or an error naming `what`.
+///
+/// # Safety
+/// `text` is null or a NUL-terminated string.
+pub(crate) unsafe fn text<'a>(text: *const c_char, what: &str) -> Result<&'a str, Failure> {
+    if text.is_null() {
+        return Err(Failure::new(format!("{what} is NULL")));
+    }
+    // SAFETY: checked non-null; the caller passes a NUL-terminated string.
+    unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .map_err(|_| Failure::new(format!("{what} is not UTF-8")))
+}
+
+/// Sets (`"KEY=VALUE"`), unsets (`"KEY="`) or reads (`"KEY"`) a parameter.
+/// Setting and unsetting are for before `SCR_Init`; reading gives a copy
+/// of the value in force (the program frees it), or NULL when the key is
+/// unset.
+///
+/// # Safety
+/// `config` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *const c_char {
+    guard_value("SCR_Config", std::ptr::null(), || {
+        // SAFETY: as the caller promises.
+        let config = unsafe { text(config, "the parameter") }?.trim();
+        let Some((key, value)) = config.split_once('=') else {
+            return Ok(query(config));
+        };
+        let (key, value) = (key.trim().to_ascii_uppercase(), value.trim());
+        if session::is_open() {
+            return Err(Failure::new(format!(
+                "{key} cannot be set after SCR_Init (set parameters before it)"
+            )));
+        }
+        if !scr::is_parameter(&key) {
+            return Err(Failure::new(format!(
+                "{key} is not a parameter of SCR's (see docs/SCR_CONFORMANCE.md)"
+            )));
+        }
+        let mut settings = session::settings();
+        settings.retain(|s| s.key != key);
+        if !value.is_empty() {
+            settings.push(Setting::program(&key, value));
+        }
+        Ok(std::ptr::null())
+    })
+}
+
+/// A malloc'd copy of the value of `key` in force, or NULL.
+fn query(key: &str) -> *const c_char {
+    let key = key.to_ascii_uppercase();
+    let value = if session::is_open() {
+        session::with(|s| Ok(s.conf.value(&key).map(str::to_string))).unwrap_or(None)
+    } else {
+        let settings = session::settings().clone();
+        let cwd = std::env::current_dir().unwrap_or_default();
+        ScrConf::load(&settings, frame_core::env::vars(), &cwd)
+            .ok()
+            .and_then(|c| c.value(&key).map(str::to_string))
+    };
+    let Some(value) = value.and_then(|v| CString::new(v).ok()) else {
+        return std::ptr::null();
+    };
+    // SAFETY: strdup copies a NUL-terminated string into memory the
+    // program frees with free().
+    unsafe { libc::strdup(value.as_ptr()) }
+}
+
+/// The version of libscr: SCR's API version and frame's.
+#[no_mangle]
+pub extern "C" fn SCR_Get_version() -> *mut c_char {
+    static VERSION: &CStr = c"v3.1.0 (frame libscr)";
+    VERSION.as_ptr().cast_mut()
+}
+
+/// Says the configuration's warnings once, on rank 0.
+fn warn_once(conf: &ScrConf, rank: usize) {
+    if rank == 0 {
+        for w in &conf.warnings {
+            crate::say::warning(w);
+        }
+    }
+}
+
+/// When the batch system ends the allocation, if it says
+/// (`SLURM_JOB_END_TIME`, seconds since the epoch).
+fn allocation_end() -> Option<std::time::SystemTime> {
+    let secs: u64 = frame_core::env::var("SLURM_JOB_END_TIME")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+}
+
+/// Starts libscr on `MPI_COMM_WORLD` (MPI must be initialised): reads
+/// the parameters, forms the nodes, starts their managers and finds the
+/// checkpoint a restart would read (restored by `SCR_Have_restart`).
+/// Collective; fails on every rank alike.
+#[no_mangle]
+pub extern "C" fn SCR_Init() -> c_int {
+    guard("SCR_Init", || {
+        if session::is_open() {
+            return Err(Failure::new(
+                "SCR_Init was already called (call SCR_Finalize first)",
+            ));
+        }
+        let world = SimpleCommunicator::world();
+        let cwd = std::env::current_dir()
+            .map_err(|e| Failure::new(format!("the working directory: {e}")))?;
+        let settings = session::settings().clone();
+        let loaded = ScrConf::load(&settings, frame_core::env::vars(), &cwd)
+            .map_err(|e| e.to_string())
+            .and_then(|mut conf| {
+                conf.config
+                    .private_storage_roots()
+                    .map_err(|e| e.to_string())?;
+                Ok(conf)
+            });
+        // Every rank learns of a problem on any before going further.
+        let check = MpiComm::with_node(&world, 0)?;
+        crate::status::set_rank(Some(check.rank()));
+        let trouble =
+            frame_core::comm::agree_on_problems(&check, loaded.as_ref().err().map(String::as_str))?;
+        drop(check);
+        if let Some(message) = summary(&trouble) {
+            frame_log::init(frame_log::Style::Plain, "warn");
+            return Err(Failure::shared(message));
+        }
+        let conf = loaded.map_err(Failure::new)?;
+        let rank = world_rank(&world);
+        // frame's own lines (a level fetched, a fallback): its warnings,
+        // and with SCR_DEBUG what rank 0 restores from where.
+        let verbose = conf.debug > 0 && rank == 0;
+        frame_log::init(
+            frame_log::Style::Plain,
+            if verbose { "info" } else { "warn" },
+        );
+        warn_once(&conf, rank);
+        let comm = MpiComm::new(&world, Nodes::from_config(&conf.config))?;
+        let comm: &'static MpiComm = Box::leak(Box::new(comm));
+        let mut conf = conf;
+        let mut last = [comm.node() as u64];
+        comm.all_reduce_u64(&mut last, frame_core::comm::ReduceOp::Max)?;
+        fit_to_nodes(&mut conf, last[0] + 1, rank);
+        let config = conf.config.clone();
+        let ckpt = match Checkpointer::init(&config, comm) {
+            Ok(c) => c,
+            Err(e) => {
+                // SAFETY: leaked just above; nothing borrows it any more.
+                drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
+                return Err(e.into());
+            }
+        };
+        let now = Instant::now();
+        let mut s = Session {
+            comm,
+            ckpt: Some(ckpt),
+            holds_checkpoint: false,
+            config,
+            cwd,
+            phase: Phase::Idle,
+            restored: None,
+            exhausted: false,
+            need_calls: 0,
+            started: now,
+            last_end: now,
+            spent: std::time::Duration::ZERO,
+            outputs: 0,
+            ends_at: allocation_end(),
+            conf,
+        };
+        let current = s.conf.current.clone();
+        let chosen = choose(&mut s, current.as_deref(), None);
+        session::open(s);
+        chosen
+    })
+}
+
+/// Turns partner copies and sets off on a job of one node (they need
+/// two): its checkpoints stay on level 1 and reach level 4 as
+/// `SCR_FLUSH` says. Said once (rank 0) when `SCR_COPY_TYPE` was set.
+fn fit_to_nodes(conf: &mut ScrConf, nodes: u64, rank: usize) {
+    let cfg = &mut conf.config;
+    if nodes >= 2 || (cfg.l2.interval.is_zero() && cfg.l3.interval.is_zero()) {
+        return;
+    }
+    cfg.l2.interval = frame_core::config::Interval::Calls(0);
+    cfg.l3.interval = frame_core::config::Interval::Calls(0);
+    if let (Some(copy), 0) = (conf.values.get("SCR_COPY_TYPE"), rank) {
+        crate::say::warning(format_args!(
+            "SCR_COPY_TYPE = {} ({}) needs two nodes or more, and this job runs on one: its checkpoints stay on the node (and reach the prefix as SCR_FLUSH says)",
+            copy.value, copy.origin
+        ));
+    }
+}
+
+/// This rank in `world`.
+fn world_rank(world: &SimpleCommunicator) -> usize {
+    use mpi::traits::Communicator;
+    world.rank() as usize
+}
+
+/// Picks the checkpoint the next restart reads (rank 0 asks the index,
+/// every rank follows) and makes the checkpointer again when it is not
+/// the one frame found. Collective.
+pub(crate) fn choose(
+    s: &mut Session,
+    current: Option<&str>,
+    below: Option<u64>,
+) -> Result<(), Failure> {
+    let natural = s
+        .ckpt()?
+        .recovering()
+        .then(|| s.ckpt.as_ref().and_then(Checkpointer::recovery_id))
+        .flatten();
+    let picked = if s.rank() == 0 {
+        let idx = Index::load(&s.conf.prefix).unwrap_or_else(|e| {
+            crate::say::warning(format_args!(
+                "the index of named checkpoints is unreadable ({e}); the newest checkpoint is restored"
+            ));
+            Index::default()
+        });
+        index::pick(&idx, natural, current, below)
+    } else {
+        Ok(Pick::Natural)
+    };
+    s.agree(picked.as_ref().map(|_| ()).map_err(Clone::clone))?;
+    let picked = Pick::decode(s.rank_0s(picked.map_or(0, Pick::encode))?);
+    match picked {
+        Pick::Natural => Ok(()),
+        Pick::Nothing => {
+            s.exhausted = true;
+            Ok(())
+        }
+        Pick::From(id) => s.restart_from(id),
+    }
+}
+
+/// Ends libscr: waits for the promotions in flight, keeps the checkpoints
+/// for the next run (the newest in the prefix when `SCR_FLUSH` > 0).
+/// Collective.
+#[no_mangle]
+pub extern "C" fn SCR_Finalize() -> c_int {
+    guard("SCR_Finalize", || {
+        let mut s = session::take()?;
+        if let Phase::Output(o) = &s.phase {
+            if s.rank() == 0 {
+                crate::say::warning(format_args!(
+                    "SCR_Finalize before SCR_Complete_output: dataset {:?} is not kept",
+                    o.table.name
+                ));
+            }
+            if o.checkpoint {
+                s.ckpt()?.cancel_checkpoint()?;
+            }
+        }
+        let result = s.close();
+        crate::status::set_rank(None);
+        result
+    })
+}

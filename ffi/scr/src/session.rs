@@ -1,0 +1,203 @@
+//! The state between `SCR_Init` and `SCR_Finalize`, kept by the thread
+//! that called `SCR_Init` (SCR programs make every call from their main
+//! thread), and the parameters `SCR_Config` set before it.
+//!
+//! The checkpointer borrows the session's communicator, which is leaked
+//! for the session's lifetime and freed by [`Session::close`] once the
+//! checkpointer is gone.
+
+use crate::status::Failure;
+use crate::table::Table;
+use frame_core::comm::mpi::MpiComm;
+use frame_core::comm::{Comm, ReduceOp};
+use frame_core::config::scr::{ScrConf, Setting};
+use frame_core::config::Config;
+use frame_core::Checkpointer;
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the program is doing between calls.
+pub(crate) enum Phase {
+    /// Neither writing a dataset nor reading a checkpoint back.
+    Idle,
+    /// Between `SCR_Start_output` and `SCR_Complete_output`.
+    Output(Output),
+    /// Between `SCR_Start_restart` and `SCR_Complete_restart`.
+    Restart,
+}
+
+/// A dataset being written.
+pub(crate) struct Output {
+    /// Its name, flags and files so far.
+    pub table: Table,
+    /// Whether it is one of frame's checkpoints (`SCR_FLAG_CHECKPOINT`).
+    pub checkpoint: bool,
+    /// Where each file of the table is written (on level-1 storage).
+    pub paths: Vec<std::path::PathBuf>,
+    /// When `SCR_Start_output` began it.
+    pub started: Instant,
+}
+
+/// The checkpoint read back by the restart.
+pub(crate) struct Restored {
+    /// frame's checkpoint id.
+    pub id: u64,
+    /// This rank's table of it.
+    pub table: Table,
+}
+
+/// One program's libscr.
+pub(crate) struct Session {
+    pub comm: &'static MpiComm,
+    /// `None` only after making it again failed (see
+    /// [`restart_from`](Self::restart_from)).
+    pub ckpt: Option<Checkpointer<'static>>,
+    /// A checkpoint was written or restored: `SCR_Finalize` keeps it.
+    pub holds_checkpoint: bool,
+    /// frame's configuration the checkpointer was made with (before a
+    /// chosen restart's `recovery.restart_from`).
+    pub config: Config,
+    pub conf: ScrConf,
+    /// The program's working directory at `SCR_Init`.
+    pub cwd: PathBuf,
+    pub phase: Phase,
+    /// The checkpoint restored (`SCR_Have_restart` restores it).
+    pub restored: Option<Restored>,
+    /// No checkpoint is left to restart from (`SCR_Complete_restart(0)`
+    /// went past the oldest).
+    pub exhausted: bool,
+    /// Calls of `SCR_Need_checkpoint`.
+    pub need_calls: u64,
+    /// When `SCR_Init` returned, and the last checkpoint ended.
+    pub started: Instant,
+    pub last_end: Instant,
+    /// Time spent writing checkpoints.
+    pub spent: Duration,
+    /// Datasets started (names `SCR_Start_output(NULL, ...)` makes up).
+    pub outputs: u64,
+    /// The allocation's end, when the batch system says.
+    pub ends_at: Option<std::time::SystemTime>,
+}
+
+thread_local! {
+    static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
+}
+
+/// The parameters `SCR_Config` set, in order (the first of a key wins
+/// over later ones, as SCR's lowest-ranking source).
+static SETTINGS: Mutex<Vec<Setting>> = Mutex::new(Vec::new());
+
+/// The parameters set by `SCR_Config`.
+pub(crate) fn settings() -> std::sync::MutexGuard<'static, Vec<Setting>> {
+    SETTINGS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether `SCR_Init` was called (and `SCR_Finalize` not yet).
+pub(crate) fn is_open() -> bool {
+    SESSION.with(|s| s.borrow().is_some())
+}
+
+/// Starts the session.
+pub(crate) fn open(session: Session) {
+    SESSION.with(|s| *s.borrow_mut() = Some(session));
+}
+
+/// Ends the session, handing it over.
+pub(crate) fn take() -> Result<Session, Failure> {
+    SESSION
+        .with(|s| s.borrow_mut().take())
+        .ok_or_else(not_initialised)
+}
+
+fn not_initialised() -> Failure {
+    Failure::new("SCR_Init was not called (or SCR_Finalize was)")
+}
+
+/// Runs `f` on the session.
+pub(crate) fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Result<T, Failure> {
+    SESSION.with(|s| match s.borrow_mut().as_mut() {
+        Some(session) => f(session),
+        None => Err(not_initialised()),
+    })
+}
+
+impl Session {
+    /// The program's rank.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// Whether `local` holds on every rank. Collective.
+    pub fn all(&self, local: bool) -> Result<bool, Failure> {
+        let mut v = [u64::from(local)];
+        self.comm.all_reduce_u64(&mut v, ReduceOp::Min)?;
+        Ok(v[0] == 1)
+    }
+
+    /// Rank 0's `value`, on every rank. Collective.
+    pub fn rank_0s(&self, value: u64) -> Result<u64, Failure> {
+        let mut v = [if self.rank() == 0 { value } else { 0 }];
+        self.comm.all_reduce_u64(&mut v, ReduceOp::Max)?;
+        Ok(v[0])
+    }
+
+    /// Agrees on a step every rank took: the error of the ranks where it
+    /// failed, the same on every rank. Collective.
+    pub fn agree(&self, local: Result<(), String>) -> Result<(), Failure> {
+        let trouble = frame_core::comm::agree_on_problems(self.comm, local.err().as_deref())?;
+        match crate::init::summary(&trouble) {
+            None => Ok(()),
+            Some(message) => Err(Failure::shared(message)),
+        }
+    }
+
+    /// Makes the checkpointer again, to restore checkpoint `id` (a chosen
+    /// or older one) when the program asks for it. Collective.
+    pub fn restart_from(&mut self, id: u64) -> Result<(), Failure> {
+        let mut cfg = self.config.clone();
+        cfg.recovery.restart_from = id;
+        cfg.mark_set_by_program("recovery.restart_from");
+        self.restored = None;
+        self.exhausted = false;
+        // The old one lets go of its node's manager before the new one
+        // starts another.
+        self.ckpt = None;
+        self.ckpt = Some(Checkpointer::init(&cfg, self.comm)?);
+        Ok(())
+    }
+
+    /// The checkpointer.
+    pub fn ckpt(&mut self) -> Result<&mut Checkpointer<'static>, Failure> {
+        self.ckpt.as_mut().ok_or_else(|| {
+            Failure::new("libscr could not go back to an older checkpoint (see the error before); call SCR_Finalize")
+        })
+    }
+
+    /// Ends the session: waits for the promotions in flight and keeps the
+    /// checkpoints for the next run, then frees the communicator. With
+    /// level 4 on (`SCR_FLUSH` > 0), the newest checkpoint written or
+    /// restored goes to the prefix (unless it is there already) and the
+    /// nodes' copies are removed, as SCR flushes it for the next
+    /// allocation; otherwise every checkpoint stays where it is.
+    pub fn close(self) -> Result<(), Failure> {
+        let Session {
+            comm,
+            ckpt,
+            holds_checkpoint,
+            ..
+        } = self;
+        let ended = match ckpt {
+            Some(c) if holds_checkpoint && !c.config().l4.interval.is_zero() => {
+                c.finalize_to_global().map(|_| ())
+            }
+            Some(c) => c.finalize(),
+            None => Ok(()),
+        };
+        // SAFETY: `comm` was leaked from a Box by SCR_Init, and the
+        // checkpointer that borrowed it is gone.
+        drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
+        Ok(ended?)
+    }
+}
