@@ -126,57 +126,6 @@ program fti_heat
 
 contains
 
-   ! Argument n as an integer, or the job ends with a message.
-   integer function int_argument(n)
-      integer, intent(in) :: n
-      character(len=32) :: text
-      integer :: io
-      call get_command_argument(n, text)
-      read (text, *, iostat=io) int_argument
-      if (io /= 0) then
-         write (0, '(a,i0,a,a)') 'fti_heat: argument ', n, ' is not a number: ', trim(text)
-         call MPI_Abort(MPI_COMM_WORLD, 2, io)
-      end if
-   end function int_argument
-
-   ! One Jacobi step: halo rows from the neighbours, then every interior cell.
-   subroutine heat_step()
-      integer :: i, j, w
-      w = ny + 2
-      call MPI_Sendrecv(u(:, 1), w, MPI_DOUBLE_PRECISION, up, 1, &
-                        u(:, rows + 1), w, MPI_DOUBLE_PRECISION, down, 1, comm, MPI_STATUS_IGNORE, err)
-      call MPI_Sendrecv(u(:, rows), w, MPI_DOUBLE_PRECISION, down, 2, &
-                        u(:, 0), w, MPI_DOUBLE_PRECISION, up, 2, comm, MPI_STATUS_IGNORE, err)
-      do i = 1, rows
-         do j = 1, ny
-            next(j, i) = 0.25d0*(((u(j, i - 1) + u(j, i + 1)) + u(j - 1, i)) + u(j + 1, i))
-         end do
-      end do
-      u(1:ny, 1:rows) = next(1:ny, 1:rows)
-   end subroutine heat_step
-
-   ! 32-bit FNV-1a over the interior rows in global order, each rank going
-   ! on from the hash of the ranks before it; the last rank prints it.
-   subroutine report()
-      integer(8), parameter :: BASIS = 2166136261_8, PRIME = 16777619_8, LOW32 = 4294967295_8
-      integer(8) :: hash
-      integer(1), allocatable :: bytes(:)
-      integer :: i, b
-      hash = BASIS
-      if (rank > 0) call MPI_Recv(hash, 1, MPI_INTEGER8, rank - 1, 3, comm, MPI_STATUS_IGNORE, err)
-      do i = 1, rows
-         bytes = transfer(u(1:ny, i), 0_1, 8*ny)
-         do b = 1, size(bytes)
-            hash = ieor(hash, iand(int(bytes(b), 8), 255_8))
-            hash = iand(hash*PRIME, LOW32)
-         end do
-      end do
-      if (rank < nranks - 1) then
-         call MPI_Send(hash, 1, MPI_INTEGER8, rank + 1, 3, comm, err)
-      else
-         write (*, '(a,z8.8)') 'final checksum: 0x', hash
-         flush (6)
-      end if
-   end subroutine report
+   include 'heat_solver.inc'
 
 end program fti_heat

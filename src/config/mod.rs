@@ -24,6 +24,7 @@ pub mod scr;
 mod storage;
 mod types;
 mod ulfm;
+pub mod veloc;
 
 pub use load::{ConfigError, Source};
 pub use recovery::{RecoveryConfig, RecoveryMode, Strategy};

@@ -29,6 +29,28 @@ pub fn compile(source: &str, name: &str) -> PathBuf {
     )
 }
 
+/// Compiles the Fortran program `source` (relative to the repository)
+/// with `mpif90` against `scrf.h` and libscr into `name`.
+pub fn compile_fortran(source: &str, name: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = libscr();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("scr-programs");
+    std::fs::create_dir_all(&dir).expect("programs directory");
+    let out = dir.join(name);
+    let mut cmd = std::process::Command::new("mpif90");
+    cmd.args(["-O2", "-Wall", "-Werror", "-std=f2018", "-I"])
+        .arg(root.join("ffi/scr/include"))
+        .arg(root.join(source))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lscr", "-o"])
+        .arg(&out);
+    let (status, stdout, err) = super::run(&mut cmd, super::CHILD_DEADLINE);
+    assert!(status.success(), "mpif90 {source} failed:\n{stdout}{err}");
+    out
+}
+
 /// SCR's parameters of every run: the cache in `cache/` below the
 /// directory, a checkpoint every 20 steps, each on its levels before the
 /// program goes on (as SCR does by default), 2 ranks per virtual node.

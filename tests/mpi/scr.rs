@@ -1,7 +1,8 @@
 //! SCR programs on frame's libscr (`--features mpi`), under `mpiexec` with
 //! 8 ranks as 4 virtual nodes: a heat program written against `scr.h`
 //! only (`examples/c/scr_heat.c`), killed and run again with each copy
-//! type's checkpoints and nodes' caches lost; a restart the program finds
+//! type's checkpoints and nodes' caches lost, and its Fortran twin on
+//! `scrf.h`; a restart the program finds
 //! invalid, a checkpoint chosen by name, output datasets, a halt, and bad
 //! parameters, each a clear error rather than a hang.
 
@@ -54,6 +55,23 @@ fn a_killed_job_resumes_bit_exact_from_every_copy_type_and_level() {
     // Every 5th checkpoint reaches the prefix: the 5th saved step 99.
     let flushed = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "5")];
     heat.killed_and_resumed(&flushed, &[0, 1, 2, 3], "L4", 99);
+}
+
+#[test]
+fn a_fortran_program_on_scrf_h_resumes_bit_exact_from_partner_copies_and_sets() {
+    let _serial = serial();
+    let heat = Heat::new(scr::compile_fortran(
+        "examples/fortran/scr_heat.f90",
+        "scr_heat_f90",
+    ));
+    heat.reference();
+    heat.killed_and_resumed(&[("SCR_COPY_TYPE", "PARTNER")], &[1], "L2", 119);
+    heat.killed_and_resumed(
+        &[("SCR_COPY_TYPE", "XOR"), ("SCR_SET_SIZE", "4")],
+        &[2],
+        "L3",
+        119,
+    );
 }
 
 #[test]

@@ -53,48 +53,54 @@ pub(crate) unsafe fn text<'a>(text: *const c_char, what: &str) -> Result<&'a str
 pub unsafe extern "C" fn SCR_Config(config: *const c_char) -> *const c_char {
     guard_value("SCR_Config", std::ptr::null(), || {
         // SAFETY: as the caller promises.
-        let config = unsafe { text(config, "the parameter") }?.trim();
-        let Some((key, value)) = config.split_once('=') else {
-            return Ok(query(config));
+        let config = unsafe { text(config, "the parameter") }?;
+        let Some(Some(value)) = self::config(config)? else {
+            return Ok(std::ptr::null());
         };
-        let (key, value) = (key.trim().to_ascii_uppercase(), value.trim());
-        if session::is_open() {
-            return Err(Failure::new(format!(
-                "{key} cannot be set after SCR_Init (set parameters before it)"
-            )));
-        }
-        if !scr::is_parameter(&key) {
-            return Err(Failure::new(format!(
-                "{key} is not a parameter of SCR's (see docs/SCR_CONFORMANCE.md)"
-            )));
-        }
-        let mut settings = session::settings();
-        settings.retain(|s| s.key != key);
-        if !value.is_empty() {
-            settings.push(Setting::program(&key, value));
-        }
-        Ok(std::ptr::null())
+        let value = CString::new(value).map_err(|_| Failure::new("the value holds a NUL byte"))?;
+        // SAFETY: strdup copies a NUL-terminated string into memory the
+        // program frees with free().
+        Ok(unsafe { libc::strdup(value.as_ptr()) }.cast_const())
     })
 }
 
-/// A malloc'd copy of the value of `key` in force, or NULL.
-fn query(key: &str) -> *const c_char {
+/// `SCR_Config`'s work: `None` after setting or unsetting a key,
+/// `Some(value)` for a query (`Some(None)`: the key is unset).
+pub(crate) fn config(text: &str) -> Result<Option<Option<String>>, Failure> {
+    let text = text.trim();
+    let Some((key, value)) = text.split_once('=') else {
+        return Ok(Some(query(text)));
+    };
+    let (key, value) = (key.trim().to_ascii_uppercase(), value.trim());
+    if session::is_open() {
+        return Err(Failure::new(format!(
+            "{key} cannot be set after SCR_Init (set parameters before it)"
+        )));
+    }
+    if !scr::is_parameter(&key) {
+        return Err(Failure::new(format!(
+            "{key} is not a parameter of SCR's (see docs/SCR_CONFORMANCE.md)"
+        )));
+    }
+    let mut settings = session::settings();
+    settings.retain(|s| s.key != key);
+    if !value.is_empty() {
+        settings.push(Setting::program(&key, value));
+    }
+    Ok(None)
+}
+
+/// The value of `key` in force, if set.
+fn query(key: &str) -> Option<String> {
     let key = key.to_ascii_uppercase();
-    let value = if session::is_open() {
-        session::with(|s| Ok(s.conf.value(&key).map(str::to_string))).unwrap_or(None)
-    } else {
-        let settings = session::settings().clone();
-        let cwd = std::env::current_dir().unwrap_or_default();
-        ScrConf::load(&settings, frame_core::env::vars(), &cwd)
-            .ok()
-            .and_then(|c| c.value(&key).map(str::to_string))
-    };
-    let Some(value) = value.and_then(|v| CString::new(v).ok()) else {
-        return std::ptr::null();
-    };
-    // SAFETY: strdup copies a NUL-terminated string into memory the
-    // program frees with free().
-    unsafe { libc::strdup(value.as_ptr()) }
+    if session::is_open() {
+        return session::with(|s| Ok(s.conf.value(&key).map(str::to_string))).unwrap_or(None);
+    }
+    let settings = session::settings().clone();
+    let cwd = std::env::current_dir().unwrap_or_default();
+    ScrConf::load(&settings, frame_core::env::vars(), &cwd)
+        .ok()
+        .and_then(|c| c.value(&key).map(str::to_string))
 }
 
 /// The version of libscr: SCR's API version and frame's.

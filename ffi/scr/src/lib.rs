@@ -22,11 +22,13 @@
 //!   and routing files;
 //! - `paths`: file names made relative to the prefix;
 //! - `table`: the files of one rank's checkpoint;
-//! - `index`: the job's checkpoints by name.
+//! - `index`: the job's checkpoints by name;
+//! - `fortran`: the calls of `scrf.h`, for Fortran programs.
 //!
 //! Built only with the `mpi` feature: `cargo build -p frame-scr --features mpi`.
 #![cfg(feature = "mpi")]
 
+mod fortran;
 mod index;
 mod init;
 mod output;
