@@ -101,11 +101,10 @@ macro_rules! valid {
         /// `valid` and `ierror` point to integers.
         #[no_mangle]
         pub unsafe extern "C" fn $name(valid: *const c_int, ierror: *mut c_int) {
-            // SAFETY: as the caller promises.
-            let valid = if valid.is_null() {
-                0
-            } else {
-                unsafe { *valid }
+            let valid = match valid.is_null() {
+                true => 0,
+                // SAFETY: checked non-null; the program passes an integer.
+                false => unsafe { *valid },
             };
             let code = $call(valid);
             // SAFETY: as the caller promises.
