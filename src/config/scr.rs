@@ -174,8 +174,8 @@ pub struct ScrConf {
     /// `SCR_CHECKPOINT_SECONDS`: a checkpoint when this many seconds passed
     /// since the last one ended (0: not by time).
     pub checkpoint_seconds: u64,
-    /// `SCR_CHECKPOINT_OVERHEAD`: a checkpoint while checkpoints took less
-    /// than this percentage of the run (0: not by cost).
+    /// `SCR_CHECKPOINT_OVERHEAD`: a checkpoint when one now would cost less
+    /// than this percentage of the time since the last (0: not by cost).
     pub checkpoint_overhead: f64,
     /// `SCR_HALT_SECONDS`: the job should exit when the allocation has
     /// less time left than this (0: never for time).
@@ -306,7 +306,8 @@ impl ScrConf {
                 .find(|s| s.key == key)
                 .map(|s| s.value.clone())
         };
-        let prefix = named("SCR_PREFIX").map_or_else(|| cwd.to_path_buf(), |p| cwd.join(p));
+        let prefix =
+            normal_path(&named("SCR_PREFIX").map_or_else(|| cwd.to_path_buf(), |p| cwd.join(p)));
         let file = match named("SCR_CONF_FILE") {
             Some(f) => Some(cwd.join(f)),
             None => Some(prefix.join(".scrconf")).filter(|p| p.is_file()),
@@ -415,7 +416,11 @@ impl ScrConf {
         cfg.l4.interval = Interval::Calls(flush as u64);
         set(&mut cfg, "l4.interval", "SCR_FLUSH");
         if v.get("SCR_PREFIX_SIZE").is_some() {
-            let keep = v.int("SCR_PREFIX_SIZE", 0, (1, max_keep))?;
+            // SCR's 0 keeps them all: frame keeps as many as it can.
+            let keep = match v.int("SCR_PREFIX_SIZE", 0, (0, max_keep))? {
+                0 => max_keep,
+                n => n,
+            };
             cfg.l4.keep_last = keep as u32;
             set(&mut cfg, "l4.keep_last", "SCR_PREFIX_SIZE");
         }
@@ -469,6 +474,23 @@ impl ScrConf {
 pub fn is_parameter(key: &str) -> bool {
     let key = key.to_ascii_uppercase();
     KEYS.iter().any(|(k, _)| *k == key)
+}
+
+/// `path` without `.` components, each `..` taking away the component
+/// before it: a lexical clean-up (nothing is looked up on disk), so that
+/// `/run/`, `/run/.` and `/run/x/..` are one prefix.
+pub fn normal_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The job id of the checkpoints of programs run with `prefix`: programs

@@ -96,6 +96,30 @@ fn a_restart_a_rank_finds_invalid_falls_back_to_the_older_checkpoint() {
 }
 
 #[test]
+fn a_restart_refused_with_nothing_older_left_starts_afresh() {
+    let _serial = serial();
+    let heat = heat();
+    let dir = scratch();
+    // The cache keeps one checkpoint (SCR's default), and nothing else
+    // holds an older one.
+    let env = [("SCR_COPY_TYPE", "SINGLE"), ("SCR_FLUSH", "0")];
+    let crashed = heat.run(dir.path(), Some(130), &env);
+    assert!(!crashed.status.success(), "{}", crashed.out);
+    let mut again = env.to_vec();
+    again.push(("HEAT_REJECT", "ckpt.119"));
+    let afresh = heat.run(dir.path(), None, &again);
+    assert!(afresh.status.success(), "{}", afresh.out);
+    assert!(
+        afresh.out.contains("rejects ckpt.119")
+            && afresh.out.contains("starts afresh")
+            && !afresh.out.contains("restarted at step"),
+        "{}",
+        afresh.out
+    );
+    assert_eq!(final_checksum(&afresh.out), heat.reference());
+}
+
+#[test]
 fn scr_current_picks_an_older_checkpoint_by_name() {
     let _serial = serial();
     let heat = heat();

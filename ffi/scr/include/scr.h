@@ -94,7 +94,8 @@ int SCR_Current(const char* name);
 /* Forgets dataset name (its files stay). Collective. */
 int SCR_Drop(const char* name);
 
-/* Forgets dataset name and removes its checkpoint. Collective. */
+/* Forgets dataset name, as SCR_Drop; frame's retention removes its
+ * copies in time. Collective. */
 int SCR_Delete(const char* name);
 
 /* The version of libscr (do not free). */

@@ -142,11 +142,13 @@ pub extern "C" fn SCR_Init() -> c_int {
             ));
         }
         let world = SimpleCommunicator::world();
-        let cwd = std::env::current_dir()
-            .map_err(|e| Failure::new(format!("the working directory: {e}")))?;
+        let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"));
         let settings = session::settings().clone();
-        let loaded = ScrConf::load(&settings, frame_core::env::vars(), &cwd)
-            .map_err(|e| e.to_string())
+        let loaded = cwd
+            .clone()
+            .and_then(|cwd| {
+                ScrConf::load(&settings, frame_core::env::vars(), &cwd).map_err(|e| e.to_string())
+            })
             .and_then(|mut conf| {
                 conf.config
                     .private_storage_roots()
@@ -164,6 +166,7 @@ pub extern "C" fn SCR_Init() -> c_int {
             return Err(Failure::shared(message));
         }
         let conf = loaded.map_err(Failure::new)?;
+        let cwd = cwd.map_err(Failure::new)?;
         let rank = world_rank(&world);
         // frame's own lines (a level fetched, a fallback): its warnings,
         // and with SCR_DEBUG what rank 0 restores from where.
@@ -192,24 +195,32 @@ pub extern "C" fn SCR_Init() -> c_int {
         let mut s = Session {
             comm,
             ckpt: Some(ckpt),
-            holds_checkpoint: false,
             config,
             cwd,
             phase: Phase::Idle,
             restored: None,
             exhausted: false,
             need_calls: 0,
-            started: now,
             last_end: now,
             spent: std::time::Duration::ZERO,
+            checkpoints: 0,
             outputs: 0,
             ends_at: allocation_end(),
             conf,
         };
         let current = s.conf.current.clone();
-        let chosen = choose(&mut s, current.as_deref(), None);
-        session::open(s);
-        chosen
+        // choose agrees on its outcome: every rank opens, or every rank
+        // ends the session it began.
+        match choose(&mut s, current.as_deref(), None) {
+            Ok(()) => {
+                session::open(s);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = s.close();
+                Err(e)
+            }
+        }
     })
 }
 
@@ -288,7 +299,10 @@ pub extern "C" fn SCR_Finalize() -> c_int {
                 ));
             }
             if o.checkpoint {
-                s.ckpt()?.cancel_checkpoint()?;
+                // Every rank goes on to close, whatever the files' removal.
+                if let Err(e) = s.ckpt().and_then(|c| Ok(c.cancel_checkpoint()?)) {
+                    crate::say::warning(format_args!("rank {}: {}", s.rank(), e.message));
+                }
             }
         }
         let result = s.close();

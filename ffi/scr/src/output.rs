@@ -14,7 +14,6 @@ use crate::index::{Dataset, Index};
 use crate::session::{self, Output, Phase, Session};
 use crate::status::{guard, Failure, SCR_FAILURE};
 use crate::table::{stored_name, Table, TABLE_FILE};
-use frame_core::comm::Comm;
 use frame_core::Level;
 use std::os::raw::{c_char, c_int};
 use std::path::{Path, PathBuf};
@@ -42,6 +41,15 @@ fn halting(s: &Session) -> bool {
     late || halt_file(&s.conf.prefix).exists()
 }
 
+/// Sets `*flag` to 0 (when not NULL), so that a failed call leaves no
+/// flag unset.
+fn clear_flag(flag: *mut c_int) {
+    if !flag.is_null() {
+        // SAFETY: checked non-null; the program passes room for one int.
+        unsafe { *flag = 0 };
+    }
+}
+
 /// Writes `value` into `*flag`.
 fn write_flag(flag: *mut c_int, value: bool) -> Result<(), Failure> {
     if flag.is_null() {
@@ -55,10 +63,11 @@ fn write_flag(flag: *mut c_int, value: bool) -> Result<(), Failure> {
 /// Sets `*flag` to 1 when the program should checkpoint now, the same on
 /// every rank: a halt is pending, or every `SCR_CHECKPOINT_INTERVAL`-th
 /// call, or `SCR_CHECKPOINT_SECONDS` after the last checkpoint ended, or
-/// while checkpoints took less than `SCR_CHECKPOINT_OVERHEAD` percent of
-/// the run. With none of them set, 0. Collective.
+/// while one would cost less than `SCR_CHECKPOINT_OVERHEAD` percent (see
+/// [`below_overhead`]). With none of them set, 0. Collective.
 #[no_mangle]
 pub extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
+    clear_flag(flag);
     guard("SCR_Need_checkpoint", || {
         session::with(|s| {
             s.need_calls += 1;
@@ -68,14 +77,24 @@ pub extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
                     || (c.checkpoint_interval > 0 && s.need_calls % c.checkpoint_interval == 0)
                     || (c.checkpoint_seconds > 0
                         && s.last_end.elapsed().as_secs() >= c.checkpoint_seconds)
-                    || (c.checkpoint_overhead > 0.0 && {
-                        let run = s.started.elapsed().as_secs_f64().max(1e-9);
-                        100.0 * s.spent.as_secs_f64() / run < c.checkpoint_overhead
-                    }));
+                    || (c.checkpoint_overhead > 0.0 && below_overhead(s)));
             let need = s.rank_0s(u64::from(need))? == 1;
             write_flag(flag, need)
         })
     })
+}
+
+/// Whether a checkpoint now would cost less than `SCR_CHECKPOINT_OVERHEAD`
+/// percent of the time since the last one ended plus its own (the mean
+/// checkpoint's), as SCR estimates it; before any checkpoint, yes (to
+/// learn the cost).
+fn below_overhead(s: &Session) -> bool {
+    if s.checkpoints == 0 {
+        return true;
+    }
+    let mean = s.spent.as_secs_f64() / s.checkpoints as f64;
+    let since = s.last_end.elapsed().as_secs_f64();
+    100.0 * mean / (since + mean).max(1e-9) < s.conf.checkpoint_overhead
 }
 
 /// Sets `*flag` to 1 when the job should checkpoint and exit: the file
@@ -83,6 +102,7 @@ pub extern "C" fn SCR_Need_checkpoint(flag: *mut c_int) -> c_int {
 /// `SCR_HALT_SECONDS`. The same on every rank. Collective.
 #[no_mangle]
 pub extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
+    clear_flag(flag);
     guard("SCR_Should_exit", || {
         session::with(|s| {
             let halt = s.rank() == 0 && halting(s);
@@ -102,9 +122,12 @@ pub extern "C" fn SCR_Should_exit(flag: *mut c_int) -> c_int {
 pub unsafe extern "C" fn SCR_Start_output(name: *const c_char, flags: c_int) -> c_int {
     guard("SCR_Start_output", || {
         let given = match name.is_null() {
-            true => None,
-            // SAFETY: as the caller promises.
-            false => Some(unsafe { crate::init::text(name, "the dataset name") }?.to_string()),
+            true => Ok(None),
+            false => {
+                // SAFETY: as the caller promises.
+                let text = unsafe { crate::init::text(name, "the dataset name") };
+                text.map(|n| Some(n.to_string()))
+            }
         };
         session::with(|s| start(s, given, flags))
     })
@@ -114,49 +137,37 @@ pub unsafe extern "C" fn SCR_Start_output(name: *const c_char, flags: c_int) -> 
 #[no_mangle]
 pub extern "C" fn SCR_Start_checkpoint() -> c_int {
     guard("SCR_Start_checkpoint", || {
-        session::with(|s| start(s, None, CHECKPOINT))
+        session::with(|s| start(s, Ok(None), CHECKPOINT))
     })
 }
 
-fn start(s: &mut Session, name: Option<String>, flags: c_int) -> Result<(), Failure> {
-    match s.phase {
-        Phase::Idle => {}
-        Phase::Output(_) => {
-            return Err(Failure::new(
-                "a dataset is being written (call SCR_Complete_output first)",
-            ))
-        }
-        Phase::Restart => {
-            return Err(Failure::new(
-                "a restart is in progress (call SCR_Complete_restart first)",
-            ))
-        }
-    }
+/// Starts a dataset named `name` (or not: a name is made up). The ranks
+/// agree on the name, or on why one is refused, before anything else.
+fn start(
+    s: &mut Session,
+    name: Result<Option<String>, Failure>,
+    flags: c_int,
+) -> Result<(), Failure> {
+    s.idle("SCR_Start_output")?;
     s.outputs += 1;
-    let name = name.unwrap_or_else(|| format!("scr.dataset.{}", s.outputs));
-    let bad = if flags & (CHECKPOINT | OUTPUT) == 0 || flags & !(CHECKPOINT | OUTPUT) != 0 {
-        Some(format!(
-            "flags {flags} are not SCR_FLAG_CHECKPOINT, SCR_FLAG_OUTPUT or both"
-        ))
-    } else if name.is_empty() || name.len() >= crate::restart::MAX_FILENAME {
-        Some(format!(
-            "the dataset name is empty or longer than {} bytes",
-            crate::restart::MAX_FILENAME - 1
-        ))
-    } else {
-        None
-    };
-    s.agree(bad.map_or(Ok(()), Err))?;
-    // Every rank must name the dataset alike.
-    let mut hashes = [u64::from(crc32(&name)), u64::from(u32::MAX - crc32(&name))];
-    s.comm
-        .all_reduce_u64(&mut hashes, frame_core::comm::ReduceOp::Max)?;
-    if hashes[0] != u64::from(u32::MAX) - hashes[1] {
-        return Err(Failure::shared(format!(
-            "the ranks started datasets of different names (rank {} named it {name:?})",
-            s.rank()
-        )));
-    }
+    let made_up = format!("scr.dataset.{}", s.outputs);
+    let name = name.and_then(|n| {
+        let name = n.unwrap_or(made_up);
+        if flags & (CHECKPOINT | OUTPUT) == 0 || flags & !(CHECKPOINT | OUTPUT) != 0 {
+            Err(Failure::new(format!(
+                "flags {flags} are not SCR_FLAG_CHECKPOINT, SCR_FLAG_OUTPUT or both"
+            )))
+        } else if name.is_empty() || name.len() >= crate::restart::MAX_FILENAME {
+            Err(Failure::new(format!(
+                "the dataset name is empty or longer than {} bytes",
+                crate::restart::MAX_FILENAME - 1
+            )))
+        } else {
+            Ok(name)
+        }
+    });
+    s.same_name(&name, "SCR_Start_output")?;
+    let name = name?;
     let checkpoint = flags & CHECKPOINT != 0;
     if checkpoint {
         s.ckpt()?.begin_checkpoint(Level::L1)?;
@@ -174,13 +185,6 @@ fn start(s: &mut Session, name: Option<String>, flags: c_int) -> Result<(), Fail
     Ok(())
 }
 
-/// The CRC-32 of a name (to compare names across ranks).
-fn crc32(name: &str) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    h.update(name.as_bytes());
-    h.finalize()
-}
-
 /// Where to write the file at `rel` (below the prefix) of the dataset
 /// being written.
 pub(crate) fn route(s: &mut Session, rel: &str) -> Result<PathBuf, Failure> {
@@ -188,11 +192,16 @@ pub(crate) fn route(s: &mut Session, rel: &str) -> Result<PathBuf, Failure> {
         unreachable!("routing for output outside a dataset");
     };
     if out.checkpoint {
-        let n = out.table.number(rel);
-        let name = stored_name(n);
-        let known = out.paths.len() > n;
-        let path = s.ckpt()?.checkpoint_file(&name)?;
-        if let (false, Phase::Output(out)) = (known, &mut s.phase) {
+        // Routed again: the same file, as written so far.
+        if let Some(n) = out.table.find(rel) {
+            return Ok(out.paths[n].clone());
+        }
+        let n = out.table.files.len();
+        let path = s.ckpt()?.checkpoint_file(&stored_name(n))?;
+        if let Phase::Output(out) = &mut s.phase {
+            // Entered once frame handed the file out: the table and the
+            // paths stay in step.
+            out.table.number(rel);
             out.paths.push(path.clone());
         }
         Ok(path)
@@ -238,10 +247,13 @@ fn complete(call: &str, valid: c_int) -> c_int {
 
 /// Ends the dataset; `Ok(false)` when some rank found it invalid.
 fn complete_in(s: &mut Session, valid: bool) -> Result<bool, Failure> {
-    let Phase::Output(out) = std::mem::replace(&mut s.phase, Phase::Idle) else {
+    if !matches!(s.phase, Phase::Output(_)) {
         return Err(Failure::new(
             "no dataset is being written (call SCR_Start_output first)",
         ));
+    }
+    let Phase::Output(out) = std::mem::replace(&mut s.phase, Phase::Idle) else {
+        unreachable!("checked just above");
     };
     let all = s.all(valid)?;
     if !all {
@@ -266,25 +278,30 @@ fn complete_in(s: &mut Session, valid: bool) -> Result<bool, Failure> {
         return Err(e);
     }
     let id = s.ckpt()?.end_checkpoint()?;
-    if s.conf.synchronous {
-        s.ckpt()?.wait_for_promotions()?;
-    }
-    s.holds_checkpoint = true;
+    // A new checkpoint supersedes the restart, taken or not.
+    s.restored = None;
+    s.exhausted = true;
     s.spent += out.started.elapsed();
+    s.checkpoints += 1;
     s.last_end = Instant::now();
     if s.rank() == 0 {
-        let mut index = Index::load(&s.conf.prefix).unwrap_or_default();
-        index.add(Dataset {
-            id,
-            name: out.table.name.clone(),
-            flags: out.table.flags,
+        let named = Index::load(&s.conf.prefix).and_then(|mut index| {
+            index.add(Dataset {
+                id,
+                name: out.table.name.clone(),
+                flags: out.table.flags,
+            });
+            index.save(&s.conf.prefix)
         });
-        if let Err(e) = index.save(&s.conf.prefix) {
+        if let Err(e) = named {
             crate::say::warning(format_args!(
-                "checkpoint {:?} is kept, but the index of names could not be written: {e}",
+                "checkpoint {:?} is kept, but the index of names is not updated: {e}",
                 out.table.name
             ));
         }
+    }
+    if s.conf.synchronous {
+        s.ckpt()?.wait_for_promotions()?;
     }
     Ok(true)
 }
@@ -293,8 +310,9 @@ fn complete_in(s: &mut Session, valid: bool) -> Result<bool, Failure> {
 /// are output too), then writes its table into the checkpoint.
 fn write_files(s: &mut Session, out: &Output, publish: bool) -> Result<(), String> {
     if publish {
+        let rank = s.rank();
         for (rel, from) in out.table.files.iter().zip(&out.paths) {
-            publish_file(from, &s.conf.prefix.join(rel))?;
+            publish_file(from, &s.conf.prefix.join(rel), rank)?;
         }
     }
     let ckpt = s.ckpt().map_err(|f| f.message)?;
@@ -305,19 +323,33 @@ fn write_files(s: &mut Session, out: &Output, publish: bool) -> Result<(), Strin
 }
 
 /// Copies `from` to `to` (its directories made as needed) through a file
-/// beside it renamed over it, so that `to` is never seen half written.
-/// The kernel copies (no buffer of the whole file).
-fn publish_file(from: &Path, to: &Path) -> Result<(), String> {
+/// beside it, synced, then renamed over it: `to` is never seen half
+/// written. The new file gets the program's umask, as files it writes
+/// itself; the kernel copies (no buffer of the whole file). `rank` keeps
+/// the temporary names of ranks on different nodes apart.
+fn publish_file(from: &Path, to: &Path, rank: usize) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
     let at = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
     let dir = to.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| at(dir, e))?;
     let mut temp = to.as_os_str().to_owned();
-    temp.push(format!(".frame-{}", std::process::id()));
+    temp.push(format!(".frame-{rank}-{}", std::process::id()));
     let temp = PathBuf::from(temp);
-    std::fs::copy(from, &temp)
-        .and_then(|_| std::fs::rename(&temp, to))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            at(to, e)
-        })
+    let copied = (|| {
+        let mut source = std::fs::File::open(from).map_err(|e| at(from, e))?;
+        let mut sink = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temp)
+            .map_err(|e| at(&temp, e))?;
+        std::io::copy(&mut source, &mut sink).map_err(|e| at(to, e))?;
+        sink.sync_all().map_err(|e| at(to, e))?;
+        std::fs::rename(&temp, to).map_err(|e| at(to, e))
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    copied
 }

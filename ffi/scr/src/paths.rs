@@ -2,23 +2,8 @@
 //! (relative to its working directory, or absolute) made into a path
 //! relative to the prefix directory, where SCR requires it to lie.
 
-use std::path::{Component, Path, PathBuf};
-
-/// `path` without `.` components, each `..` taking away the component
-/// before it (a lexical clean-up: nothing is looked up on disk).
-fn clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
+use frame_core::config::scr::normal_path as clean;
+use std::path::Path;
 
 /// The path of file `name` relative to `prefix`, `name` taken relative to
 /// `cwd` unless absolute. An error says why it cannot be a dataset's file.

@@ -115,7 +115,6 @@ fn have(s: &mut Session) -> Result<Option<String>, Failure> {
     }
     let name = table.name.clone();
     s.restored = Some(Restored { id, table });
-    s.holds_checkpoint = true;
     Ok(Some(name))
 }
 
@@ -128,11 +127,16 @@ fn have(s: &mut Session) -> Result<Option<String>, Failure> {
 /// `SCR_MAX_FILENAME` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn SCR_Have_restart(flag: *mut c_int, name: *mut c_char) -> c_int {
+    if !flag.is_null() {
+        // SAFETY: checked non-null; the program passes room for an int.
+        unsafe { *flag = 0 };
+    }
     guard("SCR_Have_restart", || {
+        // Every rank takes part before its own arguments are checked.
+        let found = session::with(have)?;
         if flag.is_null() {
             return Err(Failure::new("the flag pointer is NULL"));
         }
-        let found = session::with(have)?;
         // SAFETY: checked non-null; the program passes room for an int.
         unsafe { *flag = c_int::from(found.is_some()) };
         match (found, name.is_null()) {
@@ -180,18 +184,31 @@ pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
                 ));
             }
             s.phase = Phase::Idle;
+            let restored = s.restored.take();
             if s.all(valid != 0)? {
+                // Restarted: no other restart is offered.
+                s.exhausted = true;
                 return Ok(());
             }
             invalid = true;
-            let restored = s.restored.take();
+            let id = restored.as_ref().map(|r| r.id);
             if s.rank() == 0 {
+                let name = restored.as_ref().map_or("", |r| r.table.name.as_str());
                 crate::say::warning(format_args!(
-                    "checkpoint {:?} was not valid on every rank; the next restart reads an older one",
-                    restored.as_ref().map_or("", |r| r.table.name.as_str())
+                    "checkpoint {name:?} was not valid on every rank; the next restart reads an older one"
                 ));
+                // Never offered again, in this run or the next.
+                let dropped = Index::load(&s.conf.prefix).and_then(|mut index| {
+                    index.drop_named(name);
+                    index.save(&s.conf.prefix)
+                });
+                if let Err(e) = dropped {
+                    crate::say::warning(format_args!(
+                        "the index of names does not record that {name:?} was refused: {e}"
+                    ));
+                }
             }
-            crate::init::choose(s, None, restored.map(|r| r.id))
+            crate::init::choose(s, None, id)
         })
     });
     match invalid {
@@ -208,12 +225,15 @@ pub extern "C" fn SCR_Complete_restart(valid: c_int) -> c_int {
 pub unsafe extern "C" fn SCR_Current(name: *const c_char) -> c_int {
     guard("SCR_Current", || {
         // SAFETY: as the caller promises.
-        let name = unsafe { crate::init::text(name, "the checkpoint name") }?;
+        let name = unsafe { crate::init::text(name, "the checkpoint name") }.map(str::to_string);
         session::with(|s| {
+            s.idle("SCR_Current")?;
+            s.same_name(&name, "SCR_Current")?;
+            let name = name?;
             if s.restored.as_ref().is_some_and(|r| r.table.name == name) {
                 return Ok(());
             }
-            crate::init::choose(s, Some(name), None)
+            crate::init::choose(s, Some(&name), None)
         })
     })
 }
@@ -246,10 +266,13 @@ pub unsafe extern "C" fn SCR_Delete(name: *const c_char) -> c_int {
 /// `name` is null or a NUL-terminated string.
 unsafe fn forget(name: *const c_char) -> Result<(), Failure> {
     // SAFETY: as the caller promises.
-    let name = unsafe { crate::init::text(name, "the dataset name") }?;
+    let name = unsafe { crate::init::text(name, "the dataset name") }.map(str::to_string);
     session::with(|s| {
+        s.idle("SCR_Drop or SCR_Delete")?;
+        s.same_name(&name, "SCR_Drop or SCR_Delete")?;
+        let name = name?;
         let local = match s.rank() {
-            0 => Index::load(&s.conf.prefix).and_then(|mut index| match index.drop_named(name) {
+            0 => Index::load(&s.conf.prefix).and_then(|mut index| match index.drop_named(&name) {
                 Some(_) => index.save(&s.conf.prefix),
                 None => Ok(()),
             }),

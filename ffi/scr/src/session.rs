@@ -54,8 +54,6 @@ pub(crate) struct Session {
     /// `None` only after making it again failed (see
     /// [`restart_from`](Self::restart_from)).
     pub ckpt: Option<Checkpointer<'static>>,
-    /// A checkpoint was written or restored: `SCR_Finalize` keeps it.
-    pub holds_checkpoint: bool,
     /// frame's configuration the checkpointer was made with (before a
     /// chosen restart's `recovery.restart_from`).
     pub config: Config,
@@ -65,16 +63,16 @@ pub(crate) struct Session {
     pub phase: Phase,
     /// The checkpoint restored (`SCR_Have_restart` restores it).
     pub restored: Option<Restored>,
-    /// No checkpoint is left to restart from (`SCR_Complete_restart(0)`
-    /// went past the oldest).
+    /// No restart is offered: the one restored was completed, a new
+    /// checkpoint superseded it, or none is left to go back to.
     pub exhausted: bool,
     /// Calls of `SCR_Need_checkpoint`.
     pub need_calls: u64,
-    /// When `SCR_Init` returned, and the last checkpoint ended.
-    pub started: Instant,
+    /// When the last checkpoint ended (or `SCR_Init` returned).
     pub last_end: Instant,
-    /// Time spent writing checkpoints.
+    /// Time spent writing checkpoints, and how many this run wrote.
     pub spent: Duration,
+    pub checkpoints: u64,
     /// Datasets started (names `SCR_Start_output(NULL, ...)` makes up).
     pub outputs: u64,
     /// The allocation's end, when the batch system says.
@@ -154,18 +152,69 @@ impl Session {
     }
 
     /// Makes the checkpointer again, to restore checkpoint `id` (a chosen
-    /// or older one) when the program asks for it. Collective.
+    /// or older one), or the newest older one every rank can restore, when
+    /// the program asks for it. When none is left, the checkpointer is
+    /// made as at `SCR_Init` and no restart is offered. Collective.
     pub fn restart_from(&mut self, id: u64) -> Result<(), Failure> {
         let mut cfg = self.config.clone();
         cfg.recovery.restart_from = id;
         cfg.mark_set_by_program("recovery.restart_from");
         self.restored = None;
         self.exhausted = false;
+        if let Some(c) = self.ckpt.as_mut() {
+            c.wait_for_promotions()?;
+        }
         // The old one lets go of its node's manager before the new one
         // starts another.
         self.ckpt = None;
-        self.ckpt = Some(Checkpointer::init(&cfg, self.comm)?);
+        let made = Checkpointer::init(&cfg, self.comm);
+        // init agrees on its outcome: every rank takes the same branch.
+        match made {
+            Ok(c) => self.ckpt = Some(c),
+            Err(e) => {
+                if self.rank() == 0 {
+                    crate::say::warning(format_args!(
+                        "no checkpoint from {id} down can be restored ({e}); the program starts afresh"
+                    ));
+                }
+                self.ckpt = Some(Checkpointer::init(&self.config, self.comm)?);
+                self.exhausted = true;
+            }
+        }
         Ok(())
+    }
+
+    /// Agrees that every rank gave the same `name` (checked, or why not)
+    /// to call `what`, before the call's other collectives: an error on
+    /// any rank, or names that differ, fail the call on every rank.
+    /// Collective.
+    pub fn same_name(&self, name: &Result<String, Failure>, what: &str) -> Result<(), Failure> {
+        self.agree(name.as_ref().map(|_| ()).map_err(|f| f.message.clone()))?;
+        let name = name.as_deref().unwrap_or_default();
+        let crc = u64::from(crc32fast::hash(name.as_bytes()));
+        let mut seen = [crc, u64::from(u32::MAX) - crc];
+        self.comm
+            .all_reduce_u64(&mut seen, frame_core::comm::ReduceOp::Max)?;
+        if seen[0] != u64::from(u32::MAX) - seen[1] {
+            return Err(Failure::shared(format!(
+                "the ranks gave {what} different names (rank {} gave {name:?})",
+                self.rank()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Fails unless neither a dataset nor a restart is in progress.
+    pub fn idle(&self, call: &str) -> Result<(), Failure> {
+        match self.phase {
+            Phase::Idle => Ok(()),
+            Phase::Output(_) => Err(Failure::new(format!(
+                "{call} while a dataset is being written (call SCR_Complete_output first)"
+            ))),
+            Phase::Restart => Err(Failure::new(format!(
+                "{call} during a restart (call SCR_Complete_restart first)"
+            ))),
+        }
     }
 
     /// The checkpointer.
@@ -182,14 +231,11 @@ impl Session {
     /// nodes' copies are removed, as SCR flushes it for the next
     /// allocation; otherwise every checkpoint stays where it is.
     pub fn close(self) -> Result<(), Failure> {
-        let Session {
-            comm,
-            ckpt,
-            holds_checkpoint,
-            ..
-        } = self;
+        let Session { comm, ckpt, .. } = self;
+        // Only a checkpointer that wrote or restored one has a newest
+        // checkpoint to keep: without, finalize_to_global removes all.
         let ended = match ckpt {
-            Some(c) if holds_checkpoint && !c.config().l4.interval.is_zero() => {
+            Some(c) if c.stats().last_id.is_some() && !c.config().l4.interval.is_zero() => {
                 c.finalize_to_global().map(|_| ())
             }
             Some(c) => c.finalize(),

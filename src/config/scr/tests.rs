@@ -165,7 +165,17 @@ fn frame_variables_override_frame_keys() {
 }
 
 #[test]
-fn prefixes_give_distinct_job_ids() {
+fn prefixes_give_distinct_job_ids_and_one_prefix_spelt_two_ways_one() {
     assert_ne!(job_id(Path::new("/a")), job_id(Path::new("/b")));
     assert_eq!(job_id(Path::new("/a")), job_id(Path::new("/a")));
+    let id = |p: &str| load(&[], &[("SCR_PREFIX", p)]).unwrap().config.job.id;
+    assert_eq!(id("/p/run/"), id("/p/run"));
+    assert_eq!(id("/p/x/../run/."), id("/p/run"));
+    assert_eq!(id("run"), id("/work/run/run"));
+}
+
+#[test]
+fn a_prefix_size_of_0_keeps_as_many_as_frame_can() {
+    let scr = load(&[Setting::program("SCR_PREFIX_SIZE", "0")], &[]).unwrap();
+    assert_eq!(scr.config.l4.keep_last, crate::config::MAX_KEEP_LAST);
 }
