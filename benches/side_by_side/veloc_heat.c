@@ -7,7 +7,9 @@
  *   mpicc -I examples/c veloc_heat.c -lveloc-client -o veloc_heat
  *   mpiexec -n 8 ./veloc_heat CONFIG NX NY STEPS [CRASH_AT]
 
- * A checkpoint ("heat", version = step) every HEAT_EVERY steps (default 2);
+ * A checkpoint ("heat", version = step) every HEAT_EVERY steps (default 2),
+ * of the protected step and grid, or with HEAT_FILE set of a file per rank
+ * written through VELOC_Route_file (VeloC's file mode);
  * with HEAT_WAIT set, each checkpoint also waits for VeloC's background
  * work (flush, erasure coding) to end, and that wait counts in its time.
  * With CRASH_AT, the last rank kills itself before step CRASH_AT unless the
@@ -54,13 +56,29 @@ int main(int argc, char **argv) {
     int step = 0;
     VELOC_Mem_protect(0, &step, 1, sizeof(int));
     VELOC_Mem_protect(1, grid.u, grid.cells, sizeof(double));
+    const int in_file = getenv("HEAT_FILE") != NULL;
     int latest = VELOC_Restart_test("heat", 0);
     const int restart = latest > 0;
-    if (restart) {
+    if (restart && in_file) {
+        /* The file route: this rank's file of the version, read back. */
+        char routed[VELOC_MAX_NAME];
+        int ok = VELOC_Restart_begin("heat", latest) == VELOC_SUCCESS &&
+                 VELOC_Route_file("heat.dat", routed) == VELOC_SUCCESS;
+        FILE *f = ok ? fopen(routed, "rb") : NULL;
+        ok = f && fread(&step, sizeof(step), 1, f) == 1 &&
+             fread(grid.u, sizeof(double), grid.cells, f) == grid.cells;
+        if (f) fclose(f);
+        if (VELOC_Restart_end(ok) != VELOC_SUCCESS || !ok) {
+            fprintf(stderr, "veloc_heat: rank %d: reading version %d back failed\n", rank, latest);
+            MPI_Abort(MPI_COMM_WORLD, 5);
+        }
+    } else if (restart) {
         if (VELOC_Restart("heat", latest) != VELOC_SUCCESS) {
             fprintf(stderr, "veloc_heat: rank %d: restarting from version %d failed\n", rank, latest);
             MPI_Abort(MPI_COMM_WORLD, 5);
         }
+    }
+    if (restart) {
         double mine = MPI_Wtime() - started, slowest = 0.0;
         MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (rank == 0) {
@@ -69,14 +87,26 @@ int main(int argc, char **argv) {
         }
     }
 
-        int checkpoints = 0;
+    int checkpoints = 0;
     double first_checkpoint = 0.0, later_checkpoints = 0.0;
     for (; step < steps; step++) {
         if ((step + 1) % every == 0) {
             MPI_Barrier(MPI_COMM_WORLD);
             double t = MPI_Wtime();
             /* Versions must grow: the step is one. */
-            int rc = VELOC_Checkpoint("heat", step);
+            int rc;
+            if (in_file) {
+                /* The file route: the step and this rank's rows. */
+                char routed[VELOC_MAX_NAME];
+                int ok = VELOC_Checkpoint_begin("heat", step) == VELOC_SUCCESS &&
+                         VELOC_Route_file("heat.dat", routed) == VELOC_SUCCESS;
+                FILE *f = ok ? fopen(routed, "wb") : NULL;
+                ok = f && fwrite(&step, sizeof(step), 1, f) == 1 &&
+                     fwrite(grid.u, sizeof(double), grid.cells, f) == grid.cells;
+                if (f && fclose(f) != 0) ok = 0;
+                rc = VELOC_Checkpoint_end(ok);
+            } else
+                rc = VELOC_Checkpoint("heat", step);
             if (rc == VELOC_SUCCESS && wait) rc = VELOC_Checkpoint_wait();
             if (rc != VELOC_SUCCESS) {
                 fprintf(stderr, "veloc_heat: rank %d: checkpoint at step %d failed\n", rank, step);

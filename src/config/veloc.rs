@@ -100,16 +100,18 @@ struct Value {
     line: Option<usize>,
 }
 
-/// The keys in force.
+/// The keys in force, and the file they were read from.
 struct Values {
     map: BTreeMap<String, Value>,
+    file: PathBuf,
 }
 
 impl Values {
     fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
         match self.map.get(key) {
             Some(v) => ConfigError::key(v.origin.clone(), v.line, key, message),
-            None => ConfigError::key(Source::Default, None, key, message),
+            // A key the file lacks: the file is at fault.
+            None => ConfigError::key(Source::File(self.file.clone()), None, key, message),
         }
     }
 
@@ -220,7 +222,10 @@ impl VelocFile {
         }
         // VeloC treats an empty value as unset.
         map.retain(|_, v| !v.text.is_empty());
-        let values = Values { map };
+        let values = Values {
+            map,
+            file: origin.clone(),
+        };
         let mut veloc = Self::from_values(&values, origin)?;
         veloc.config = veloc.config.with_env(env)?;
         Ok(veloc)

@@ -24,7 +24,7 @@ pub fn compile(source: &str, name: &str) -> PathBuf {
         source,
         name,
         "fti-programs",
-        "ffi/fti/include",
+        &["ffi/fti/include"],
         &libfti(),
         "fti",
     )

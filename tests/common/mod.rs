@@ -12,6 +12,7 @@ pub mod python;
 pub mod scr;
 pub mod storage;
 pub mod tools;
+pub mod veloc;
 pub mod vhost;
 
 #[allow(unused_imports)]

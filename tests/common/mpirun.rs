@@ -183,14 +183,14 @@ pub fn mpi_library(package: &'static str, file: &'static str) -> PathBuf {
 }
 
 /// Compiles the C program `source` (relative to the repository) with
-/// `mpicc` against the header directory `include` (relative too) and
+/// `mpicc` against the header directories `include` (relative too) and
 /// `-l<lib>` in `lib_dir`, into `name` in cargo's directory for test
 /// files below `dir` (built once per test binary).
 pub fn mpicc(
     source: &str,
     name: &str,
     dir: &str,
-    include: &str,
+    include: &[&str],
     lib_dir: &Path,
     lib: &str,
 ) -> PathBuf {
@@ -199,10 +199,11 @@ pub fn mpicc(
     std::fs::create_dir_all(&dir).expect("programs directory");
     let out = dir.join(name);
     let mut cmd = Command::new("mpicc");
-    cmd.args(super::C_FLAGS)
-        .arg("-I")
-        .arg(root.join(include))
-        .arg(root.join(source))
+    cmd.args(super::C_FLAGS);
+    for dir in include {
+        cmd.arg("-I").arg(root.join(dir));
+    }
+    cmd.arg(root.join(source))
         .arg("-L")
         .arg(lib_dir)
         .arg(format!("-Wl,-rpath,{}", lib_dir.display()))

@@ -23,7 +23,7 @@ pub fn compile(source: &str, name: &str) -> PathBuf {
         source,
         name,
         "scr-programs",
-        "ffi/scr/include",
+        &["ffi/scr/include"],
         &libscr(),
         "scr",
     )

@@ -3,13 +3,15 @@
 //! an FTI program's build, written for FTI 1.6, finds libfti with
 //! `find_package(FTI)` and links FTI's own target names unchanged, and an
 //! SCR program's build finds libscr with `find_package(scr)` (or
-//! `pkg-config scr`). The programs they build compute what the ones built
-//! by hand compute, and recover from a failure to the same checksum.
+//! `pkg-config scr`), and a VeloC program's with `find_package(veloc)`.
+//! The programs they build compute what the ones built by hand compute,
+//! and recover from a failure to the same checksum.
 
 use crate::common;
 
 use common::fti::{self, Heat};
 use common::scr;
+use common::veloc;
 use common::{frame_run_with, run, scratch, serial, Job, CHILD_DEADLINE};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -25,7 +27,7 @@ fn installed() -> &'static Path {
         common::need_tool("cmake");
         let prefix = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cmake-prefix");
         let _ = std::fs::remove_dir_all(&prefix);
-        common::make_install(&prefix, &["FTI=yes", "SCR=yes"]);
+        common::make_install(&prefix, &["FTI=yes", "SCR=yes", "VELOC=yes"]);
         for f in [
             "lib/cmake/frame/frameConfig.cmake",
             "lib/cmake/frame/frameConfigVersion.cmake",
@@ -38,6 +40,10 @@ fn installed() -> &'static Path {
             "lib/pkgconfig/scr.pc",
             "lib/libscr.so",
             "include/scr.h",
+            "share/veloc/cmake/velocConfig.cmake",
+            "lib/pkgconfig/veloc-client.pc",
+            "lib/libveloc-client.so",
+            "include/veloc/defs.h",
         ] {
             assert!(prefix.join(f).is_file(), "make -C ffi install left out {f}");
         }
@@ -184,4 +190,23 @@ fn an_scr_program_built_with_find_package_scr_or_pkg_config_recovers_as_one_buil
     );
     assert!(status.success(), "mpicc with pkg-config scr:\n{out}{err}");
     assert_eq!(scr::Heat::new(exe).reference(), by_hand.reference());
+}
+
+#[test]
+fn a_veloc_program_built_with_find_package_veloc_recovers_as_one_built_by_hand() {
+    let _g = serial();
+    let build = built(
+        "veloc",
+        &[
+            ("VELOC_HEAT_SOURCE", "benches/side_by_side/veloc_heat.c"),
+            ("HEAT_INCLUDE", "examples/c"),
+        ],
+    );
+    let by_hand = veloc::Heat::new(veloc::compile(
+        "benches/side_by_side/veloc_heat.c",
+        "veloc_heat",
+    ));
+    let installed = veloc::Heat::new(build.join("veloc_heat"));
+    installed.killed_and_resumed("", &[], &[1], "L3", 119);
+    assert_eq!(installed.reference(), by_hand.reference());
 }

@@ -1,6 +1,7 @@
 //! frame inside MPI programs (feature `mpi`): the MPI transport, the
-//! FTI-compatible libfti from C and Fortran, the SCR-compatible libscr,
-//! Python under mpirun, CMake builds against the installed libraries.
+//! FTI-compatible libfti from C and Fortran, the SCR- and VeloC-compatible
+//! libscr and libveloc, Python under mpirun, CMake builds against the
+//! installed libraries.
 //!
 //! One test binary; each module below tests one concern.
 
@@ -14,3 +15,4 @@ mod fti_semantics;
 mod mpi;
 mod python_mpi;
 mod scr;
+mod veloc;

@@ -8,8 +8,6 @@
 //! newest one is restored without the index.
 
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The largest index read (a bigger file is not libscr's).
@@ -113,47 +111,12 @@ impl Index {
 
     /// Reads the index below `prefix` (empty when there is none).
     pub fn load(prefix: &Path) -> Result<Self, String> {
-        let path = Self::path(prefix);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path);
-        let file = match file {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        crate::table::read_json(file, &path, MAX_BYTES)
+        frame_interface::json_file::load(&Self::path(prefix), MAX_BYTES)
     }
 
-    /// Replaces the index below `prefix` with this one (a private file
-    /// written beside it, then renamed over it).
+    /// Replaces the index below `prefix` with this one.
     pub fn save(&self, prefix: &Path) -> Result<(), String> {
-        let path = Self::path(prefix);
-        let dir = path.parent().unwrap_or(prefix);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        let temp = dir.join(format!("frame-index.json.{}", std::process::id()));
-        let text = serde_json::to_vec_pretty(self).map_err(|e| e.to_string())?;
-        let _ = std::fs::remove_file(&temp);
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)
-            .and_then(|mut f| {
-                f.write_all(&text)?;
-                f.sync_all()
-            })
-            .and_then(|()| std::fs::rename(&temp, &path));
-        written.map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            format!("{}: {e}", path.display())
-        })
+        frame_interface::json_file::save(&Self::path(prefix), self)
     }
 
     /// The dataset named `name`, newest first.

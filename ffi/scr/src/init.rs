@@ -6,7 +6,7 @@ use crate::index::{self, Index, Pick};
 use crate::session::{self, Phase, Session};
 use crate::status::{guard, guard_value, Failure};
 use frame_core::comm::mpi::{MpiComm, Nodes};
-use frame_core::comm::{Comm, Rank};
+use frame_core::comm::Comm;
 use frame_core::config::scr::{self, ScrConf, Setting};
 use frame_core::Checkpointer;
 use mpi::topology::SimpleCommunicator;
@@ -14,33 +14,7 @@ use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::time::Instant;
 
-/// One message for the problems ranks agreed on: the reason alone when
-/// every failing rank gives the same one, else one line per rank.
-pub(crate) fn summary(trouble: &[(Rank, String)]) -> Option<String> {
-    let (_, first) = trouble.first()?;
-    if trouble.iter().all(|(_, r)| r == first) {
-        return Some(first.clone());
-    }
-    let lines: Vec<String> = trouble
-        .iter()
-        .map(|(rank, reason)| format!("rank {rank}: {reason}"))
-        .collect();
-    Some(lines.join("\n"))
-}
-
-/// The C string at `text`, or an error naming `what`.
-///
-/// # Safety
-/// `text` is null or a NUL-terminated string.
-pub(crate) unsafe fn text<'a>(text: *const c_char, what: &str) -> Result<&'a str, Failure> {
-    if text.is_null() {
-        return Err(Failure::new(format!("{what} is NULL")));
-    }
-    // SAFETY: checked non-null; the caller passes a NUL-terminated string.
-    unsafe { CStr::from_ptr(text) }
-        .to_str()
-        .map_err(|_| Failure::new(format!("{what} is not UTF-8")))
-}
+pub(crate) use frame_interface::c_text as text;
 
 /// Sets (`"KEY=VALUE"`), unsets (`"KEY="`) or reads (`"KEY"`) a parameter.
 /// Setting and unsetting are for before `SCR_Init`; reading gives a copy
@@ -158,12 +132,12 @@ pub extern "C" fn SCR_Init() -> c_int {
         // Every rank learns of a problem on any before going further.
         let check = MpiComm::with_node(&world, 0)?;
         crate::status::set_rank(Some(check.rank()));
-        let trouble =
-            frame_core::comm::agree_on_problems(&check, loaded.as_ref().err().map(String::as_str))?;
+        let agreed =
+            frame_interface::agree(&check, loaded.as_ref().map(|_| ()).map_err(Clone::clone));
         drop(check);
-        if let Some(message) = summary(&trouble) {
+        if let Err(e) = agreed {
             frame_log::init(frame_log::Style::Plain, "warn");
-            return Err(Failure::shared(message));
+            return Err(e);
         }
         let conf = loaded.map_err(Failure::new)?;
         let cwd = cwd.map_err(Failure::new)?;

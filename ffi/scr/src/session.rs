@@ -9,7 +9,7 @@
 use crate::status::Failure;
 use crate::table::Table;
 use frame_core::comm::mpi::MpiComm;
-use frame_core::comm::{Comm, ReduceOp};
+use frame_core::comm::Comm;
 use frame_core::config::scr::{ScrConf, Setting};
 use frame_core::config::Config;
 use frame_core::Checkpointer;
@@ -129,26 +129,17 @@ impl Session {
 
     /// Whether `local` holds on every rank. Collective.
     pub fn all(&self, local: bool) -> Result<bool, Failure> {
-        let mut v = [u64::from(local)];
-        self.comm.all_reduce_u64(&mut v, ReduceOp::Min)?;
-        Ok(v[0] == 1)
+        frame_interface::all(self.comm, local)
     }
 
     /// Rank 0's `value`, on every rank. Collective.
     pub fn rank_0s(&self, value: u64) -> Result<u64, Failure> {
-        let mut v = [if self.rank() == 0 { value } else { 0 }];
-        self.comm.all_reduce_u64(&mut v, ReduceOp::Max)?;
-        Ok(v[0])
+        frame_interface::rank_0s(self.comm, value)
     }
 
-    /// Agrees on a step every rank took: the error of the ranks where it
-    /// failed, the same on every rank. Collective.
+    /// Agrees on a step every rank took. Collective.
     pub fn agree(&self, local: Result<(), String>) -> Result<(), Failure> {
-        let trouble = frame_core::comm::agree_on_problems(self.comm, local.err().as_deref())?;
-        match crate::init::summary(&trouble) {
-            None => Ok(()),
-            Some(message) => Err(Failure::shared(message)),
-        }
+        frame_interface::agree(self.comm, local)
     }
 
     /// Makes the checkpointer again, to restore checkpoint `id` (a chosen

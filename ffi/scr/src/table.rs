@@ -60,24 +60,6 @@ impl Table {
     /// Reads the table frame restored at `path`.
     pub fn read(path: &Path) -> Result<Self, String> {
         let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        read_json(file, path, MAX_BYTES)
+        frame_interface::json_file::read(file, path, MAX_BYTES)
     }
-}
-
-/// Parses the JSON in `file` (at `path`, for messages), reading at most
-/// `max` bytes: a larger file is an error, never held whole.
-pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
-    file: std::fs::File,
-    path: &Path,
-    max: u64,
-) -> Result<T, String> {
-    use std::io::Read;
-    let mut text = Vec::new();
-    file.take(max + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if text.len() as u64 > max {
-        return Err(format!("{}: larger than {max} bytes", path.display()));
-    }
-    serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -63,7 +63,10 @@ fn the_environment_overrides_the_file() {
 #[test]
 fn missing_unknown_and_bad_keys_name_the_key_and_where() {
     let err = parse("scratch=/s\n", &NO_ENV).unwrap_err().to_string();
-    assert!(err.contains("mode") && err.contains("missing"), "{err}");
+    assert!(
+        err.contains("mode") && err.contains("missing") && err.contains("heat.cfg"),
+        "{err}"
+    );
     let err = parse("mode=sync\n", &NO_ENV).unwrap_err().to_string();
     assert!(err.contains("scratch") && err.contains("missing"), "{err}");
     let err = parse("scratch=/s\nmode=fast\n", &NO_ENV)
