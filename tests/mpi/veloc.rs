@@ -47,16 +47,17 @@ fn a_missing_or_wrong_key_is_one_clear_error() {
     let _serial = serial();
     let heat = heat();
     let dir = scratch();
+    let scratch_dir = dir.path().join("scratch");
+    std::fs::create_dir_all(&scratch_dir).unwrap();
+    let at = format!("scratch = {}\n", scratch_dir.display());
     for (text, needles) in [
-        ("scratch = /tmp\n", ["mode", "missing"]),
-        ("scratch = /tmp\nmode = fast\n", ["mode", "fast"]),
-        (
-            "scratch = /tmp\nmode = sync\nscrach = /t\n",
-            ["scrach", "line 3"],
-        ),
+        ("", ["mode", "missing"]),
+        ("mode = fast\n", ["mode", "fast"]),
+        ("mode = sync\nscrach = /t\n", ["scrach", "line 3"]),
     ] {
+        let text = format!("{at}{text}");
         let config = dir.path().join("bad.cfg");
-        std::fs::write(&config, text).unwrap();
+        std::fs::write(&config, &text).unwrap();
         let job = heat.run(dir.path(), &config, None, &[]);
         assert!(!job.status.success(), "{text}:\n{}", job.out);
         let said: Vec<&str> = job
@@ -67,4 +68,34 @@ fn a_missing_or_wrong_key_is_one_clear_error() {
             .collect();
         assert_eq!(said.len(), 1, "{text}:\n{}", job.out);
     }
+}
+
+#[test]
+fn a_restart_learns_a_regions_size_then_restores_it_into_new_memory() {
+    let _serial = serial();
+    let program = veloc::compile("tests/c/veloc_sizes.c", "veloc_sizes");
+    let dir = scratch();
+    let config = veloc::config(dir.path(), "");
+    let run = |args: &[&str]| {
+        let mut cmd = std::process::Command::new("mpiexec");
+        cmd.args(["-n", "8"])
+            .arg(&program)
+            .args(args)
+            .current_dir(dir.path())
+            .env("FRAME_TOPOLOGY_RANKS_PER_NODE", "2");
+        common::mpirun::in_group(cmd, common::mpirun::JOB_DEADLINE, dir.path())
+    };
+    let config = config.to_str().unwrap();
+    let written = run(&["write", config, "1000"]);
+    assert!(
+        written.status.success() && written.out.contains("sizes: written"),
+        "{}",
+        written.out
+    );
+    let read = run(&["read", config]);
+    assert!(
+        read.status.success() && read.out.contains("sizes: back"),
+        "{}",
+        read.out
+    );
 }

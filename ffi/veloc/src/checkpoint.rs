@@ -98,6 +98,7 @@ fn begin(s: &mut Session, name: &str, version: c_int) -> Result<(), Failure> {
         version,
         selection: Vec::new(),
         file: None,
+        valid: true,
     });
     Ok(())
 }
@@ -127,19 +128,29 @@ pub extern "C" fn VELOC_Checkpoint_mem() -> c_int {
     })
 }
 
-/// Chooses the regions of the checkpoint begun.
+/// Chooses the regions of the checkpoint begun, as they are now. A
+/// failure marks the checkpoint invalid: ending it drops it everywhere.
 fn choose(s: &mut Session, mode: c_int, given: &[c_int]) -> Result<(), Failure> {
-    let chosen = select(s.regions.keys().copied(), mode, given)?;
+    let chosen =
+        select(s.regions.keys().copied(), mode, given).and_then(|ids| match ids.is_empty() {
+            true => Err(Failure::new("no protected region is selected")),
+            false => Ok(ids),
+        });
     let Some(begun) = s.begun.as_mut() else {
         return Err(Failure::new(
             "no checkpoint is begun (call VELOC_Checkpoint_begin first)",
         ));
     };
-    if chosen.is_empty() {
-        return Err(Failure::new("no protected region is selected"));
+    match chosen {
+        Ok(ids) => {
+            begun.selection = ids.into_iter().map(|id| (id, s.regions[&id])).collect();
+            Ok(())
+        }
+        Err(e) => {
+            begun.valid = false;
+            Err(e)
+        }
     }
-    begun.selection = chosen;
-    Ok(())
 }
 
 /// This rank's file in the checkpoint begun (the same for any name).
@@ -164,28 +175,38 @@ pub extern "C" fn VELOC_Checkpoint_end(success: c_int) -> c_int {
     })
 }
 
+/// Ends the checkpoint begun on every rank: every rank enters the
+/// agreement, begun or not, so that none is left in a collective.
 fn end(s: &mut Session, success: bool) -> Result<(), Failure> {
-    let Some(begun) = s.begun.take() else {
-        return Err(Failure::new("no checkpoint is begun"));
+    let begun = s.begun.take();
+    let local = match &begun {
+        None => Some("no checkpoint is begun"),
+        Some(b) if !b.valid => Some("its regions could not be chosen"),
+        Some(_) if !success => Some("it passed success = 0"),
+        Some(_) => None,
     };
-    let mut all = [u64::from(success)];
-    s.comm
-        .all_reduce_u64(&mut all, frame_core::comm::ReduceOp::Min)?;
-    if all[0] == 0 {
-        s.ckpt()?.cancel_checkpoint()?;
-        return Err(Failure::shared(format!(
-            "version {} of {} is not kept: a rank passed success = 0",
-            begun.version, begun.name
-        )));
+    let all = frame_interface::all(s.comm, local.is_none())?;
+    if !all {
+        if begun.is_some() {
+            s.ckpt()?.cancel_checkpoint()?;
+        }
+        let (name, version) = begun.map_or((String::new(), -1), |b| (b.name, b.version));
+        return Err(match local {
+            Some(why) => Failure::new(format!("version {version} of {name} is not kept: {why}")),
+            None => Failure::said(),
+        });
     }
-    // frame saves what its registry holds: the regions chosen, no other.
+    let Some(begun) = begun else {
+        unreachable!("every rank began");
+    };
+    // frame saves what its registry holds: the regions chosen, as they
+    // were when chosen, and no other.
     let stale: Vec<u32> = s.in_frame.iter().copied().collect();
     for id in stale {
         s.ckpt()?.unprotect(id);
     }
     s.in_frame.clear();
-    for id in &begun.selection {
-        let region = s.regions[id];
+    for (id, region) in &begun.selection {
         // SAFETY: the program keeps protected memory valid while it is
         // protected (VELOC_Mem_protect's contract).
         unsafe {
@@ -197,17 +218,15 @@ fn end(s: &mut Session, success: bool) -> Result<(), Failure> {
     let id = s.ckpt()?.end_checkpoint()?;
     if s.rank() == 0 {
         let dir = s.index_dir.clone();
-        let recorded = std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))
-            .and_then(|()| Index::load(&dir))
-            .and_then(|mut index| {
-                index.add(Version {
-                    id,
-                    name: begun.name.clone(),
-                    version: begun.version,
-                });
-                index.save(&dir)
+        let job = s.config.job.id.clone();
+        let recorded = Index::load(&dir, &job).and_then(|mut index| {
+            index.add(Version {
+                id,
+                name: begun.name.clone(),
+                version: begun.version,
             });
+            index.save(&dir, &job)
+        });
         if let Err(e) = recorded {
             crate::status::warning(format_args!(
                 "version {} of {} is kept, but the index of versions is not updated: {e}",
@@ -250,13 +269,10 @@ pub unsafe extern "C" fn VELOC_Checkpoint(name: *const c_char, version: c_int) -
         let name = unsafe { crate::init::text(name, "the checkpoint name") }?;
         session::with(|s| {
             s.ckpt()?.wait_for_promotions()?;
-            begin(s, name, version)?;
-            if let Err(e) = choose(s, 0, &[]) {
-                s.begun = None;
-                s.ckpt()?.cancel_checkpoint()?;
-                return Err(e);
-            }
-            end(s, true)
+            // Every rank goes on to end, which agrees on the outcome.
+            let local = begin(s, name, version).and_then(|()| choose(s, 0, &[]));
+            let ended = end(s, local.is_ok());
+            local.and(ended)
         })
     })
 }

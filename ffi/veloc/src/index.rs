@@ -1,8 +1,8 @@
 //! The job's checkpoints by name and version: which of frame's
-//! checkpoints holds version v of checkpoint name. Rank 0 keeps it in
-//! `frame-veloc-index.json` in the persistent directory (the scratch one
-//! without), a private file replaced whole; the other ranks learn its
-//! answers by broadcast.
+//! checkpoints holds version v of checkpoint name. Rank 0 keeps one per
+//! job, `frame-veloc-index-<job>.json` in the persistent directory (the
+//! scratch one without), a private file replaced whole; the other ranks
+//! learn its answers by broadcast.
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -29,19 +29,19 @@ pub(crate) struct Index {
 }
 
 impl Index {
-    /// The index kept in `dir`.
-    pub fn path(dir: &Path) -> PathBuf {
-        dir.join("frame-veloc-index.json")
+    /// The index of job `job` kept in `dir`.
+    pub fn path(dir: &Path, job: &str) -> PathBuf {
+        dir.join(format!("frame-veloc-index-{job}.json"))
     }
 
-    /// Reads the index in `dir` (empty when there is none).
-    pub fn load(dir: &Path) -> Result<Self, String> {
-        frame_interface::json_file::load(&Self::path(dir), MAX_BYTES)
+    /// Reads the index of `job` in `dir` (empty when there is none).
+    pub fn load(dir: &Path, job: &str) -> Result<Self, String> {
+        frame_interface::json_file::load(&Self::path(dir, job), MAX_BYTES)
     }
 
-    /// Replaces the index in `dir` with this one.
-    pub fn save(&self, dir: &Path) -> Result<(), String> {
-        frame_interface::json_file::save(&Self::path(dir), self)
+    /// Replaces the index of `job` in `dir` with this one.
+    pub fn save(&self, dir: &Path, job: &str) -> Result<(), String> {
+        frame_interface::json_file::save(&Self::path(dir, job), self)
     }
 
     /// Records a committed version.
@@ -87,20 +87,27 @@ impl Index {
 
 /// The version `VELOC_Restart_test(name, most)` answers: the one frame
 /// found to restore (`natural`) if it is of `name` and fits, else the
-/// newest indexed version of `name` that fits and is no newer than it. A
-/// pure function.
+/// newest indexed version of `name` that fits and is no newer than it.
+/// An error when frame found a checkpoint the index does not name (the
+/// index was lost): the program must not start over silently. A pure
+/// function.
 pub(crate) fn restart_test(
     index: &Index,
     natural: Option<u64>,
     name: &str,
     most: Option<i64>,
-) -> Option<i64> {
-    if let Some(v) = natural.and_then(|n| index.of(n)) {
+) -> Result<Option<i64>, String> {
+    if let Some(n) = natural {
+        let Some(v) = index.of(n) else {
+            return Err(format!(
+                "checkpoint {n} can be restored, but the index of versions does not name it"
+            ));
+        };
         if v.name == name && most.is_none_or(|m| v.version <= m) {
-            return Some(v.version);
+            return Ok(Some(v.version));
         }
     }
-    index.newest(name, most, natural).map(|v| v.version)
+    Ok(index.newest(name, most, natural).map(|v| v.version))
 }
 
 #[cfg(test)]

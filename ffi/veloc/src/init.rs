@@ -105,13 +105,13 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
         let loaded = read_config(cfg_file, None);
         let check = MpiComm::with_node(&world, 0)?;
         set_rank(Some(check.rank()));
-        let trouble =
-            frame_core::comm::agree_on_problems(&check, loaded.as_ref().err().map(String::as_str))?;
-        if let Some((_, reason)) = trouble.first() {
+        let agreed =
+            frame_interface::agree(&check, loaded.as_ref().map(|_| ()).map_err(Clone::clone));
+        if let Err(e) = agreed {
             // Said before any rank returns: a program that aborts on the
             // failure could end the job before rank 0 printed it.
             if check.rank() == 0 {
-                crate::status::error(format_args!("VELOC_Init: {reason}"));
+                crate::status::error(format_args!("VELOC_Init: {}", e.message));
             }
             check.barrier()?;
             return Err(Failure::said());
@@ -178,12 +178,15 @@ pub unsafe extern "C" fn VELOC_Init_single(id: c_uint, cfg_file: *const c_char) 
 pub extern "C" fn VELOC_Finalize(drain: c_int) -> c_int {
     call("VELOC_Finalize", || {
         let mut s = session::take()?;
-        if let (true, Some(c)) = (drain != 0, s.ckpt.as_mut()) {
-            c.wait_for_promotions()?;
-        }
-        let result = s.close();
+        // frame's finalize waits for the promotions in flight anyway;
+        // every rank goes on to close, whatever the wait said.
+        let drained = match (drain != 0, s.ckpt.as_mut()) {
+            (true, Some(c)) => c.wait_for_promotions().map_err(Failure::from),
+            _ => Ok(()),
+        };
+        let closed = s.close();
         set_rank(None);
-        result
+        drained.and(closed)
     })
 }
 
@@ -226,7 +229,13 @@ pub extern "C" fn VELOC_Mem_unprotect(id: c_int) -> c_int {
         let id =
             u32::try_from(id).map_err(|_| Failure::new(format!("region id {id} is negative")))?;
         session::with(|s| match s.regions.remove(&id) {
-            Some(_) => Ok(()),
+            Some(_) => {
+                // frame forgets the memory too: it may be freed now.
+                if s.in_frame.remove(&id) {
+                    s.ckpt()?.unprotect(id);
+                }
+                Ok(())
+            }
             None => Err(Failure::new(format!("region {id} is not protected"))),
         })
     })

@@ -6,7 +6,7 @@ use crate::checkpoint::{ids_of, select, FILE};
 use crate::index::{self, Index};
 use crate::session::{self, Restarting, Session};
 use crate::status::{call, guard, Failure, VELOC_FAILURE};
-use frame_core::ElemType;
+use frame_core::{ElemType, RegionInfo};
 use std::ffi::{c_char, c_int};
 
 /// The version to restart from: the newest of `name` (at most `version`
@@ -29,18 +29,15 @@ pub unsafe extern "C" fn VELOC_Restart_test(name: *const c_char, version: c_int)
             let natural = ckpt.recovering().then(|| ckpt.recovery_id()).flatten();
             let found = match s.rank() {
                 0 => {
-                    let index = Index::load(&s.index_dir).unwrap_or_else(|e| {
-                        crate::status::warning(format_args!(
-                            "the index of versions is unreadable: {e}"
-                        ));
-                        Index::default()
-                    });
-                    index::restart_test(&index, natural, name, most)
+                    let job = s.config.job.id.clone();
+                    Index::load(&s.index_dir, &job)
+                        .and_then(|index| index::restart_test(&index, natural, name, most))
                 }
-                _ => None,
+                _ => Ok(None),
             };
+            s.agree(found.as_ref().map(|_| ()).map_err(Clone::clone))?;
             // Versions travel shifted by one: 0 says none.
-            let found = s.rank_0s(found.map_or(0, |v| v as u64 + 1))?;
+            let found = s.rank_0s(found.ok().flatten().map_or(0, |v| v as u64 + 1))?;
             Ok(match found {
                 0 => VELOC_FAILURE,
                 v => c_int::try_from(v - 1).unwrap_or(VELOC_FAILURE),
@@ -76,7 +73,7 @@ fn begin(s: &mut Session, name: Result<(&str, i64), Failure>) -> Result<(), Fail
     s.agree(asked.as_ref().map(|_| ()).map_err(|f| f.message.clone()))?;
     let (name, version) = asked?;
     let id = match s.rank() {
-        0 => Index::load(&s.index_dir).and_then(|index| {
+        0 => Index::load(&s.index_dir, &s.config.job.id).and_then(|index| {
             index
                 .find(name, version)
                 .map(|v| v.id)
@@ -98,18 +95,39 @@ fn begin(s: &mut Session, name: Result<(&str, i64), Failure>) -> Result<(), Fail
     }
     // Ids past i32::MAX are frame's own (the table of the routed file):
     // VeloC's ids are C ints.
-    let stored: Vec<_> = ckpt
-        .stored_regions()
+    let all_stored = ckpt.stored_regions();
+    let holds_file = all_stored.iter().any(|i| i32::try_from(i.id).is_err());
+    let stored: Vec<_> = all_stored
         .into_iter()
         .filter(|i| i32::try_from(i.id).is_ok())
         .collect();
-    // frame restores what its registry holds, all at once: every stored
-    // region the program protected, room for it checked on every rank.
     for id in std::mem::take(&mut s.in_frame) {
         s.ckpt()?.unprotect(id);
     }
+    if holds_file {
+        // A routed file comes back with the whole checkpoint, every rank
+        // at once: with it, every stored region the program protected.
+        load_all(s, &stored, id, name, version)?;
+    }
+    s.restarting = Some(Restarting {
+        stored,
+        loaded: holds_file,
+    });
+    Ok(())
+}
+
+/// Restores checkpoint `id` (version `version` of `name`) whole: its file,
+/// and every stored region into the program's, room checked on every
+/// rank. Collective.
+fn load_all(
+    s: &mut Session,
+    stored: &[RegionInfo],
+    id: u64,
+    name: &str,
+    version: i64,
+) -> Result<(), Failure> {
     let mut room = Ok(());
-    for info in &stored {
+    for info in stored {
         let bytes = info.bytes() as usize;
         match s.regions.get(&info.id).copied() {
             Some(region) if region.bytes >= bytes => {
@@ -136,8 +154,14 @@ fn begin(s: &mut Session, name: Result<(&str, i64), Failure>) -> Result<(), Fail
         }
     }
     s.agree(room)?;
-    s.ckpt()?.recover()?;
-    s.restarting = Some(Restarting { stored });
+    // frame falls back to an older checkpoint when one does not load: the
+    // same on every rank, and not the version asked for.
+    let got = s.ckpt()?.recover()?;
+    if got != id {
+        return Err(Failure::shared(format!(
+            "version {version} of {name} could not be read back; frame's checkpoint {got} was restored instead"
+        )));
+    }
     Ok(())
 }
 
@@ -185,27 +209,46 @@ pub extern "C" fn VELOC_Recover_mem() -> c_int {
     })
 }
 
-/// Checks the regions asked for among those restored.
+/// Restores the regions `mode` selects among those the checkpoint holds,
+/// into the program's regions as they are now (loaded at
+/// `VELOC_Restart_begin` when the checkpoint held a file: then checked).
 fn recover(s: &mut Session, mode: c_int, given: &[c_int]) -> Result<(), Failure> {
     let Some(r) = s.restarting.as_ref() else {
         return Err(Failure::new(
             "no restart is begun (call VELOC_Restart_begin first)",
         ));
     };
+    let loaded = r.loaded;
     let stored: Vec<(u32, usize)> = r
         .stored
         .iter()
         .map(|i| (i.id, i.bytes() as usize))
         .collect();
     let chosen = select(stored.iter().map(|(id, _)| *id), mode, given)?;
-    // Restored at VELOC_Restart_begin (see `begin`): what is asked must
-    // be among them.
     for id in chosen {
-        if !s.in_frame.contains(&id) {
-            return Err(Failure::new(format!(
+        let bytes = stored.iter().find(|(i, _)| *i == id).map_or(0, |(_, b)| *b);
+        let region = s.regions.get(&id).copied().ok_or_else(|| {
+            Failure::new(format!(
                 "the checkpoint holds region {id}, but it is not protected"
+            ))
+        })?;
+        if loaded {
+            if !s.in_frame.contains(&id) {
+                return Err(Failure::new(format!("region {id} was not restored")));
+            }
+            continue;
+        }
+        if region.bytes < bytes {
+            return Err(Failure::new(format!(
+                "region {id} holds {} bytes, and the checkpoint {bytes}",
+                region.bytes
             )));
         }
+        // SAFETY: the program keeps protected memory valid, and it holds
+        // at least the stored bytes.
+        unsafe { s.ckpt()?.protect_raw(id, region.ptr, bytes, ElemType::Byte) };
+        s.in_frame.insert(id);
+        s.ckpt()?.recover_region(id)?;
     }
     Ok(())
 }
@@ -290,9 +333,9 @@ pub unsafe extern "C" fn VELOC_Cleanup(name: *const c_char) -> c_int {
             s.agree(name.as_ref().map(|_| ()).map_err(|f| f.message.clone()))?;
             let name = name?;
             let local = match s.rank() {
-                0 => Index::load(&s.index_dir).and_then(|mut index| {
+                0 => Index::load(&s.index_dir, &s.config.job.id).and_then(|mut index| {
                     index.forget(name);
-                    index.save(&s.index_dir)
+                    index.save(&s.index_dir, &s.config.job.id)
                 }),
                 _ => Ok(()),
             };

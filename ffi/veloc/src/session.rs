@@ -24,16 +24,22 @@ pub(crate) struct Region {
 pub(crate) struct Begun {
     pub name: String,
     pub version: i64,
-    /// The regions `VELOC_Checkpoint_mem` or `_selective` chose.
-    pub selection: Vec<u32>,
+    /// The regions `VELOC_Checkpoint_mem` or `_selective` chose, as they
+    /// were then.
+    pub selection: Vec<(u32, Region)>,
     /// This rank's file, once routed.
     pub file: Option<PathBuf>,
+    /// False once choosing its regions failed: ending it drops it.
+    pub valid: bool,
 }
 
 /// A restart between `VELOC_Restart_begin` and `_end`.
 pub(crate) struct Restarting {
     /// The regions the checkpoint holds on this rank.
     pub stored: Vec<RegionInfo>,
+    /// Restored already (with the checkpoint's file), rather than region
+    /// by region as the program asks.
+    pub loaded: bool,
 }
 
 /// Who owns the communicator the checkpointer borrows.

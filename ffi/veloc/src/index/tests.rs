@@ -20,13 +20,16 @@ fn the_restart_test_answers_the_natural_checkpoint_when_it_fits() {
         (3, "other", 5),
         (4, "heat", 59),
     ]);
-    assert_eq!(restart_test(&idx, Some(4), "heat", None), Some(59));
-    assert_eq!(restart_test(&idx, Some(4), "heat", Some(40)), Some(39));
+    assert_eq!(restart_test(&idx, Some(4), "heat", None), Ok(Some(59)));
+    assert_eq!(restart_test(&idx, Some(4), "heat", Some(40)), Ok(Some(39)));
     // The newest of a name that is not the natural one, no newer than it.
-    assert_eq!(restart_test(&idx, Some(3), "heat", None), Some(39));
-    assert_eq!(restart_test(&idx, Some(4), "other", None), Some(5));
-    assert_eq!(restart_test(&idx, Some(4), "none", None), None);
-    assert_eq!(restart_test(&idx, None, "heat", None), Some(59));
+    assert_eq!(restart_test(&idx, Some(3), "heat", None), Ok(Some(39)));
+    assert_eq!(restart_test(&idx, Some(4), "other", None), Ok(Some(5)));
+    assert_eq!(restart_test(&idx, Some(4), "none", None), Ok(None));
+    assert_eq!(restart_test(&idx, None, "heat", None), Ok(Some(59)));
+    // A checkpoint frame can restore that the index lost: never silent.
+    let err = restart_test(&Index::default(), Some(4), "heat", None).unwrap_err();
+    assert!(err.contains("checkpoint 4"), "{err}");
 }
 
 #[test]
@@ -46,12 +49,14 @@ fn a_version_written_again_replaces_the_older_one() {
 #[test]
 fn the_index_is_saved_privately_and_read_back() {
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(Index::load(dir.path()), Ok(Index::default()));
+    assert_eq!(Index::load(dir.path(), "a"), Ok(Index::default()));
     let idx = index(&[(1, "heat", 19)]);
-    idx.save(dir.path()).unwrap();
-    assert_eq!(Index::load(dir.path()), Ok(idx));
-    std::fs::write(Index::path(dir.path()), b"{").unwrap();
-    assert!(Index::load(dir.path())
+    idx.save(dir.path(), "a").unwrap();
+    assert_eq!(Index::load(dir.path(), "a"), Ok(idx));
+    // Jobs sharing a directory keep indexes of their own.
+    assert_eq!(Index::load(dir.path(), "b"), Ok(Index::default()));
+    std::fs::write(Index::path(dir.path(), "a"), b"{").unwrap();
+    assert!(Index::load(dir.path(), "a")
         .unwrap_err()
-        .contains("frame-veloc-index.json"));
+        .contains("frame-veloc-index-a.json"));
 }
