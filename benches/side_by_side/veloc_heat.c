@@ -13,7 +13,11 @@
  * with HEAT_WAIT set, each checkpoint also waits for VeloC's background
  * work (flush, erasure coding) to end, and that wait counts in its time.
  * With CRASH_AT, the last rank kills itself before step CRASH_AT unless the
- * run is a restart. Output lines as fti_heat's: "restarted at step N in T
+ * run is a restart (with HEAT_CRASH_NODE=DIR, the last two ranks, DIR
+ * moved away first: see heat_crash in heat_mpi.h). Built with
+ * -DHEAT_ONLINE -DFRAME_MPI_WORLD -include frame_mpi.h and linked with
+ * libframe too, it runs under frame_run_ulfm and recovers online
+ * (examples/c/heat_online.h). Output lines as fti_heat's: "restarted at step N in T
  * ms" (VELOC_Init and the restart, slowest rank), "checkpoints: K, the
  * first X ms, the later ones Y ms each (slowest rank)", "final checksum:
  * 0x..." (FNV-1a over the grid).
@@ -25,15 +29,12 @@
 
 #include "heat_mpi.h"
 
-int main(int argc, char **argv) {
+/* The program, between MPI_Init and MPI_Finalize. */
+static int heat_main(int argc, char **argv) {
     if (argc < 5) {
         fprintf(stderr, "usage: %s CONFIG NX NY STEPS [CRASH_AT]\n", argv[0]);
         return 2;
     }
-    /* VeloC's synchronous mode runs its modules on a thread of its own,
-     * which may call MPI. */
-    int threads;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
     double started = MPI_Wtime();
     if (VELOC_Init(MPI_COMM_WORLD, argv[1]) != VELOC_SUCCESS) {
         fprintf(stderr, "veloc_heat: VELOC_Init failed\n");
@@ -117,10 +118,7 @@ int main(int argc, char **argv) {
             else
                 later_checkpoints += MPI_Wtime() - t;
         }
-        if (!restart && step == crash_at && rank == size - 1) {
-            fprintf(stderr, "veloc_heat: rank %d crashing at step %d\n", rank, step);
-            raise(SIGKILL);
-        }
+        if (!restart && step == crash_at) heat_crash("veloc_heat", step, rank, size, MPI_COMM_WORLD);
         heat_step(&grid, rank, size, MPI_COMM_WORLD);
     }
 
@@ -128,6 +126,19 @@ int main(int argc, char **argv) {
     VELOC_Finalize(0);
     free(grid.u);
     free(grid.next);
-    MPI_Finalize();
     return 0;
 }
+
+#ifdef HEAT_ONLINE
+#include "heat_online.h"
+#else
+int main(int argc, char **argv) {
+    /* VeloC's synchronous mode runs its modules on a thread of its own,
+     * which may call MPI. */
+    int threads;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
+    int rc = heat_main(argc, argv);
+    MPI_Finalize();
+    return rc;
+}
+#endif

@@ -8,7 +8,8 @@
  *   mpiexec -n 8 ./fti_heat config.fti NX NY STEPS [CRASH_AT]
  *
  * With CRASH_AT, the last rank kills itself with SIGKILL before step
- * CRASH_AT unless the run is a restart, which ends the whole MPI job; the
+ * CRASH_AT unless the run is a restart (see heat_crash in heat_mpi.h),
+ * which ends the whole MPI job; the
  * same command run again resumes from the newest checkpoint. Rank 0 prints
  * "restarted at step N in T ms" after a recovery (T: FTI_Init and the
  * recovery, on the slowest rank), at the end the time of the first
@@ -130,10 +131,7 @@ int main(int argc, char **argv) {
             }
         }
         announce = 0;
-        if (!restart && step == crash_at && rank == size - 1) {
-            fprintf(stderr, "fti_heat: rank %d crashing at step %d\n", rank, step);
-            raise(SIGKILL);
-        }
+        if (!restart && step == crash_at) heat_crash("fti_heat", step, rank, size, FTI_COMM_WORLD);
         heat_step(&grid, rank, size, FTI_COMM_WORLD);
     }
 

@@ -10,6 +10,7 @@
 #define FRAME_HEAT_MPI_H
 
 #include <mpi.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,27 @@ static void heat_report(const struct heat *h, int checkpoints, double first, dou
                slowest[0] * 1e3, slowest[1] * 1e3);
         printf("final checksum: 0x%016llx\n", (unsigned long long)hash);
         fflush(stdout);
+    }
+}
+
+/* The crash a run asks for at `step` (every rank calls it there): the
+ * last rank kills itself with SIGKILL. With HEAT_CRASH_NODE=DIR the last
+ * two ranks do, a virtual node of two ranks lost whole: the last rank
+ * first moves DIR (the node's storage, which its loss takes) to DIR.lost
+ * and every rank passes a barrier, so that no survivor looks in DIR
+ * before it is gone. Collective with HEAT_CRASH_NODE. */
+static void heat_crash(const char *program, int step, int rank, int size, MPI_Comm comm) {
+    const char *node = getenv("HEAT_CRASH_NODE");
+    if (node) {
+        char lost[4096];
+        snprintf(lost, sizeof(lost), "%s.lost", node);
+        if (rank == size - 1 && rename(node, lost) != 0) fprintf(stderr, "%s: cannot move %s away\n", program, node);
+        MPI_Barrier(comm);
+    }
+    if (rank == size - 1 || (node && rank == size - 2)) {
+        fprintf(stderr, "%s: rank %d crashing at step %d\n", program, rank, step);
+        fflush(stderr);
+        raise(SIGKILL);
     }
 }
 

@@ -10,8 +10,9 @@
  *   SCR_CHECKPOINT_INTERVAL=20 mpiexec -n 8 ./scr_heat NX NY STEPS [CRASH_AT]
  *
  * With CRASH_AT, the last rank kills itself with SIGKILL before step
- * CRASH_AT unless the run is a restart, which ends the whole MPI job; the
- * same command run again resumes from the newest checkpoint (an older one
+ * CRASH_AT unless the run is a restart (with HEAT_CRASH_NODE=DIR, the last
+ * two ranks, DIR moved away first: see heat_crash), which ends the whole
+ * MPI job; the same command run again resumes from the newest checkpoint (an older one
  * when a rank finds the newest unreadable: SCR_Complete_restart(0)). Rank
  * 0 prints "restarted at step N in T ms" after a restart (T: SCR_Init and
  * the restart, on the slowest rank), and the last rank the checkpoints'
@@ -20,6 +21,11 @@
  * output (SCR_FLAG_OUTPUT: its files stay in the prefix directory); with
  * HEAT_REJECT=NAME, rank 0 refuses checkpoint NAME on a restart, as
  * a program does that finds its file inconsistent.
+ *
+ * Built with -DHEAT_ONLINE -DFRAME_MPI_WORLD -include frame_mpi.h and
+ * linked with libframe too, the same program runs under frame_run_ulfm
+ * (heat_online.h) and recovers online: the survivors and a spare process
+ * resume from the newest checkpoint inside the same MPI job.
  */
 #include <scr.h>
 #include <mpi.h>
@@ -51,17 +57,16 @@ static int write_checkpoint(const char *path, int step, const struct heat *grid)
     return fclose(f) == 0 && ok;
 }
 
-int main(int argc, char **argv) {
+/* The program, between MPI_Init and MPI_Finalize. */
+static int heat_main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: %s NX NY STEPS [CRASH_AT]\n", argv[0]);
         return 2;
     }
-    MPI_Init(&argc, &argv);
     double started = MPI_Wtime();
     if (SCR_Init() != SCR_SUCCESS) {
         fprintf(stderr, "scr_heat: SCR_Init failed\n");
         /* SCR_Init fails on every rank alike: end in order. */
-        MPI_Finalize();
         return 3;
     }
     int rank, size;
@@ -142,10 +147,7 @@ int main(int argc, char **argv) {
             if (rank == 0) printf("halted at step %d\n", step);
             break;
         }
-        if (!restarted && step == crash_at && rank == size - 1) {
-            fprintf(stderr, "scr_heat: rank %d crashing at step %d\n", rank, step);
-            raise(SIGKILL);
-        }
+        if (!restarted && step == crash_at) heat_crash("scr_heat", step, rank, size, MPI_COMM_WORLD);
         heat_step(&grid, rank, size, MPI_COMM_WORLD);
     }
 
@@ -153,6 +155,16 @@ int main(int argc, char **argv) {
     int rc = SCR_Finalize();
     free(grid.u);
     free(grid.next);
-    MPI_Finalize();
     return rc == SCR_SUCCESS ? 0 : 1;
 }
+
+#ifdef HEAT_ONLINE
+#include "heat_online.h"
+#else
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rc = heat_main(argc, argv);
+    MPI_Finalize();
+    return rc;
+}
+#endif

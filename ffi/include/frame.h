@@ -377,6 +377,20 @@ int frame_recovered_file(const char *name, char *path, size_t size);
 int frame_mpi_comm(struct frame_ctx *ctx, void *comm);
 
 /*
+ For a library the program calls from its resilient function without
+ a context handle (libscr's `SCR_Init` takes no communicator): writes
+ into `*epoch` the epoch of the entry running on this thread (1 at the
+ start, one more after each recovery: a library's state from an earlier
+ epoch belongs to an entry that a failure abandoned), and, unless `comm`
+ is NULL, into `*comm` (an `MPI_Comm`) the program's communicator of the
+ entry as `frame_mpi_comm` gives it (its first call in an entry is
+ collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
+ resilient function runs on this thread; `FRAME_EUNSUPPORTED` when a
+ communicator is asked for outside `frame_run_ulfm`.
+ */
+int frame_mpi_running(void *comm, uint64_t *epoch);
+
+/*
  Whether the program's calls on its MPI communicator of the running
  entry (the one `frame_mpi_comm` gave) must end: a rank revoked it, or
  MPI knows that one of its processes failed. Then writes it into

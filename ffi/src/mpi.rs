@@ -5,7 +5,7 @@
 //! error).
 
 use crate::state::{context, FrameCtx};
-use crate::status::{guard, Failure, FRAME_OK};
+use crate::status::{guard, Failure, FRAME_ESTATE, FRAME_OK};
 use std::ffi::{c_int, c_void};
 
 /// Writes into `*comm` (an `MPI_Comm` of the MPI the program and libframe
@@ -29,6 +29,37 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
             unsafe { imp::write(c, comm) }
         })?;
         Ok(FRAME_OK)
+    })
+}
+
+/// For a library the program calls from its resilient function without
+/// a context handle (libscr's `SCR_Init` takes no communicator): writes
+/// into `*epoch` the epoch of the entry running on this thread (1 at the
+/// start, one more after each recovery: a library's state from an earlier
+/// epoch belongs to an entry that a failure abandoned), and, unless `comm`
+/// is NULL, into `*comm` (an `MPI_Comm`) the program's communicator of the
+/// entry as `frame_mpi_comm` gives it (its first call in an entry is
+/// collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
+/// resilient function runs on this thread; `FRAME_EUNSUPPORTED` when a
+/// communicator is asked for outside `frame_run_ulfm`.
+#[no_mangle]
+pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -> c_int {
+    guard("frame_mpi_running", || {
+        if epoch.is_null() {
+            return Err(Failure::invalid("the epoch pointer is null"));
+        }
+        crate::state::live_context(|c| {
+            let c = c.ok_or_else(|| {
+                Failure::new(FRAME_ESTATE, "no resilient function runs on this thread")
+            })?;
+            if !comm.is_null() {
+                // SAFETY: the caller passes room for one MPI_Comm.
+                unsafe { imp::write(c, comm) }?;
+            }
+            // SAFETY: the caller passes room for one u64.
+            unsafe { epoch.write(c.epoch()) };
+            Ok(FRAME_OK)
+        })
     })
 }
 

@@ -60,6 +60,18 @@ pub fn mpirun_ulfm(
     mpirun_ulfm_within(JOB_DEADLINE, marker, procs, program, args, env)
 }
 
+/// [`mpirun_ulfm`] with the job's working directory `dir` (its marker
+/// too).
+pub fn mpirun_ulfm_in(
+    dir: &Path,
+    procs: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
+    ulfm_job(JOB_DEADLINE, dir, Some(dir), procs, program, args, env)
+}
+
 /// [`mpirun_ulfm`] with another deadline.
 pub fn mpirun_ulfm_within(
     deadline: Duration,
@@ -69,7 +81,24 @@ pub fn mpirun_ulfm_within(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> MpiJob {
+    ulfm_job(deadline, marker, None, procs, program, args, env)
+}
+
+/// `mpirun --with-ft ulfm` of `program` on `procs` processes, in `cwd`
+/// when given.
+fn ulfm_job(
+    deadline: Duration,
+    marker: &Path,
+    cwd: Option<&Path>,
+    procs: usize,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> MpiJob {
     let mut cmd = Command::new("mpirun");
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     cmd.args(["--with-ft", "ulfm", "--oversubscribe", "-n"])
         .arg(procs.to_string());
     if rustix::process::geteuid().is_root() {
@@ -163,14 +192,26 @@ pub fn mpi_example(name: &str) -> PathBuf {
 /// `mpi` feature, in this test's profile) once per name, and returns the
 /// directory holding `file` (its shared library).
 pub fn mpi_library(package: &'static str, file: &'static str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<(&str, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    mpi_library_with(package, file, "mpi")
+}
+
+/// [`mpi_library`] with the cargo features `features` (`ulfm`: against
+/// Open MPI 5, for programs under `frame_run_ulfm`), once per package and
+/// features.
+pub fn mpi_library_with(
+    package: &'static str,
+    file: &'static str,
+    features: &'static str,
+) -> PathBuf {
+    type Built = Vec<((&'static str, &'static str), PathBuf)>;
+    static BUILT: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, dir)) = built.iter().find(|(p, _)| *p == package) {
+    if let Some((_, dir)) = built.iter().find(|(p, _)| *p == (package, features)) {
         return dir.clone();
     }
     let profile_dir = super::profile_dir();
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "-p", package, "--features", "mpi"])
+    cmd.args(["build", "-p", package, "--features", features])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.ends_with("release") {
         cmd.arg("--release");
@@ -178,8 +219,33 @@ pub fn mpi_library(package: &'static str, file: &'static str) -> PathBuf {
     let (status, _, err) = super::run(&mut cmd, super::CHILD_DEADLINE);
     assert!(status.success(), "building {package} failed:\n{err}");
     assert!(profile_dir.join(file).exists(), "{package} built no {file}");
-    built.push((package, profile_dir.clone()));
+    built.push(((package, features), profile_dir.clone()));
     profile_dir
+}
+
+/// [`mpi_library_with`], its `file` copied once per package and features
+/// as `name` into a directory of its own, which it returns: a later build
+/// with other features replaces the built file, never the copy.
+pub fn mpi_library_copy(
+    package: &'static str,
+    file: &'static str,
+    features: &'static str,
+    name: &str,
+) -> PathBuf {
+    type Copied = Vec<((&'static str, &'static str), PathBuf)>;
+    static COPIED: std::sync::Mutex<Copied> = std::sync::Mutex::new(Vec::new());
+    let mut copied = COPIED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, dir)) = copied.iter().find(|(k, _)| *k == (package, features)) {
+        return dir.clone();
+    }
+    let built = mpi_library_with(package, file, features);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lib-{package}-{features}"));
+    std::fs::create_dir_all(&dir).expect("library directory");
+    let part = dir.join(format!("{name}.part"));
+    std::fs::copy(built.join(file), &part).expect("copy the library");
+    std::fs::rename(&part, dir.join(name)).expect("name the library");
+    copied.push(((package, features), dir.clone()));
+    dir
 }
 
 /// Compiles the C program `source` (relative to the repository) with

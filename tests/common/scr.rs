@@ -16,6 +16,12 @@ pub fn libscr() -> PathBuf {
     super::mpirun::mpi_library("frame-scr", "libscr.so")
 }
 
+/// libscr built with the cargo features `features`, in a directory of
+/// its own (`ulfm`: for programs under `frame_run_ulfm`).
+pub fn libscr_with(features: &'static str) -> PathBuf {
+    super::mpirun::mpi_library_copy("frame-scr", "libscr.so", features, "libscr.so")
+}
+
 /// Compiles `source` (relative to the repository) with `mpicc` against
 /// `scr.h` and libscr into `name`, once per test binary.
 pub fn compile(source: &str, name: &str) -> PathBuf {

@@ -13,19 +13,18 @@ use std::sync::OnceLock;
 /// Builds libveloc once, and gives the directory where it is
 /// `libveloc-client.so`, VeloC's name (cargo cannot name it so).
 pub fn libveloc() -> PathBuf {
-    static LINKED: OnceLock<PathBuf> = OnceLock::new();
-    LINKED
-        .get_or_init(|| {
-            let built = super::mpirun::mpi_library("frame-veloc", "libveloc_client.so");
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("veloc-lib");
-            std::fs::create_dir_all(&dir).expect("library directory");
-            let link = dir.join("libveloc-client.so");
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(built.join("libveloc_client.so"), &link)
-                .expect("link libveloc-client.so");
-            dir
-        })
-        .clone()
+    libveloc_with("mpi")
+}
+
+/// [`libveloc`] built with the cargo features `features`, in a directory
+/// of its own (`ulfm`: for programs under `frame_run_ulfm`).
+pub fn libveloc_with(features: &'static str) -> PathBuf {
+    super::mpirun::mpi_library_copy(
+        "frame-veloc",
+        "libveloc_client.so",
+        features,
+        "libveloc-client.so",
+    )
 }
 
 /// Compiles `source` (relative to the repository) with `mpicc` against

@@ -7,4 +7,5 @@
 mod common;
 
 mod apps;
+mod online;
 mod ulfm;

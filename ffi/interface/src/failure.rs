@@ -12,6 +12,9 @@ pub struct Failure {
     pub message: String,
     /// Every rank returns this failure: rank 0 alone says it.
     pub shared: bool,
+    /// The call met a failed process or a revoked communicator: under
+    /// frame's resilient function, the program leaves for the recovery.
+    pub interrupted: bool,
 }
 
 impl Failure {
@@ -20,6 +23,7 @@ impl Failure {
         Self {
             message: message.into(),
             shared: false,
+            interrupted: false,
         }
     }
 
@@ -41,6 +45,7 @@ impl From<frame_core::Error> for Failure {
     fn from(e: frame_core::Error) -> Self {
         Self {
             shared: e.is_collective(),
+            interrupted: matches!(&e, frame_core::Error::Comm(c) if interrupts(c)),
             message: e.to_string(),
         }
     }
@@ -48,8 +53,21 @@ impl From<frame_core::Error> for Failure {
 
 impl From<frame_core::comm::CommError> for Failure {
     fn from(e: frame_core::comm::CommError) -> Self {
-        Self::new(e.to_string())
+        Self {
+            interrupted: interrupts(&e),
+            ..Self::new(e.to_string())
+        }
     }
+}
+
+/// Whether `e` says that a process failed (or a rank revoked the
+/// communicator after seeing one) rather than that the call was wrong.
+fn interrupts(e: &frame_core::comm::CommError) -> bool {
+    use frame_core::comm::CommError;
+    matches!(
+        e,
+        CommError::Broken(_) | CommError::PeerFailed { .. } | CommError::Interrupted { .. }
+    )
 }
 
 impl From<frame_core::config::ConfigError> for Failure {
@@ -74,13 +92,35 @@ pub fn say(api: &str, level: Level, message: impl Display) {
 }
 
 /// Runs `f` for the C call `call` of API `api`: its value, or `failed`
-/// with the failure said (see [`Failure`]).
-pub fn guard<T>(api: &str, call: &str, failed: T, f: impl FnOnce() -> Result<T, Failure>) -> T {
+/// with the failure said (see [`Failure`]). A failure that met a failed
+/// process, in an entry of frame's resilient function, leaves the entry
+/// instead, as the program's own MPI calls do (see `entry::leave`): the
+/// C entry points call this last, with nothing left to drop.
+pub fn guard<T: Copy>(
+    api: &str,
+    call: &str,
+    failed: T,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> T {
     let fail = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(Ok(v)) => return v,
         Ok(Err(fail)) => fail,
         Err(_) => Failure::new("internal error (a bug in frame)"),
     };
+    #[cfg(feature = "mpi")]
+    if fail.interrupted && crate::entry::epoch().is_some() {
+        drop(fail);
+        // SAFETY: this frame and its callers in the library hold nothing
+        // with a destructor from here (`T` is Copy).
+        unsafe { crate::entry::leave() };
+        // The program's handler returned: the call fails as any other.
+        say(
+            api,
+            Level::ERROR,
+            format_args!("{call}: a process of the job failed"),
+        );
+        return failed;
+    }
     match (fail.shared, RANK.with(Cell::get)) {
         (true, _) if fail.message.is_empty() => {}
         (true, Some(r)) if r > 0 => {}

@@ -8,9 +8,13 @@
 //!   before it takes a branch, so that no rank is left in a collective;
 //! - [`json_file`]: the small private files the libraries keep (their
 //!   indexes of names), read bounded and replaced whole;
-//! - [`c_text`]: a C string a program passes, checked.
+//! - [`c_text`]: a C string a program passes, checked;
+//! - `entry` (with the `mpi` feature): the entry of frame's resilient
+//!   function running on this thread, for online recovery.
 
 mod agreement;
+#[cfg(feature = "mpi")]
+pub mod entry;
 mod failure;
 pub mod json_file;
 

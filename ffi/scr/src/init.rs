@@ -9,8 +9,11 @@ use frame_core::comm::mpi::{MpiComm, Nodes};
 use frame_core::comm::Comm;
 use frame_core::config::scr::{self, ScrConf, Setting};
 use frame_core::Checkpointer;
+use frame_interface::entry;
+use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 use std::ffi::{CStr, CString};
+use std::mem::ManuallyDrop;
 use std::os::raw::{c_char, c_int};
 use std::time::Instant;
 
@@ -103,7 +106,9 @@ fn allocation_end() -> Option<std::time::SystemTime> {
     Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
 }
 
-/// Starts libscr on `MPI_COMM_WORLD` (MPI must be initialised): reads
+/// Starts libscr on `MPI_COMM_WORLD` (MPI must be initialised), or in
+/// frame's resilient function under `frame_run_ulfm` on the entry's
+/// working ranks (a session of an abandoned entry is let go first): reads
 /// the parameters, forms the nodes, starts their managers and finds the
 /// checkpoint a restart would read (restored by `SCR_Have_restart`).
 /// Collective; fails on every rank alike.
@@ -115,7 +120,17 @@ pub extern "C" fn SCR_Init() -> c_int {
                 "SCR_Init was already called (call SCR_Finalize first)",
             ));
         }
-        let world = SimpleCommunicator::world();
+        // In frame's resilient function (frame_run_ulfm), the working
+        // ranks' communicator of this entry: MPI_COMM_WORLD holds spare
+        // processes too, and a failure abandons the entry's session.
+        let entry = frame_interface::entry::running()?;
+        // Not freed here: MPI_COMM_WORLD, or the entry's, which frame owns.
+        let world = ManuallyDrop::new(match entry {
+            // SAFETY: a live communicator libframe keeps for the entry.
+            Some(e) => unsafe { SimpleCommunicator::from_raw(e.comm) },
+            None => SimpleCommunicator::world(),
+        });
+        let world: &SimpleCommunicator = &world;
         let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"));
         let settings = session::settings().clone();
         let loaded = cwd
@@ -130,7 +145,7 @@ pub extern "C" fn SCR_Init() -> c_int {
                 Ok(conf)
             });
         // Every rank learns of a problem on any before going further.
-        let check = MpiComm::with_node(&world, 0)?;
+        let check = entry::prepare(MpiComm::with_node(world, 0)?, entry.as_ref())?;
         crate::status::set_rank(Some(check.rank()));
         let agreed =
             frame_interface::agree(&check, loaded.as_ref().map(|_| ()).map_err(Clone::clone));
@@ -141,7 +156,7 @@ pub extern "C" fn SCR_Init() -> c_int {
         }
         let conf = loaded.map_err(Failure::new)?;
         let cwd = cwd.map_err(Failure::new)?;
-        let rank = world_rank(&world);
+        let rank = world_rank(world);
         // frame's own lines (a level fetched, a fallback): its warnings,
         // and with SCR_DEBUG what rank 0 restores from where.
         let verbose = conf.debug > 0 && rank == 0;
@@ -150,7 +165,8 @@ pub extern "C" fn SCR_Init() -> c_int {
             if verbose { "info" } else { "warn" },
         );
         warn_once(&conf, rank);
-        let comm = MpiComm::new(&world, Nodes::from_config(&conf.config))?;
+        let comm = MpiComm::new(world, Nodes::from_config(&conf.config))?;
+        let comm = entry::prepare(comm, entry.as_ref())?;
         let comm: &'static MpiComm = Box::leak(Box::new(comm));
         let mut conf = conf;
         let mut last = [comm.node() as u64];
@@ -180,6 +196,7 @@ pub extern "C" fn SCR_Init() -> c_int {
             checkpoints: 0,
             outputs: 0,
             ends_at: allocation_end(),
+            epoch: entry.map(|e| e.epoch),
             conf,
         };
         let current = s.conf.current.clone();

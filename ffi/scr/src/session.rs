@@ -13,6 +13,7 @@ use frame_core::comm::Comm;
 use frame_core::config::scr::{ScrConf, Setting};
 use frame_core::config::Config;
 use frame_core::Checkpointer;
+use frame_interface::entry::{self, Abandon};
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -77,6 +78,9 @@ pub(crate) struct Session {
     pub outputs: u64,
     /// The allocation's end, when the batch system says.
     pub ends_at: Option<std::time::SystemTime>,
+    /// The epoch of frame's resilient function it began in, under
+    /// `frame_run_ulfm` (see [`frame_interface::entry`]).
+    pub epoch: Option<u64>,
 }
 
 thread_local! {
@@ -92,9 +96,13 @@ pub(crate) fn settings() -> std::sync::MutexGuard<'static, Vec<Setting>> {
     SETTINGS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether `SCR_Init` was called (and `SCR_Finalize` not yet).
+/// Whether `SCR_Init` was called (and `SCR_Finalize` not yet) in this
+/// entry of frame's resilient function, if one runs.
 pub(crate) fn is_open() -> bool {
-    SESSION.with(|s| s.borrow().is_some())
+    SESSION.with(|s| {
+        entry::forget_abandoned(s);
+        s.borrow().is_some()
+    })
 }
 
 /// Starts the session.
@@ -105,19 +113,25 @@ pub(crate) fn open(session: Session) {
 /// Ends the session, handing it over.
 pub(crate) fn take() -> Result<Session, Failure> {
     SESSION
-        .with(|s| s.borrow_mut().take())
+        .with(|s| {
+            entry::forget_abandoned(s);
+            s.borrow_mut().take()
+        })
         .ok_or_else(not_initialised)
 }
 
 fn not_initialised() -> Failure {
-    Failure::new("SCR_Init was not called (or SCR_Finalize was)")
+    Failure::new("SCR_Init was not called (or SCR_Finalize was, or a failure abandoned the entry of frame's resilient function that called it)")
 }
 
 /// Runs `f` on the session.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Result<T, Failure> {
-    SESSION.with(|s| match s.borrow_mut().as_mut() {
-        Some(session) => f(session),
-        None => Err(not_initialised()),
+    SESSION.with(|s| {
+        entry::forget_abandoned(s);
+        match s.borrow_mut().as_mut() {
+            Some(session) => f(session),
+            None => Err(not_initialised()),
+        }
     })
 }
 
@@ -236,5 +250,24 @@ impl Session {
         // checkpointer that borrowed it is gone.
         drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
         Ok(ended?)
+    }
+}
+
+impl Abandon for Session {
+    fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// Stops the node's manager, then leaves the communicator to MPI
+    /// (revoked: it spans a failed process), as frame does after a
+    /// failure. The checkpoints stay: the new entry restores from them.
+    fn abandon(self) {
+        let Session { comm, ckpt, .. } = self;
+        drop(ckpt);
+        #[cfg(feature = "ulfm")]
+        comm.revoke();
+        // SAFETY: `comm` was leaked from a Box by SCR_Init, and the
+        // checkpointer that borrowed it is gone.
+        drop(unsafe { Box::from_raw(std::ptr::from_ref(comm).cast_mut()) });
     }
 }

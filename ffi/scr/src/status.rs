@@ -19,6 +19,10 @@ pub(crate) fn guard(name: &str, f: impl FnOnce() -> Result<(), Failure>) -> c_in
 
 /// Like [`guard`] for calls returning something else: `failed` is
 /// returned on failure.
-pub(crate) fn guard_value<T>(name: &str, failed: T, f: impl FnOnce() -> Result<T, Failure>) -> T {
+pub(crate) fn guard_value<T: Copy>(
+    name: &str,
+    failed: T,
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> T {
     frame_interface::guard("SCR", name, failed, f)
 }

@@ -44,8 +44,14 @@ fn read_config(cfg_file: *const c_char, single: Option<c_uint>) -> Result<VelocF
     Ok(veloc)
 }
 
-/// The session on `comm` with the file `veloc`. Collective.
-fn start(comm: &'static dyn Comm, owned: Owned, mut veloc: VelocFile) -> Result<Session, Failure> {
+/// The session on `comm` with the file `veloc`, begun in `epoch` of
+/// frame's resilient function (if one runs). Collective.
+fn start(
+    comm: &'static dyn Comm,
+    owned: Owned,
+    mut veloc: VelocFile,
+    epoch: Option<u64>,
+) -> Result<Session, Failure> {
     let mut last = [comm.node() as u64];
     comm.all_reduce_u64(&mut last, ReduceOp::Max)?;
     if last[0] == 0 {
@@ -75,11 +81,14 @@ fn start(comm: &'static dyn Comm, owned: Owned, mut veloc: VelocFile) -> Result<
         begun: None,
         restarting: None,
         index_dir,
+        epoch,
     })
 }
 
 /// Starts libveloc on `comm` (MPI must be initialised) with the
-/// configuration file `cfg_file`. Collective; fails on every rank alike.
+/// configuration file `cfg_file`; in frame's resilient function under
+/// `frame_run_ulfm`, a session of an abandoned entry is let go first.
+/// Collective; fails on every rank alike.
 ///
 /// # Safety
 /// `cfg_file` is null or a NUL-terminated string; `comm` is a live
@@ -93,6 +102,19 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
             ));
         }
         frame_log::init(frame_log::Style::Plain, "warn");
+        // In frame's resilient function (frame_run_ulfm), the program
+        // passes the working ranks' communicator of the entry: a failure
+        // abandons the entry's session.
+        let entry = frame_interface::entry::running()?;
+        if let Some(e) = &entry {
+            // SAFETY: both are live communicators; MPI writes one int each.
+            let (given, working) = unsafe { (size_of(comm), size_of(e.comm)) };
+            if given > working {
+                return Err(Failure::new(format!(
+                    "the communicator given holds {given} processes, and frame's resilient function runs on {working}: pass the entry's (frame_mpi_comm, or MPI_COMM_WORLD under FRAME_MPI_WORLD; docs/VELOC.md)"
+                )));
+            }
+        }
         let mut dup = std::mem::MaybeUninit::<MPI_Comm>::uninit();
         // SAFETY: `comm` is the program's live communicator; MPI writes `dup`.
         if unsafe { mpi::ffi::MPI_Comm_dup(comm, dup.as_mut_ptr()) } != 0 {
@@ -103,7 +125,8 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
         // SAFETY: written by the successful MPI_Comm_dup, owned here alone.
         let world = unsafe { SimpleCommunicator::from_raw(dup.assume_init()) };
         let loaded = read_config(cfg_file, None);
-        let check = MpiComm::with_node(&world, 0)?;
+        let check =
+            frame_interface::entry::prepare(MpiComm::with_node(&world, 0)?, entry.as_ref())?;
         set_rank(Some(check.rank()));
         let agreed =
             frame_interface::agree(&check, loaded.as_ref().map(|_| ()).map_err(Clone::clone));
@@ -119,11 +142,12 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
         drop(check);
         let veloc = loaded.map_err(Failure::new)?;
         let comm = MpiComm::new(&world, Nodes::from_config(&veloc.config))?;
+        let comm = frame_interface::entry::prepare(comm, entry.as_ref())?;
         let raw = Box::into_raw(Box::new(comm));
         // SAFETY: freed by Session::close (or just below) after the
         // checkpointer.
         let comm: &'static MpiComm = unsafe { &*raw };
-        match start(comm, Owned::Mpi(raw), veloc) {
+        match start(comm, Owned::Mpi(raw), veloc, entry.map(|e| e.epoch)) {
             Ok(s) => {
                 session::open(s);
                 Ok(())
@@ -135,6 +159,19 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
             }
         }
     })
+}
+
+/// The number of processes of `comm`, 0 if MPI cannot say.
+///
+/// # Safety
+/// `comm` is a live communicator.
+unsafe fn size_of(comm: MPI_Comm) -> c_int {
+    let mut size = 0;
+    // SAFETY: as the caller promises; MPI writes one int.
+    if unsafe { mpi::ffi::MPI_Comm_size(comm, &mut size) } != 0 {
+        return 0;
+    }
+    size
 }
 
 /// Starts libveloc in a process of its own, number `id` among
@@ -158,7 +195,7 @@ pub unsafe extern "C" fn VELOC_Init_single(id: c_uint, cfg_file: *const c_char) 
         let raw = Box::into_raw(Box::new(local));
         // SAFETY: freed by Session::close (or just below).
         let comm: &'static LocalComm = unsafe { &*raw };
-        match start(comm, Owned::Local(raw), veloc) {
+        match start(comm, Owned::Local(raw), veloc, None) {
             Ok(s) => {
                 session::open(s);
                 Ok(())

@@ -9,6 +9,7 @@ use frame_core::comm::Comm;
 use frame_core::config::veloc::VelocFile;
 use frame_core::config::Config;
 use frame_core::{Checkpointer, RegionInfo};
+use frame_interface::entry::{self, Abandon};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -64,15 +65,22 @@ pub(crate) struct Session {
     pub restarting: Option<Restarting>,
     /// Where rank 0 keeps the index of versions.
     pub index_dir: PathBuf,
+    /// The epoch of frame's resilient function it began in, under
+    /// `frame_run_ulfm` (see [`frame_interface::entry`]).
+    pub epoch: Option<u64>,
 }
 
 thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
 }
 
-/// Whether `VELOC_Init` was called (and `VELOC_Finalize` not yet).
+/// Whether `VELOC_Init` was called (and `VELOC_Finalize` not yet) in
+/// this entry of frame's resilient function, if one runs.
 pub(crate) fn is_open() -> bool {
-    SESSION.with(|s| s.borrow().is_some())
+    SESSION.with(|s| {
+        entry::forget_abandoned(s);
+        s.borrow().is_some()
+    })
 }
 
 /// Starts the session.
@@ -83,19 +91,25 @@ pub(crate) fn open(session: Session) {
 /// Ends the session, handing it over.
 pub(crate) fn take() -> Result<Session, Failure> {
     SESSION
-        .with(|s| s.borrow_mut().take())
+        .with(|s| {
+            entry::forget_abandoned(s);
+            s.borrow_mut().take()
+        })
         .ok_or_else(not_initialised)
 }
 
 fn not_initialised() -> Failure {
-    Failure::new("VELOC_Init was not called (or VELOC_Finalize was)")
+    Failure::new("VELOC_Init was not called (or VELOC_Finalize was, or a failure abandoned the entry of frame's resilient function that called it)")
 }
 
 /// Runs `f` on the session.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Result<T, Failure> {
-    SESSION.with(|s| match s.borrow_mut().as_mut() {
-        Some(session) => f(session),
-        None => Err(not_initialised()),
+    SESSION.with(|s| {
+        entry::forget_abandoned(s);
+        match s.borrow_mut().as_mut() {
+            Some(session) => f(session),
+            None => Err(not_initialised()),
+        }
     })
 }
 
@@ -151,5 +165,31 @@ impl Session {
             }
         }
         Ok(ended?)
+    }
+}
+
+impl Abandon for Session {
+    fn epoch(&self) -> Option<u64> {
+        self.epoch
+    }
+
+    /// Stops the node's manager, then leaves the communicator to MPI
+    /// (revoked: it spans a failed process), as frame does after a
+    /// failure. The checkpoints stay: the new entry restores from them.
+    fn abandon(self) {
+        let Session { ckpt, owned, .. } = self;
+        drop(ckpt);
+        // SAFETY: leaked from a Box by VELOC_Init; the checkpointer that
+        // borrowed it is gone.
+        unsafe {
+            match owned {
+                Owned::Mpi(p) => {
+                    #[cfg(feature = "ulfm")]
+                    (*p).revoke();
+                    drop(Box::from_raw(p));
+                }
+                Owned::Local(p) => drop(Box::from_raw(p)),
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ pub const VELOC_FAILURE: c_int = -1;
 
 /// Runs `f` for the C call `name`: its value, or `failed` with the failure
 /// said.
-pub(crate) fn guard<T>(name: &str, failed: T, f: impl FnOnce() -> Result<T, Failure>) -> T {
+pub(crate) fn guard<T: Copy>(name: &str, failed: T, f: impl FnOnce() -> Result<T, Failure>) -> T {
     frame_interface::guard("VeloC", name, failed, f)
 }
 
