@@ -124,6 +124,9 @@ static int heat_main(int argc, char **argv) {
     int checkpoints = 0;
     double first_checkpoint = 0.0, later_checkpoints = 0.0;
     for (; step < steps; step++) {
+        /* Before the step's first call, which is libscr's: a survivor
+         * meets the failure there. */
+        if (!restarted && step == crash_at) heat_crash("scr_heat", step, rank, size, MPI_COMM_WORLD);
         int need = 0;
         if (SCR_Need_checkpoint(&need) != SCR_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 6);
         if (need) {
@@ -147,7 +150,6 @@ static int heat_main(int argc, char **argv) {
             if (rank == 0) printf("halted at step %d\n", step);
             break;
         }
-        if (!restarted && step == crash_at) heat_crash("scr_heat", step, rank, size, MPI_COMM_WORLD);
         heat_step(&grid, rank, size, MPI_COMM_WORLD);
     }
 

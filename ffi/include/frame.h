@@ -385,8 +385,8 @@ int frame_mpi_comm(struct frame_ctx *ctx, void *comm);
  is NULL, into `*comm` (an `MPI_Comm`) the program's communicator of the
  entry as `frame_mpi_comm` gives it (its first call in an entry is
  collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
- resilient function runs on this thread; `FRAME_EUNSUPPORTED` when a
- communicator is asked for outside `frame_run_ulfm`.
+ resilient function runs on this thread; `FRAME_EUNSUPPORTED` outside
+ `frame_run_ulfm`.
  */
 int frame_mpi_running(void *comm, uint64_t *epoch);
 

@@ -40,8 +40,8 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
 /// is NULL, into `*comm` (an `MPI_Comm`) the program's communicator of the
 /// entry as `frame_mpi_comm` gives it (its first call in an entry is
 /// collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
-/// resilient function runs on this thread; `FRAME_EUNSUPPORTED` when a
-/// communicator is asked for outside `frame_run_ulfm`.
+/// resilient function runs on this thread; `FRAME_EUNSUPPORTED` outside
+/// `frame_run_ulfm`.
 #[no_mangle]
 pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -> c_int {
     guard("frame_mpi_running", || {
@@ -52,7 +52,9 @@ pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -
             let c = c.ok_or_else(|| {
                 Failure::new(FRAME_ESTATE, "no resilient function runs on this thread")
             })?;
-            if !comm.is_null() {
+            if comm.is_null() {
+                imp::check_under_ulfm(c)?;
+            } else {
                 // SAFETY: the caller passes room for one MPI_Comm.
                 unsafe { imp::write(c, comm) }?;
             }
@@ -127,6 +129,17 @@ mod imp {
         frame_core::comm::mpi::ulfm::is_failure(code)
     }
 
+    /// `FRAME_EUNSUPPORTED` unless `ctx` runs under `frame_run_ulfm`.
+    pub(super) fn check_under_ulfm(ctx: &Context<'_>) -> Result<(), Failure> {
+        match ctx.has_mpi_comm() {
+            true => Ok(()),
+            false => Err(Failure::new(
+                FRAME_EUNSUPPORTED,
+                "only a job under frame_run_ulfm has an MPI communicator",
+            )),
+        }
+    }
+
     /// The error's code (revoked, or a process failed) after writing
     /// `ctx`'s interrupted program communicator at `out`; 0 if its calls
     /// may go on.
@@ -163,6 +176,14 @@ mod imp {
 
     pub(super) fn is_failure(_code: c_int) -> bool {
         false
+    }
+
+    /// Without the `ulfm` feature: [`FRAME_EUNSUPPORTED`].
+    pub(super) fn check_under_ulfm(_ctx: &Context<'_>) -> Result<(), Failure> {
+        Err(Failure::new(
+            FRAME_EUNSUPPORTED,
+            "this libframe was built without the ulfm feature",
+        ))
     }
 
     /// Without the `ulfm` feature there is no program communicator: 0.

@@ -108,6 +108,14 @@ impl<'a> Context<'a> {
         self.mpi.map(|p| p.get())
     }
 
+    /// Whether this entry runs under [`ulfm::run`](crate::ulfm::run), so
+    /// that [`mpi_comm`](Self::mpi_comm) gives a communicator (a local
+    /// call, which makes nothing).
+    #[cfg(feature = "ulfm")]
+    pub fn has_mpi_comm(&self) -> bool {
+        self.mpi.is_some()
+    }
+
     /// [`mpi_comm`](Self::mpi_comm), if the program made it in this epoch
     /// and its calls must end: a rank revoked it, or MPI knows that one of
     /// its processes failed (a local call, never collective). A program

@@ -13,7 +13,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Builds libscr once and returns its directory.
 pub fn libscr() -> PathBuf {
-    super::mpirun::mpi_library("frame-scr", "libscr.so")
+    libscr_with("mpi")
 }
 
 /// libscr built with the cargo features `features`, in a directory of

@@ -12,9 +12,16 @@
 use crate::Failure;
 use frame_core::comm::mpi::MpiComm;
 use mpi::ffi::MPI_Comm;
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
+
+#[cfg(feature = "ulfm")]
+thread_local! {
+    /// The entry the library's session on this thread began in (one
+    /// session a thread: the libraries' sessions are thread-local).
+    static SESSION_ENTRY: std::cell::Cell<Option<Entry>> = const { std::cell::Cell::new(None) };
+}
 
 /// libframe's `frame_mpi_running`.
 type Running = unsafe extern "C" fn(comm: *mut c_void, epoch: *mut u64) -> c_int;
@@ -34,25 +41,19 @@ pub struct Entry {
     pub epoch: u64,
 }
 
-/// libframe's call, if the process has libframe loaded (looked up until
-/// found: a program may load libframe after the library).
+/// libframe's call, if the process has libframe loaded (looked up once:
+/// a program links libframe to use frame's resilient entry).
 fn lookup() -> Option<Running> {
-    static FOUND: OnceLock<usize> = OnceLock::new();
-    let addr = match FOUND.get() {
-        Some(addr) => *addr,
-        None => {
-            // SAFETY: a NUL-terminated name looked up in the process's
-            // global scope; the result is checked for null.
-            let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"frame_mpi_running".as_ptr()) };
-            if sym.is_null() {
-                return None;
-            }
-            *FOUND.get_or_init(|| sym as usize)
-        }
-    };
+    static FOUND: OnceLock<Option<usize>> = OnceLock::new();
+    let found = *FOUND.get_or_init(|| {
+        // SAFETY: a NUL-terminated name looked up in the process's global
+        // scope; the result is checked for null.
+        let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"frame_mpi_running".as_ptr()) };
+        (!sym.is_null()).then_some(sym as usize)
+    });
     // SAFETY: libframe exports frame_mpi_running with this signature
     // (frame.h); the address is that function's.
-    Some(unsafe { std::mem::transmute::<usize, Running>(addr) })
+    found.map(|addr| unsafe { std::mem::transmute::<usize, Running>(addr) })
 }
 
 /// Calls libframe: `Ok(None)` when no resilient function of
@@ -97,23 +98,34 @@ pub fn epoch() -> Option<u64> {
 
 /// Leaves the entry of frame's resilient function after a library call
 /// met a failed process, as the program's own MPI calls do: raises MPI's
-/// "process failed" error on the program's communicator of the entry,
-/// whose handler (`FRAME_MPI_ENTER` of `frame_mpi.h`) jumps back to the
-/// top of the resilient function, which returns for the recovery. Returns
-/// when no entry runs, or when the program's handler returns (a program
-/// that checks the codes of its calls itself).
+/// "process failed" error on the program's communicator of the entry the
+/// library's session began in, whose handler (`FRAME_MPI_ENTER` of
+/// `frame_mpi.h`) jumps back to the top of the resilient function, which
+/// returns for the recovery. A local call. Returns when no session began
+/// in the entry running, or when the program's handler returns (a
+/// program that checks the codes of its calls itself).
 ///
 /// # Safety
 /// The handler may `longjmp` over the caller's frames: every frame between
 /// the program and this call must hold nothing with a destructor.
 pub unsafe fn leave() {
     #[cfg(feature = "ulfm")]
-    if let Ok(Some(entry)) = running() {
-        let code = frame_core::comm::mpi::ulfm::proc_failed_code();
-        // SAFETY: the entry's live communicator; the program's handler
-        // runs, as for a failed call of its own.
-        unsafe { mpi::ffi::MPI_Comm_call_errhandler(entry.comm, code) };
+    if let Some(entry) = SESSION_ENTRY.with(std::cell::Cell::get) {
+        if epoch() == Some(entry.epoch) {
+            let code = frame_core::comm::mpi::ulfm::proc_failed_code();
+            // SAFETY: the entry's live communicator (frame frees it when
+            // the entry ends); the program's handler runs, as for a failed
+            // call of its own.
+            unsafe { mpi::ffi::MPI_Comm_call_errhandler(entry.comm, code) };
+        }
     }
+}
+
+/// Whether a session begun in `epoch` (`None`: outside frame's resilient
+/// function) is used inside an entry of it: its communicator holds the
+/// spare processes too, and a failure would never let it go. A local call.
+pub fn begun_outside(epoch: Option<u64>) -> bool {
+    epoch.is_none() && self::epoch().is_some()
 }
 
 /// Whether a session begun in `epoch` (`None`: outside frame's resilient
@@ -132,15 +144,21 @@ pub fn abandoned(epoch: Option<u64>) -> bool {
 /// rank that left for the recovery. That needs the library built with the
 /// `ulfm` feature: without, a session in an entry is refused.
 pub fn prepare(comm: MpiComm, entry: Option<&Entry>) -> Result<MpiComm, Failure> {
-    if entry.is_none() {
+    let Some(entry) = entry else {
         return Ok(comm);
-    }
+    };
     #[cfg(feature = "ulfm")]
-    return Ok(comm.with_error_scope(frame_core::comm::mpi::ErrorScope::Communicator));
+    {
+        SESSION_ENTRY.with(|e| e.set(Some(*entry)));
+        Ok(comm.with_error_scope(frame_core::comm::mpi::ErrorScope::Communicator))
+    }
     #[cfg(not(feature = "ulfm"))]
-    Err(Failure::new(
+    {
+        let _ = entry;
+        Err(Failure::new(
         "this library was built without the ulfm feature, which a program under frame_run_ulfm needs (cargo build --features ulfm against Open MPI 5; docs/ULFM.md)",
-    ))
+        ))
+    }
 }
 
 /// A library's session, which may belong to an abandoned entry.
@@ -157,9 +175,51 @@ pub trait Abandon: Sized {
 /// abandoned, so that the new entry starts its own. A local call.
 pub fn forget_abandoned<S: Abandon>(slot: &RefCell<Option<S>>) {
     let stale = slot.borrow().as_ref().is_some_and(|s| abandoned(s.epoch()));
-    if stale {
-        if let Some(s) = slot.borrow_mut().take() {
-            s.abandon();
-        }
+    if !stale {
+        return;
     }
+    // Out of the slot before it goes: abandoning never runs borrowed.
+    let taken = slot.borrow_mut().take();
+    if let Some(s) = taken {
+        s.abandon();
+    }
+}
+
+/// The calls that begin and end a library's session, for its messages.
+pub struct Calls {
+    /// `SCR_Init`, `VELOC_Init`.
+    pub init: &'static str,
+    /// `SCR_Finalize`, `VELOC_Finalize`.
+    pub finalize: &'static str,
+}
+
+/// The session in `slot`, ready for a call: one an abandoned entry left is
+/// let go first; one begun outside frame's resilient function, which runs
+/// now, is refused, as is none. A local call.
+pub fn session<'a, S: Abandon>(
+    slot: &'a RefCell<Option<S>>,
+    calls: &Calls,
+) -> Result<RefMut<'a, S>, Failure> {
+    forget_abandoned(slot);
+    let session = RefMut::filter_map(slot.borrow_mut(), Option::as_mut).map_err(|_| {
+        Failure::new(format!(
+            "{} was not called (or {} was, or a failure abandoned the entry of frame's resilient function that called it)",
+            calls.init, calls.finalize
+        ))
+    })?;
+    if begun_outside(session.epoch()) {
+        return Err(Failure::new(format!(
+            "{} was called outside frame's resilient function, which runs now: call it inside, on the entry's working ranks (docs/ULFM.md)",
+            calls.init
+        )));
+    }
+    Ok(session)
+}
+
+/// Takes the session out of `slot` for its end (see [`session`]).
+pub fn take<S: Abandon>(slot: &RefCell<Option<S>>, calls: &Calls) -> Result<S, Failure> {
+    drop(session(slot, calls)?);
+    slot.borrow_mut()
+        .take()
+        .ok_or_else(|| Failure::new(format!("{} was not called", calls.init)))
 }

@@ -78,6 +78,10 @@ impl From<frame_core::config::ConfigError> for Failure {
 
 thread_local! {
     static RANK: Cell<Option<usize>> = const { Cell::new(None) };
+    /// The failure of a call that is leaving the entry of frame's
+    /// resilient function (see [`guard`]).
+    #[cfg(feature = "mpi")]
+    static PENDING: Cell<Option<Failure>> = const { Cell::new(None) };
 }
 
 /// This process's rank, once the library's init knows it (for messages).
@@ -108,19 +112,21 @@ pub fn guard<T: Copy>(
         Err(_) => Failure::new("internal error (a bug in frame)"),
     };
     #[cfg(feature = "mpi")]
-    if fail.interrupted && crate::entry::epoch().is_some() {
-        drop(fail);
-        // SAFETY: this frame and its callers in the library hold nothing
-        // with a destructor from here (`T` is Copy).
-        unsafe { crate::entry::leave() };
-        // The program's handler returned: the call fails as any other.
-        say(
-            api,
-            Level::ERROR,
-            format_args!("{call}: a process of the job failed"),
-        );
-        return failed;
-    }
+    let fail = match fail.interrupted {
+        true => {
+            // Kept off the stack, which the program's handler may jump
+            // over; said below if the handler returns.
+            PENDING.with(|p| p.set(Some(fail)));
+            // SAFETY: this frame and its callers in the library hold
+            // nothing with a destructor from here (`T` is Copy).
+            unsafe { crate::entry::leave() };
+            match PENDING.with(Cell::take) {
+                Some(fail) => fail,
+                None => return failed,
+            }
+        }
+        false => fail,
+    };
     match (fail.shared, RANK.with(Cell::get)) {
         (true, _) if fail.message.is_empty() => {}
         (true, Some(r)) if r > 0 => {}

@@ -10,13 +10,17 @@
 //!   indexes of names), read bounded and replaced whole;
 //! - [`c_text`]: a C string a program passes, checked;
 //! - `entry` (with the `mpi` feature): the entry of frame's resilient
-//!   function running on this thread, for online recovery.
+//!   function running on this thread, for online recovery;
+//! - `program_comm` (with the `mpi` feature): the library's duplicate of
+//!   the program's communicator, made without the program's handler.
 
 mod agreement;
 #[cfg(feature = "mpi")]
 pub mod entry;
 mod failure;
 pub mod json_file;
+#[cfg(feature = "mpi")]
+pub mod program_comm;
 
 pub use agreement::{agree, all, rank_0s};
 pub use failure::{guard, say, set_rank, Failure};

@@ -8,24 +8,43 @@
 
 use crate::restart::MAX_FILENAME;
 use crate::status::{guard, Failure, SCR_FAILURE, SCR_SUCCESS};
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int};
+
+/// A name for a C call, NUL-terminated in a buffer on the stack: nothing
+/// to drop, as the C call may leave through the program's error handler
+/// (see `frame_interface::entry::leave`).
+struct CName([u8; MAX_FILENAME]);
+
+impl CName {
+    fn as_ptr(&self) -> *const c_char {
+        self.0.as_ptr().cast()
+    }
+
+    /// The name without its NUL, as text.
+    fn to_str(&self) -> Result<&str, std::str::Utf8Error> {
+        let end = self.0.iter().position(|b| *b == 0).unwrap_or(0);
+        std::str::from_utf8(&self.0[..end])
+    }
+}
 
 /// The Fortran string of `len` bytes at `text`, without its trailing
 /// blanks, as a C string (`None` when it holds a NUL or is too long).
 ///
 /// # Safety
 /// `text` points to `len` bytes.
-unsafe fn from_fortran(text: *const c_char, len: usize) -> Option<CString> {
+unsafe fn from_fortran(text: *const c_char, len: usize) -> Option<CName> {
     if text.is_null() {
         return None;
     }
     // SAFETY: the compiler passes the variable and its length.
     let bytes = unsafe { std::slice::from_raw_parts(text.cast::<u8>(), len) };
     let end = bytes.iter().rposition(|b| *b != b' ').map_or(0, |i| i + 1);
-    if end >= MAX_FILENAME {
+    if end >= MAX_FILENAME || bytes[..end].contains(&0) {
         return None;
     }
-    CString::new(&bytes[..end]).ok()
+    let mut name = CName([0; MAX_FILENAME]);
+    name.0[..end].copy_from_slice(&bytes[..end]);
+    Some(name)
 }
 
 /// Writes the C string in `from` (a buffer of `MAX_FILENAME` bytes) into

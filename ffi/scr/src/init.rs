@@ -10,10 +10,8 @@ use frame_core::comm::Comm;
 use frame_core::config::scr::{self, ScrConf, Setting};
 use frame_core::Checkpointer;
 use frame_interface::entry;
-use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 use std::ffi::{CStr, CString};
-use std::mem::ManuallyDrop;
 use std::os::raw::{c_char, c_int};
 use std::time::Instant;
 
@@ -124,12 +122,14 @@ pub extern "C" fn SCR_Init() -> c_int {
         // ranks' communicator of this entry: MPI_COMM_WORLD holds spare
         // processes too, and a failure abandons the entry's session.
         let entry = frame_interface::entry::running()?;
-        // Not freed here: MPI_COMM_WORLD, or the entry's, which frame owns.
-        let world = ManuallyDrop::new(match entry {
-            // SAFETY: a live communicator libframe keeps for the entry.
-            Some(e) => unsafe { SimpleCommunicator::from_raw(e.comm) },
-            None => SimpleCommunicator::world(),
-        });
+        // libscr's own duplicate, without the program's error handler.
+        // SAFETY: MPI_COMM_WORLD, or the live communicator libframe keeps
+        // for the entry.
+        let world = unsafe {
+            frame_interface::program_comm::duplicate(
+                entry.map_or(mpi::ffi::RSMPI_COMM_WORLD, |e| e.comm),
+            )
+        }?;
         let world: &SimpleCommunicator = &world;
         let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"));
         let settings = session::settings().clone();

@@ -9,8 +9,6 @@ use frame_core::config::veloc::VelocFile;
 use frame_core::config::Interval;
 use frame_core::Checkpointer;
 use mpi::ffi::MPI_Comm;
-use mpi::raw::FromRaw;
-use mpi::topology::SimpleCommunicator;
 use std::ffi::{c_char, c_int, c_uint, c_void};
 
 pub(crate) use frame_interface::c_text as text;
@@ -107,23 +105,12 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
         // abandons the entry's session.
         let entry = frame_interface::entry::running()?;
         if let Some(e) = &entry {
-            // SAFETY: both are live communicators; MPI writes one int each.
-            let (given, working) = unsafe { (size_of(comm), size_of(e.comm)) };
-            if given > working {
-                return Err(Failure::new(format!(
-                    "the communicator given holds {given} processes, and frame's resilient function runs on {working}: pass the entry's (frame_mpi_comm, or MPI_COMM_WORLD under FRAME_MPI_WORLD; docs/VELOC.md)"
-                )));
-            }
+            // SAFETY: both are live communicators.
+            unsafe { same_ranks(comm, e.comm) }?;
         }
-        let mut dup = std::mem::MaybeUninit::<MPI_Comm>::uninit();
-        // SAFETY: `comm` is the program's live communicator; MPI writes `dup`.
-        if unsafe { mpi::ffi::MPI_Comm_dup(comm, dup.as_mut_ptr()) } != 0 {
-            return Err(Failure::new(
-                "MPI_Comm_dup of the communicator given to VELOC_Init failed",
-            ));
-        }
-        // SAFETY: written by the successful MPI_Comm_dup, owned here alone.
-        let world = unsafe { SimpleCommunicator::from_raw(dup.assume_init()) };
+        // libveloc's own duplicate, without the program's error handler.
+        // SAFETY: `comm` is the program's live communicator.
+        let world = unsafe { frame_interface::program_comm::duplicate(comm) }?;
         let loaded = read_config(cfg_file, None);
         let check =
             frame_interface::entry::prepare(MpiComm::with_node(&world, 0)?, entry.as_ref())?;
@@ -161,17 +148,30 @@ pub unsafe extern "C" fn VELOC_Init(comm: MPI_Comm, cfg_file: *const c_char) -> 
     })
 }
 
-/// The number of processes of `comm`, 0 if MPI cannot say.
+/// Whether `given` holds the processes of `entry` (the working ranks of
+/// frame's resilient function) in the same order, or why not. Local.
 ///
 /// # Safety
-/// `comm` is a live communicator.
-unsafe fn size_of(comm: MPI_Comm) -> c_int {
-    let mut size = 0;
-    // SAFETY: as the caller promises; MPI writes one int.
-    if unsafe { mpi::ffi::MPI_Comm_size(comm, &mut size) } != 0 {
-        return 0;
+/// Both are live communicators.
+unsafe fn same_ranks(given: MPI_Comm, entry: MPI_Comm) -> Result<(), Failure> {
+    let (mut same, mut n, mut working) = (0, 0, 0);
+    // SAFETY: as the caller promises; MPI writes one int each, and reads
+    // its own constants.
+    let (compared, ident, congruent) = unsafe {
+        mpi::ffi::MPI_Comm_size(given, &mut n);
+        mpi::ffi::MPI_Comm_size(entry, &mut working);
+        (
+            mpi::ffi::MPI_Comm_compare(given, entry, &mut same),
+            mpi::ffi::RSMPI_IDENT,
+            mpi::ffi::RSMPI_CONGRUENT,
+        )
+    };
+    if compared == 0 && (same == ident || same == congruent) {
+        return Ok(());
     }
-    size
+    Err(Failure::new(format!(
+        "the communicator given ({n} processes) is not the entry's working ranks ({working}, in the job's order): under frame's resilient function pass frame_mpi_comm's, or MPI_COMM_WORLD under FRAME_MPI_WORLD (docs/ULFM.md#scr-and-veloc-programs)"
+    )))
 }
 
 /// Starts libveloc in a process of its own, number `id` among

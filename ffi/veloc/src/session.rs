@@ -88,29 +88,20 @@ pub(crate) fn open(session: Session) {
     SESSION.with(|s| *s.borrow_mut() = Some(session));
 }
 
+/// The calls that begin and end the session.
+const CALLS: entry::Calls = entry::Calls {
+    init: "VELOC_Init",
+    finalize: "VELOC_Finalize",
+};
+
 /// Ends the session, handing it over.
 pub(crate) fn take() -> Result<Session, Failure> {
-    SESSION
-        .with(|s| {
-            entry::forget_abandoned(s);
-            s.borrow_mut().take()
-        })
-        .ok_or_else(not_initialised)
-}
-
-fn not_initialised() -> Failure {
-    Failure::new("VELOC_Init was not called (or VELOC_Finalize was, or a failure abandoned the entry of frame's resilient function that called it)")
+    SESSION.with(|s| entry::take(s, &CALLS))
 }
 
 /// Runs `f` on the session.
 pub(crate) fn with<T>(f: impl FnOnce(&mut Session) -> Result<T, Failure>) -> Result<T, Failure> {
-    SESSION.with(|s| {
-        entry::forget_abandoned(s);
-        match s.borrow_mut().as_mut() {
-            Some(session) => f(session),
-            None => Err(not_initialised()),
-        }
-    })
+    SESSION.with(|s| f(&mut *entry::session(s, &CALLS)?))
 }
 
 impl Session {
