@@ -386,7 +386,8 @@ int frame_mpi_comm(struct frame_ctx *ctx, void *comm);
  entry as `frame_mpi_comm` gives it (its first call in an entry is
  collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
  resilient function runs on this thread; `FRAME_EUNSUPPORTED` outside
- `frame_run_ulfm`.
+ `frame_run_ulfm`. Those two are answers, not failures: the message
+ `frame_last_error` gives stays the program's.
  */
 int frame_mpi_running(void *comm, uint64_t *epoch);
 

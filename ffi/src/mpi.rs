@@ -5,7 +5,7 @@
 //! error).
 
 use crate::state::{context, FrameCtx};
-use crate::status::{guard, Failure, FRAME_ESTATE, FRAME_OK};
+use crate::status::{guard, Failure, FRAME_ESTATE, FRAME_EUNSUPPORTED, FRAME_OK};
 use std::ffi::{c_int, c_void};
 
 /// Writes into `*comm` (an `MPI_Comm` of the MPI the program and libframe
@@ -41,9 +41,15 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
 /// entry as `frame_mpi_comm` gives it (its first call in an entry is
 /// collective; with `comm` NULL the call is local). `FRAME_ESTATE` when no
 /// resilient function runs on this thread; `FRAME_EUNSUPPORTED` outside
-/// `frame_run_ulfm`.
+/// `frame_run_ulfm`. Those two are answers, not failures: the message
+/// `frame_last_error` gives stays the program's.
 #[no_mangle]
 pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -> c_int {
+    match crate::state::live_context(|c| c.map(imp::under_ulfm)) {
+        None => return FRAME_ESTATE,
+        Some(false) => return FRAME_EUNSUPPORTED,
+        Some(true) => {}
+    }
     guard("frame_mpi_running", || {
         if epoch.is_null() {
             return Err(Failure::invalid("the epoch pointer is null"));
@@ -52,9 +58,7 @@ pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -
             let c = c.ok_or_else(|| {
                 Failure::new(FRAME_ESTATE, "no resilient function runs on this thread")
             })?;
-            if comm.is_null() {
-                imp::check_under_ulfm(c)?;
-            } else {
+            if !comm.is_null() {
                 // SAFETY: the caller passes room for one MPI_Comm.
                 unsafe { imp::write(c, comm) }?;
             }
@@ -129,15 +133,9 @@ mod imp {
         frame_core::comm::mpi::ulfm::is_failure(code)
     }
 
-    /// `FRAME_EUNSUPPORTED` unless `ctx` runs under `frame_run_ulfm`.
-    pub(super) fn check_under_ulfm(ctx: &Context<'_>) -> Result<(), Failure> {
-        match ctx.has_mpi_comm() {
-            true => Ok(()),
-            false => Err(Failure::new(
-                FRAME_EUNSUPPORTED,
-                "only a job under frame_run_ulfm has an MPI communicator",
-            )),
-        }
+    /// Whether `ctx` runs under `frame_run_ulfm`.
+    pub(super) fn under_ulfm(ctx: &Context<'_>) -> bool {
+        ctx.has_mpi_comm()
     }
 
     /// The error's code (revoked, or a process failed) after writing
@@ -178,12 +176,9 @@ mod imp {
         false
     }
 
-    /// Without the `ulfm` feature: [`FRAME_EUNSUPPORTED`].
-    pub(super) fn check_under_ulfm(_ctx: &Context<'_>) -> Result<(), Failure> {
-        Err(Failure::new(
-            FRAME_EUNSUPPORTED,
-            "this libframe was built without the ulfm feature",
-        ))
+    /// Without the `ulfm` feature, never.
+    pub(super) fn under_ulfm(_ctx: &Context<'_>) -> bool {
+        false
     }
 
     /// Without the `ulfm` feature there is no program communicator: 0.

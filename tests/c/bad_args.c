@@ -64,6 +64,8 @@ static int resilient(frame_ctx *ctx, int state, int n, const int *failed, void *
     char comm[64];
     expect("MPI communicator outside frame_run_ulfm", frame_mpi_comm(ctx, comm), FRAME_EUNSUPPORTED);
     expect("MPI communicator into a null pointer", frame_mpi_comm(ctx, NULL), FRAME_EINVAL);
+    uint64_t epoch = 0;
+    expect("the entry outside frame_run_ulfm", frame_mpi_running(NULL, &epoch), FRAME_EUNSUPPORTED);
     return 0;
 }
 
@@ -75,6 +77,12 @@ int main(int argc, char **argv) {
     expect("rank of a null context", frame_rank(NULL), FRAME_EINVAL);
     expect("rank of a made-up context", frame_rank((frame_ctx *)0x1234), FRAME_ESTATE);
     expect("MPI communicator of a null context", frame_mpi_comm(NULL, a), FRAME_EINVAL);
+    /* No entry running is an answer, not a failure: the last error stays. */
+    char before[512];
+    snprintf(before, sizeof before, "%s", frame_last_error());
+    uint64_t epoch = 0;
+    expect("no resilient function runs", frame_mpi_running(NULL, &epoch), FRAME_ESTATE);
+    expect("the last error stays the program's", strcmp(before, frame_last_error()) == 0, 1);
     expect("success is no failed process", frame_mpi_failure(0), 0);
     expect("init", frame_init(NULL, NULL), FRAME_OK);
     expect("init twice", frame_init(NULL, NULL), FRAME_ESTATE);
