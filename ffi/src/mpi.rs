@@ -45,19 +45,17 @@ pub unsafe extern "C" fn frame_mpi_comm(ctx: *mut FrameCtx, comm: *mut c_void) -
 /// `frame_last_error` gives stays the program's.
 #[no_mangle]
 pub unsafe extern "C" fn frame_mpi_running(comm: *mut c_void, epoch: *mut u64) -> c_int {
-    match crate::state::live_context(|c| c.map(imp::under_ulfm)) {
-        None => return FRAME_ESTATE,
-        Some(false) => return FRAME_EUNSUPPORTED,
-        Some(true) => {}
-    }
-    guard("frame_mpi_running", || {
-        if epoch.is_null() {
-            return Err(Failure::invalid("the epoch pointer is null"));
+    crate::state::live_context(|c| {
+        let Some(c) = c else {
+            return FRAME_ESTATE;
+        };
+        if !imp::under_ulfm(c) {
+            return FRAME_EUNSUPPORTED;
         }
-        crate::state::live_context(|c| {
-            let c = c.ok_or_else(|| {
-                Failure::new(FRAME_ESTATE, "no resilient function runs on this thread")
-            })?;
+        guard("frame_mpi_running", || {
+            if epoch.is_null() {
+                return Err(Failure::invalid("the epoch pointer is null"));
+            }
             if !comm.is_null() {
                 // SAFETY: the caller passes room for one MPI_Comm.
                 unsafe { imp::write(c, comm) }?;
